@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# chlb build. Everything lands under $(BUILD)/; `make help` lists the targets.
+# Sources are found by wildcard, so adding a file needs no Makefile edit:
+#   bpf/*.bpf.c          -> build/<name>.bpf.o + build/<name>.skel.h
+#   user/lib/*.c         -> build/libchlb.a (shared by chlbd, chlbctl, tests)
+#   user/chlbd/*.c       -> build/chlbd
+#   user/chlbctl/*.c     -> build/chlbctl
+#   tests/unit/test_*.c  -> build/tests/unit/test_*  (+ ASan/UBSan copies in build/asan/)
+#   tests/bpf/test_*.c   -> build/tests/bpf/test_*   (need root + BPF)
+#   tests/tools/*.c      -> build/tests/tools/*      (helpers for shell tests)
+#   tests/bench/*.c      -> build/tests/bench/*
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.DEFAULT_GOAL := all
+
+BUILD ?= build
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+msg = $(if $(filter 1,$(V)),,@printf '  %-8s %s\n' '$(1)' '$(2)';)
+
+CC ?= cc
+CLANG ?= clang
+BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+ARCH_INC := /usr/include/$(shell uname -m)-linux-gnu
+
+WARN := -Wall -Wextra -Werror -Wno-unused-parameter
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := $(CFLAGS) -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Iuser/lib -I$(BUILD)
+LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lpthread
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+BPF_CFLAGS := -g -O2 -target bpf -Wall -Werror -Iinclude -Ibpf -I$(ARCH_INC)
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.bpf.o)
+SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
+BPF_HDRS := $(wildcard bpf/*.h) $(wildcard include/*.h)
+USER_HDRS := $(wildcard user/lib/*.h user/chlbd/*.h user/chlbctl/*.h) $(wildcard include/*.h)
+
+LIB_SRCS := $(wildcard user/lib/*.c)
+LIB := $(BUILD)/libchlb.a
+ASAN_LIB := $(BUILD)/asan/libchlb.a
+CHLBD_SRCS := $(wildcard user/chlbd/*.c)
+CHLBCTL_SRCS := $(wildcard user/chlbctl/*.c)
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+BPFTEST_SRCS := $(wildcard tests/bpf/test_*.c)
+TOOL_SRCS := $(wildcard tests/tools/*.c)
+BENCH_SRCS := $(wildcard tests/bench/*.c)
+
+UNIT_BINS := $(UNIT_SRCS:%.c=$(BUILD)/%)
+ASAN_UNIT_BINS := $(UNIT_SRCS:%.c=$(BUILD)/asan/%)
+BPFTEST_BINS := $(BPFTEST_SRCS:%.c=$(BUILD)/%)
+TOOL_BINS := $(TOOL_SRCS:%.c=$(BUILD)/%)
+BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
+PROGS := $(if $(CHLBD_SRCS),$(BUILD)/chlbd) $(if $(CHLBCTL_SRCS),$(BUILD)/chlbctl)
+
+DEB_PACKAGES := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev \
+	libjson-c-dev linux-libc-dev pkg-config iproute2 ethtool socat procps \
+	clang-format cppcheck libclang-rt-14-dev
+
+.PHONY: all deps test check-root lint bench demo clean help fuzz install
+
+all: $(PROGS) $(UNIT_BINS) $(ASAN_UNIT_BINS) $(BPFTEST_BINS) $(TOOL_BINS) $(BENCH_BINS)
+
+help:
+	@echo 'chlb make targets:'
+	@echo '  deps   install missing Debian packages (apt-get; needs root)'
+	@echo '  all    build chlbd, chlbctl, the BPF object and every test binary into $(BUILD)/'
+	@echo '  test   deps + all, then run every test (root: BPF and network namespaces)'
+	@echo '  lint   clang-format check and cppcheck over user/ include/ bpf/ tests/'
+	@echo '  bench  benchmarks; JSON reports under $(BUILD)/bench/'
+	@echo '  demo   deps + all, then show chlb balancing real TCP in network namespaces'
+	@echo '  fuzz   fuzz the command parser (libFuzzer)'
+	@echo '  clean  remove $(BUILD)/'
+	@echo 'V=1 shows the full commands.'
+
+# Installs only what is missing; silent when everything is present.
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing $$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "deps: need root to apt-get install: $$missing" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || \
+			{ echo "deps: apt-get install failed for: $$missing" >&2; exit 1; }; \
+	fi
+
+# ---- BPF ----
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# ---- userspace ----
+$(BUILD)/%.o: %.c $(USER_HDRS) | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/asan/%.o: %.c $(USER_HDRS) | $(SKELS)
+	$(call msg,CC-ASAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
+
+$(LIB): $(LIB_SRCS:%.c=$(BUILD)/%.o)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(ASAN_LIB): $(LIB_SRCS:%.c=$(BUILD)/asan/%.o)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/chlbd: $(CHLBD_SRCS:%.c=$(BUILD)/%.o) $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/chlbctl: $(CHLBCTL_SRCS:%.c=$(BUILD)/%.o) $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -lcmocka -o $@
+
+$(BUILD)/asan/tests/unit/%: $(BUILD)/asan/tests/unit/%.o $(ASAN_LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $^ $(LDLIBS) -lcmocka -o $@
+
+$(BUILD)/tests/bpf/%: $(BUILD)/tests/bpf/%.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -lcmocka -o $@
+
+$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/bench/%: $(BUILD)/tests/bench/%.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD):
+	$(Q)mkdir -p $@
+
+# ---- checks ----
+FORMAT_SRCS = $(filter-out include/chlb_crc32c_table.h,$(wildcard bpf/*.c bpf/*.h include/*.h user/*/*.c user/*/*.h tests/*/*.c tests/*/*.h))
+
+lint:
+	$(call msg,FORMAT,check)
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
+	$(call msg,CPPCHECK,user include)
+	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--inline-suppr --suppress=missingIncludeSystem -D__x86_64__ -Iinclude -Iuser/lib \
+		user include
+
+check-root:
+	@[ "$$(id -u)" = 0 ] || { echo "make test needs root (BPF, XDP, network namespaces); run it as root" >&2; exit 1; }
+
+test: deps check-root
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)BUILD=$(BUILD) tests/run.sh
+
+bench: deps check-root
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)BUILD=$(BUILD) tests/bench/run.sh
+
+demo: deps check-root
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)BUILD=$(BUILD) tests/e2e/demo.sh
+
+clean:
+	rm -rf $(BUILD)
+
+.SECONDARY:

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Key and value layouts of every BPF map, stats records and reasons: the
+ * contract between bpf/ and user/. Map definitions themselves live in
+ * bpf/chlb_maps.bpf.h; their sizes come from chlb_common.h.
+ */
+#ifndef CHLB_MAPS_H
+#define CHLB_MAPS_H
+
+#include "chlb_common.h"
+#include "chlb_hash.h"
+
+/* vips (hash, BPF_F_NO_PREALLOC): key. Port 0 = every port of the address. */
+struct chlb_vip_key {
+	__u8 addr[16]; /* IPv6, or IPv4-mapped ::ffff:a.b.c.d */
+	__be16 port;
+	__u8 proto;
+	__u8 pad;
+};
+
+/*
+ * vips: value, the service's view. Replaced whole by one hash-map update, so
+ * a packet sees either the old view or the new one (NO_PREALLOC elements are
+ * freed after an RCU grace period, never reused under a reader).
+ *
+ * table[0] is the current table; table[1..ntables-1] are recent ones, newest
+ * first, kept for stickiness without a per-flow insert (see bpf/chlb_stick.h).
+ */
+struct chlb_service {
+	__u32 id;		       /* service id: stats index */
+	__u8 fwd;		       /* enum chlb_fwd */
+	__u8 hash_fields;	       /* enum chlb_hash_fields */
+	__u8 ntables;		       /* 1..CHLB_HISTORY_MAX */
+	__u8 flags;		       /* CHLB_SVC_F_* */
+	__u32 table[CHLB_HISTORY_MAX]; /* slots in the tables outer map */
+	__u8 encap_src[16];	       /* ipip outer source; all zero = derived per flow */
+	__u16 mtu;		       /* ipip: egress MTU for the too-big check; 0 = no check */
+	__u16 pad;
+};
+
+enum chlb_backend_state {
+	CHLB_BE_EMPTY = 0,
+	CHLB_BE_LIVE = 1,
+	CHLB_BE_DEAD = 2, /* removed; slot kept until nothing can name this generation */
+};
+
+#define CHLB_BE_F_NH_VALID 0x1 /* dmac/smac/ifindex resolved by the control plane */
+
+/* backends (array, CHLB_MAX_BACKENDS): value. */
+struct chlb_backend {
+	__u8 addr[16]; /* IPv4 in the first 4 bytes */
+	__u8 family;   /* CHLB_AF_INET / CHLB_AF_INET6; 0 = empty */
+	__u8 state;    /* enum chlb_backend_state */
+	__u16 flags;   /* CHLB_BE_F_* */
+	__u32 gen;     /* bumped every time the slot gets a new occupant */
+	__u8 dmac[6];  /* next hop MAC */
+	__u8 smac[6];  /* our MAC on the egress interface */
+	__u32 ifindex; /* egress interface */
+};
+
+/* conns (LRU hash): key is struct chlb_flow; value: */
+struct chlb_conn {
+	__u32 backend; /* backend slot */
+	__u32 gen;     /* the slot's generation when the entry was written */
+	__u64 last_ns; /* coarse time of the last packet (UDP idle timeout) */
+};
+
+/* Per service and per backend, per CPU. */
+struct chlb_counters {
+	__u64 packets;
+	__u64 bytes;
+	__u64 new_flows;
+};
+
+/* Global, per CPU: why each packet ended as it did. Names in chlb_reason_names. */
+enum chlb_reason {
+	CHLB_R_FORWARDED = 0, /* sent to a backend */
+	CHLB_R_PASS_NOT_IP,   /* not IPv4/IPv6: passed */
+	CHLB_R_PASS_NOT_VIP,  /* no VIP matched: passed */
+	CHLB_R_PASS_NO_NEIGH, /* next hop unresolved: passed so the kernel resolves it */
+	CHLB_R_PASS_FRAGMENT, /* fragment of a 5-tuple service: passed to the kernel */
+	CHLB_R_PARSE_ETH,     /* truncated Ethernet / VLAN header */
+	CHLB_R_PARSE_VLAN,    /* more than two VLAN tags */
+	CHLB_R_PARSE_IP4,     /* truncated or malformed IPv4 header */
+	CHLB_R_PARSE_IP6,     /* truncated IPv6 header or extension header chain */
+	CHLB_R_PARSE_L4,      /* truncated TCP/UDP/ICMP header */
+	CHLB_R_ICMP_HANDLED,  /* ICMP error steered to the flow's backend */
+	CHLB_R_NO_BACKEND,    /* dropped: the service has no usable backend */
+	CHLB_R_TOO_BIG,	      /* ipip: answered with ICMP frag-needed / packet-too-big */
+	CHLB_R_CT_HIT,	      /* connection-table entry used */
+	CHLB_R_CT_MISS,	      /* no entry, decided from the tables */
+	CHLB_R_CT_INSERT,     /* entry written (decision differs between tables) */
+	CHLB_R_CT_STALE,      /* entry ignored: backend gone or UDP idle */
+	CHLB_R_ERROR,	      /* internal: helper failed */
+	CHLB_R_MAX
+};
+
+struct chlb_global_stats {
+	__u64 reason[CHLB_R_MAX];
+};
+
+#ifndef __bpf__
+static const char *const chlb_reason_names[CHLB_R_MAX] = {
+	[CHLB_R_FORWARDED] = "forwarded",
+	[CHLB_R_PASS_NOT_IP] = "pass_not_ip",
+	[CHLB_R_PASS_NOT_VIP] = "pass_not_vip",
+	[CHLB_R_PASS_NO_NEIGH] = "pass_no_neigh",
+	[CHLB_R_PASS_FRAGMENT] = "pass_fragment",
+	[CHLB_R_PARSE_ETH] = "parse_eth",
+	[CHLB_R_PARSE_VLAN] = "parse_vlan",
+	[CHLB_R_PARSE_IP4] = "parse_ip4",
+	[CHLB_R_PARSE_IP6] = "parse_ip6",
+	[CHLB_R_PARSE_L4] = "parse_l4",
+	[CHLB_R_ICMP_HANDLED] = "icmp_handled",
+	[CHLB_R_NO_BACKEND] = "drop_no_backend",
+	[CHLB_R_TOO_BIG] = "too_big",
+	[CHLB_R_CT_HIT] = "ct_hit",
+	[CHLB_R_CT_MISS] = "ct_miss",
+	[CHLB_R_CT_INSERT] = "ct_insert",
+	[CHLB_R_CT_STALE] = "ct_stale",
+	[CHLB_R_ERROR] = "error",
+};
+#endif
+
+#endif /* CHLB_MAPS_H */

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * A service's lookup table, as one array of 32-bit words, and the three
+ * lookups over it. Userspace builds the words (user/lib/build_*.c); the data
+ * plane holds them in an inner map, CHLB_CHUNK_WORDS words per map element.
+ * Both sides run the lookups below, so a decision is bit-identical.
+ *
+ * Word layout (all algorithms):
+ *   [0, CHLB_TBL_HDR_WORDS)   struct chlb_table_hdr
+ * ring   (count = vnodes, sorted by (hash, backend canonical order, replica)):
+ *   dir[d], d in [0, 2^dir_bits]   first vnode index with hash >= d << (32 - dir_bits);
+ *                                  dir[2^dir_bits] = count (sentinel)
+ *   vnodes from chlb_ring_base(): pairs {hash, backend slot}, vnode i at base + 2i
+ * jump   (count = buckets, in order of addition):
+ *   bucket[b] at HDR + b: backend slot, or CHLB_TOMBSTONE for a removed backend
+ * maglev (count = M, prime):
+ *   entry[i] at HDR + i: backend slot
+ *
+ * Accessor: before including this header, the includer provides
+ *     static __always_inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out);
+ * returning 0 and the word, or -1 when i is out of range. Without one (host
+ * code), a flat-array accessor over struct chlb_flat_table is used.
+ */
+#ifndef CHLB_TABLE_H
+#define CHLB_TABLE_H
+
+#include "chlb_common.h"
+#include "chlb_hash.h"
+
+/* Keeps the compiler from turning arithmetic on x back into branches. */
+#define CHLB_BARRIER_VAR(x) __asm__ volatile("" : "+r"(x))
+
+/*
+ * In BPF, a global (non-static, noinline) function is verified once on its
+ * own rather than at every call site: the jump loop inside the rehash loop
+ * would otherwise multiply into millions of verifier states.
+ */
+#ifdef __bpf__
+#define CHLB_SUBPROG __attribute__((noinline))
+#else
+#define CHLB_SUBPROG static inline
+#endif
+
+#define CHLB_TABLE_MAGIC       0x43484c42u /* "CHLB" */
+#define CHLB_TBL_HDR_WORDS     8
+#define CHLB_CHUNK_WORDS       4096 /* words per inner-map element (16 KiB) */
+#define CHLB_TOMBSTONE	       0xffffffffu
+#define CHLB_RING_MAX_DIR_BITS 20
+#define CHLB_JUMP_MAX_ITERS    64 /* jump's loop: ~ln(n)+1 expected; past 64 keep the last bucket */
+#define CHLB_JUMP_MAX_REHASH   16 /* tombstone rehashes before the fallback backend */
+
+struct chlb_table_hdr {
+	__u32 magic;	   /* CHLB_TABLE_MAGIC */
+	__u32 algo;	   /* enum chlb_algo */
+	__u32 count;	   /* ring: vnodes; jump: buckets (tombstones included); maglev: M */
+	__u32 dir_bits;	   /* ring: directory has 2^dir_bits + 1 words; else 0 */
+	__u32 fallback;	   /* jump: backend when every rehash hit a tombstone */
+	__u32 nbackends;   /* distinct backends the table names */
+	__u32 fingerprint; /* CRC32C of all words after the header */
+	__u32 words;	   /* total words, header included */
+};
+
+#ifndef __bpf__
+struct chlb_flat_table {
+	const __u32 *w;
+	__u32 nwords;
+};
+
+static inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out)
+{
+	const struct chlb_flat_table *ft = (const struct chlb_flat_table *)t;
+
+	if (i >= ft->nwords)
+		return -1;
+	*out = ft->w[i];
+	return 0;
+}
+#endif
+
+/* First word of the ring's vnode pairs (kept even so a pair never straddles a chunk). */
+static __always_inline __u32 chlb_ring_base(__u32 dir_bits)
+{
+	__u32 base = CHLB_TBL_HDR_WORDS + (1u << dir_bits) + 1;
+
+	return base + (base & 1);
+}
+
+/*
+ * Ring: the first vnode whose hash >= h, wrapping to vnode 0. The directory
+ * narrows the search to one bucket; the search itself is branch-free (the
+ * compare result is arithmetic, hidden from the compiler with a barrier) so
+ * the verifier walks one straight path per iteration, not a tree of them.
+ */
+static __always_inline int chlb_ring_lookup(const void *t, const struct chlb_table_hdr *hdr,
+					    __u32 h, __u32 *backend)
+{
+	__u32 bits = hdr->dir_bits;
+	__u32 base, d, lo, hi, n, it;
+
+	if (hdr->count == 0 || bits == 0 || bits > CHLB_RING_MAX_DIR_BITS)
+		return -1;
+	base = chlb_ring_base(bits);
+	d = h >> (32 - bits);
+	if (chlb_tbl_word(t, CHLB_TBL_HDR_WORDS + d, &lo) ||
+	    chlb_tbl_word(t, CHLB_TBL_HDR_WORDS + d + 1, &hi) || hi < lo)
+		return -1;
+	/* lower bound in [lo, hi); hi itself is the answer when all are < h */
+	n = hi - lo;
+	for (it = 0; it < 21 && n > 0; it++) {
+		__u32 half = n >> 1, v, lt;
+		__u64 diff;
+
+		if (chlb_tbl_word(t, base + 2 * (lo + half), &v))
+			return -1;
+		/* v < h as arithmetic: BPF has no setcc, a plain compare would branch */
+		diff = (__u64)v - (__u64)h;
+		CHLB_BARRIER_VAR(diff);
+		lt = (__u32)(diff >> 63);
+		lo += lt * (half + 1);
+		n = half - lt * (1 - (n & 1));
+	}
+	if (lo >= hdr->count)
+		lo = 0;
+	return chlb_tbl_word(t, base + 2 * lo + 1, backend);
+}
+
+/*
+ * Lamping-Veach jump consistent hash, integer only (BPF has no floating
+ * point): j = floor((b + 1) * 2^31 / ((key >> 33) + 1)), exact in u64 for
+ * n <= 2^32. Past CHLB_JUMP_MAX_ITERS iterations (probability ~1e-25 at
+ * n = 65536) the last bucket is kept: defined, and the same on both sides.
+ */
+CHLB_SUBPROG __u32 chlb_jump_bucket(__u64 key, __u32 n)
+{
+	__u64 b = 0, j = 0;
+	__u32 i;
+
+	for (i = 0; i < CHLB_JUMP_MAX_ITERS && j < n; i++) {
+		b = j;
+		key = key * 2862933555777941757ULL + 1;
+		j = ((b + 1) << 31) / ((key >> 33) + 1);
+	}
+	return (__u32)b;
+}
+
+/*
+ * Jump over buckets in order of addition. A removed backend leaves a
+ * tombstone: flows that land on it rehash and jump again, so they spread
+ * evenly over the live buckets and nobody else moves (1.0x ideal).
+ */
+static __always_inline int chlb_jump_lookup(const void *t, const struct chlb_table_hdr *hdr,
+					    __u64 key, __u32 *backend)
+{
+	__u32 r;
+
+	if (hdr->count == 0)
+		return -1;
+	for (r = 0; r < CHLB_JUMP_MAX_REHASH; r++) {
+		__u32 b = chlb_jump_bucket(key, hdr->count), v;
+
+		if (chlb_tbl_word(t, CHLB_TBL_HDR_WORDS + b, &v))
+			return -1;
+		if (v != CHLB_TOMBSTONE) {
+			*backend = v;
+			return 0;
+		}
+		key = chlb_fmix64(key + 0x9e3779b97f4a7c15ULL);
+	}
+	if (hdr->fallback == CHLB_TOMBSTONE)
+		return -1;
+	*backend = hdr->fallback;
+	return 0;
+}
+
+/* Maglev: one direct index. */
+static __always_inline int chlb_maglev_lookup(const void *t, const struct chlb_table_hdr *hdr,
+					      __u32 h, __u32 *backend)
+{
+	__u32 v;
+
+	if (hdr->count == 0)
+		return -1;
+	if (chlb_tbl_word(t, CHLB_TBL_HDR_WORDS + h % hdr->count, &v) || v == CHLB_TOMBSTONE)
+		return -1;
+	*backend = v;
+	return 0;
+}
+
+/*
+ * The decision for a flow whose CRC (chlb_flow_crc) is crc. Returns 0 and
+ * the backend slot, or -1 when the table names no backend (empty set,
+ * all drained, corrupt table).
+ */
+static __always_inline int chlb_table_lookup(const void *t, const struct chlb_table_hdr *hdr,
+					     __u32 crc, __u32 *backend)
+{
+	if (hdr->magic != CHLB_TABLE_MAGIC)
+		return -1;
+	switch (hdr->algo) {
+	case CHLB_ALGO_RING:
+		return chlb_ring_lookup(t, hdr, chlb_hash_fin(crc), backend);
+	case CHLB_ALGO_JUMP:
+		return chlb_jump_lookup(t, hdr, chlb_jump_key(crc), backend);
+	case CHLB_ALGO_MAGLEV:
+		return chlb_maglev_lookup(t, hdr, chlb_hash_fin(crc), backend);
+	}
+	return -1;
+}
+
+#endif /* CHLB_TABLE_H */
