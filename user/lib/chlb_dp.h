@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * chlb_dp: the small internal API over the data plane (bpf/chlb.bpf.c) that
+ * chlbd, the BPF tests and the benchmark share. It owns the skeleton, the
+ * attachment and the pins; it knows nothing about services as the operator
+ * sees them (the daemon maps those onto service ids, table slots and
+ * backend slots).
+ *
+ * Every call returns 0 or a negative errno and, where an err buffer is
+ * given, a message naming the object, the action and the errno.
+ *
+ * Atomicity contract (see DESIGN.md "Tables and the atomic swap"):
+ *   - chlb_dp_write_table() writes a table into a table slot IN PLACE when
+ *     the slot's inner map is big enough (memcpy through mmap). The caller
+ *     must only write slots that no service view currently names; a view
+ *     switches to the new table with one chlb_dp_set_service() (one hash
+ *     update), so packets see the old or the new view, never a half table.
+ *   - When the slot's inner map is too small (or absent), a new inner map is
+ *     created and the outer slot updated: that syscall blocks for an RCU
+ *     grace period (5-30 ms here), so prefer preallocating with
+ *     chlb_dp_prealloc_table().
+ */
+#ifndef CHLB_DP_H
+#define CHLB_DP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "chlb_maps.h"
+
+struct chlb_dp;
+
+enum chlb_attach_mode {
+	CHLB_ATTACH_NONE = 0,
+	CHLB_ATTACH_XDP,	 /* native XDP (driver mode), through a bpf_link */
+	CHLB_ATTACH_XDP_GENERIC, /* XDP in skb mode, through a bpf_link */
+	CHLB_ATTACH_TC,		 /* TC ingress (clsact + cls_bpf direct-action) */
+};
+
+#define CHLB_DP_DEFAULT_CONN_MAX    (1u << 20)
+#define CHLB_DP_DEFAULT_UDP_IDLE_MS 30000
+
+struct chlb_dp_opts {
+	__u32 conn_max;	   /* conns LRU entries; 0 = CHLB_DP_DEFAULT_CONN_MAX */
+	__u32 udp_idle_ms; /* UDP flow idle timeout; 0 = CHLB_DP_DEFAULT_UDP_IDLE_MS */
+	/*
+	 * Pin directory on a bpffs (e.g. /sys/fs/bpf/chlb/<name>); NULL = no
+	 * pins. When it already holds chlb's pinned maps, they are adopted
+	 * (bpf_map__reuse_fd before load): state, tables and connections
+	 * survive a restart or a program upgrade.
+	 */
+	const char *pin_dir;
+	bool verbose; /* libbpf debug output to stderr */
+};
+
+/* Open and load the data plane (adopting pinned maps if opts->pin_dir has them). */
+int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *err, size_t errlen);
+
+/* Close: frees userspace state. Pinned maps/links and attachments stay. */
+void chlb_dp_close(struct chlb_dp *dp);
+
+/* True when chlb_dp_open() adopted maps that were already pinned. */
+bool chlb_dp_adopted(const struct chlb_dp *dp);
+
+/*
+ * Attach to ifindex. XDP modes use a bpf_link; when pin_dir is set the link
+ * is pinned as <pin_dir>/link_<ifindex>, and an existing pinned link there is
+ * updated in place with the new program (bpf_link__update_program: no
+ * packet sees "no program"). TC: clsact hook (-EEXIST is fine) + cls_bpf
+ * filter, replacing our own filter at the same handle/priority.
+ */
+int chlb_dp_attach(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, char *err,
+		   size_t errlen);
+
+/* Detach from ifindex (removes the pinned link file too). */
+int chlb_dp_detach(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, char *err,
+		   size_t errlen);
+
+/* Pin every map under opts->pin_dir (done by chlb_dp_open when pin_dir is set). */
+int chlb_dp_pin(struct chlb_dp *dp, char *err, size_t errlen);
+
+/* Remove every pin chlb made under pin_dir, and the directory if empty. */
+int chlb_dp_unpin(struct chlb_dp *dp, char *err, size_t errlen);
+
+/* ---- state ---- */
+int chlb_dp_set_backend(struct chlb_dp *dp, __u32 slot, const struct chlb_backend *be);
+int chlb_dp_get_backend(struct chlb_dp *dp, __u32 slot, struct chlb_backend *be);
+
+/*
+ * Make sure table slot `slot` has an inner map of at least `nwords` words
+ * (rounded up to CHLB_CHUNK_WORDS). Blocks ~5-30 ms when it must create one.
+ */
+int chlb_dp_prealloc_table(struct chlb_dp *dp, __u32 slot, __u32 nwords);
+
+/* Write table words (include/chlb_table.h layout) into table slot `slot`. */
+int chlb_dp_write_table(struct chlb_dp *dp, __u32 slot, const __u32 *words, __u32 nwords);
+
+/* Capacity in words of the slot's current inner map (0 = none). */
+__u32 chlb_dp_table_capacity(struct chlb_dp *dp, __u32 slot);
+
+/* Set (insert or replace, one atomic hash update) / delete / read a service view. */
+int chlb_dp_set_service(struct chlb_dp *dp, const struct chlb_vip_key *key,
+			const struct chlb_service *svc);
+int chlb_dp_del_service(struct chlb_dp *dp, const struct chlb_vip_key *key);
+int chlb_dp_get_service(struct chlb_dp *dp, const struct chlb_vip_key *key,
+			struct chlb_service *svc);
+
+/* Build a VIP key: family CHLB_AF_INET (addr = 4 bytes) or CHLB_AF_INET6 (16). */
+void chlb_dp_vip_key(struct chlb_vip_key *key, int family, const void *addr, __u16 port_host,
+		     __u8 proto);
+
+/* ---- stats (summed over CPUs) ---- */
+int chlb_dp_read_global(struct chlb_dp *dp, struct chlb_global_stats *out);
+int chlb_dp_read_service_stats(struct chlb_dp *dp, __u32 svc_id, struct chlb_counters *out);
+int chlb_dp_read_backend_stats(struct chlb_dp *dp, __u32 slot, struct chlb_counters *out);
+/* Zero every counter (tests and the benchmark). */
+int chlb_dp_reset_stats(struct chlb_dp *dp);
+
+/* ---- connections ---- */
+/* 0 and the entry, -ENOENT when the flow has none. */
+int chlb_dp_conn_lookup(struct chlb_dp *dp, const struct chlb_flow *flow, struct chlb_conn *out);
+int chlb_dp_conn_delete(struct chlb_dp *dp, const struct chlb_flow *flow);
+
+/* ---- test runs ---- */
+enum chlb_dp_prog {
+	CHLB_PROG_XDP = 0,
+	CHLB_PROG_TC = 1,
+};
+
+/*
+ * Run the program once on a full Ethernet frame through
+ * bpf_prog_test_run_opts(). *out_len is the buffer size on entry and the
+ * output frame's length on return; *verdict is the program's return value.
+ */
+int chlb_dp_test_run(struct chlb_dp *dp, enum chlb_dp_prog which, const void *in, __u32 in_len,
+		     void *out, __u32 *out_len, __u32 *verdict);
+
+/* ---- raw access (benchmark, adopters) ---- */
+enum chlb_dp_map {
+	CHLB_MAP_VIPS = 0,
+	CHLB_MAP_TABLES,
+	CHLB_MAP_BACKENDS,
+	CHLB_MAP_CONNS,
+	CHLB_MAP_SVC_STATS,
+	CHLB_MAP_BE_STATS,
+	CHLB_MAP_GLOBAL_STATS,
+	CHLB_MAP_COUNT
+};
+/* Map fd (owned by dp), or -1. Names as in bpf/chlb_maps.bpf.h. */
+int chlb_dp_map_fd(struct chlb_dp *dp, enum chlb_dp_map m);
+const char *chlb_dp_map_name(enum chlb_dp_map m);
+int chlb_dp_prog_fd(struct chlb_dp *dp, enum chlb_dp_prog which);
+
+#endif /* CHLB_DP_H */
