@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * chlb_table_build(): validation and per-algorithm dispatch, plus what every
+ * table shares (allocation, fingerprint, the decision through the shared
+ * lookup of include/chlb_table.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build_int.h"
+
+int build_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+int build_alloc(struct chlb_table *out, __u32 algo, __u32 nwords, char *err, size_t errlen)
+{
+	struct chlb_table_hdr *hdr;
+
+	out->words = calloc(nwords, sizeof(__u32));
+	if (!out->words)
+		return build_err(err, errlen, -ENOMEM, "out of memory for a %u-word table", nwords);
+	out->nwords = nwords;
+	hdr = (struct chlb_table_hdr *)out->words;
+	hdr->magic = CHLB_TABLE_MAGIC;
+	hdr->algo = algo;
+	hdr->fallback = CHLB_TOMBSTONE;
+	hdr->words = nwords;
+	return 0;
+}
+
+static const struct chlb_be *sort_be;
+
+static int cmp_name_idx(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return strcmp(sort_be[x].name, sort_be[y].name);
+}
+
+void build_sort_by_name(const struct chlb_be *be, __u32 n, __u32 *idx)
+{
+	for (__u32 i = 0; i < n; i++)
+		idx[i] = i;
+	/* qsort has no context argument in C11; builders are not called concurrently */
+	sort_be = be;
+	qsort(idx, n, sizeof(*idx), cmp_name_idx);
+	sort_be = NULL;
+}
+
+/* Names present, terminated, unique; weights in range; slots not the tombstone. */
+static int validate(const struct chlb_be *be, __u32 n, char *err, size_t errlen)
+{
+	__u32 *idx;
+
+	if (n > CHLB_MAX_SVC_BACKENDS)
+		return build_err(err, errlen, -E2BIG, "%u backends: a service holds at most %u", n,
+				 CHLB_MAX_SVC_BACKENDS);
+	if (n && !be)
+		return build_err(err, errlen, -EINVAL, "no backend array");
+	for (__u32 i = 0; i < n; i++) {
+		if (memchr(be[i].name, 0, sizeof(be[i].name)) == NULL || !be[i].name[0])
+			return build_err(err, errlen, -EINVAL,
+					 "backend %u: empty or unterminated name", i);
+		if (be[i].weight > CHLB_WEIGHT_MAX)
+			return build_err(err, errlen, -EINVAL, "backend %s: weight %u > %u",
+					 be[i].name, be[i].weight, CHLB_WEIGHT_MAX);
+		if (be[i].slot == CHLB_TOMBSTONE)
+			return build_err(err, errlen, -EINVAL, "backend %s: slot %#x is reserved",
+					 be[i].name, be[i].slot);
+	}
+	if (n < 2)
+		return 0;
+	idx = malloc(n * sizeof(*idx));
+	if (!idx)
+		return build_err(err, errlen, -ENOMEM, "out of memory");
+	build_sort_by_name(be, n, idx);
+	for (__u32 i = 1; i < n; i++) {
+		if (!strcmp(be[idx[i - 1]].name, be[idx[i]].name)) {
+			int rc = build_err(err, errlen, -EINVAL, "backend %s listed twice",
+					   be[idx[i]].name);
+
+			free(idx);
+			return rc;
+		}
+	}
+	free(idx);
+	return 0;
+}
+
+__u32 chlb_table_fingerprint(const __u32 *words, __u32 nwords)
+{
+	if (nwords <= CHLB_TBL_HDR_WORDS)
+		return chlb_crc32c("", 0);
+	return chlb_crc32c(words + CHLB_TBL_HDR_WORDS, (nwords - CHLB_TBL_HDR_WORDS) * 4);
+}
+
+int chlb_table_build(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+		     struct chlb_table *out, char *err, size_t errlen)
+{
+	struct chlb_table_hdr *hdr;
+	int rc;
+
+	out->words = NULL;
+	out->nwords = 0;
+	if (!spec)
+		return build_err(err, errlen, -EINVAL, "no table spec");
+	rc = validate(be, n, err, errlen);
+	if (rc)
+		return rc;
+	switch (spec->algo) {
+	case CHLB_ALGO_RING:
+		rc = build_ring(spec, be, n, out, err, errlen);
+		break;
+	case CHLB_ALGO_JUMP:
+		rc = build_jump(spec, be, n, out, err, errlen);
+		break;
+	case CHLB_ALGO_MAGLEV:
+		rc = build_maglev(spec, be, n, out, err, errlen);
+		break;
+	default:
+		return build_err(err, errlen, -EINVAL, "unknown algorithm %u", spec->algo);
+	}
+	if (rc) {
+		chlb_table_free(out);
+		return rc;
+	}
+	hdr = (struct chlb_table_hdr *)out->words;
+	hdr->fingerprint = chlb_table_fingerprint(out->words, out->nwords);
+	return 0;
+}
+
+void chlb_table_free(struct chlb_table *t)
+{
+	free(t->words);
+	t->words = NULL;
+	t->nwords = 0;
+}
+
+int chlb_table_decide(const struct chlb_table *t, __u32 crc, __u32 *slot)
+{
+	const struct chlb_table_hdr *hdr;
+	struct chlb_flat_table ft;
+
+	if (!t->words || t->nwords < CHLB_TBL_HDR_WORDS)
+		return -EINVAL;
+	hdr = chlb_table_header(t);
+	if (hdr->magic != CHLB_TABLE_MAGIC || hdr->words != t->nwords)
+		return -EINVAL;
+	if (hdr->count == 0 || (hdr->algo == CHLB_ALGO_JUMP && hdr->nbackends == 0))
+		return -ENOENT;
+	ft.w = t->words;
+	ft.nwords = t->nwords;
+	return chlb_table_lookup(&ft, hdr, crc, slot) ? -EINVAL : 0;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Internals shared by the table builders (build_*.c); not an API. */
+#ifndef CHLB_BUILD_INT_H
+#define CHLB_BUILD_INT_H
+
+#include <stdarg.h>
+#include "chlb_build.h"
+
+/* printf into err (if any) and return rc: errors read `return build_err(...)`. */
+int build_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* A zeroed table of nwords words with magic, algo and words filled in. */
+int build_alloc(struct chlb_table *out, __u32 algo, __u32 nwords, char *err, size_t errlen);
+
+/* be[] indices sorted by name (canonical order), into idx[n]. */
+void build_sort_by_name(const struct chlb_be *be, __u32 n, __u32 *idx);
+
+/* be must be validated (names unique, weights in range) before these run. */
+int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+	       struct chlb_table *out, char *err, size_t errlen);
+int build_jump(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+	       struct chlb_table *out, char *err, size_t errlen);
+int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+		 struct chlb_table *out, char *err, size_t errlen);
+
+/* Jump buckets a backend of this weight holds (0 when drained). */
+static inline __u32 jump_multiplicity(__u32 weight)
+{
+	__u32 m = (weight + CHLB_JUMP_WEIGHT_UNIT / 2) / CHLB_JUMP_WEIGHT_UNIT;
+
+	return weight == 0 ? 0 : (m ? m : 1);
+}
+
+#endif /* CHLB_BUILD_INT_H */

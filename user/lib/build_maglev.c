@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Maglev builder (Eisenbud et al., NSDI'16, section 3.4). Each live backend
+ * walks its own permutation of the M entries, offset + j * skip (mod M), M
+ * prime, taking turns and claiming the next free entry of its permutation.
+ * Weights are the relative frequency of turns: per round every backend
+ * earns its weight in credit and takes a turn per wmax of credit, so entry
+ * counts are proportional to weight within one round. Backends take turns
+ * in name order, so every host builds the same table whatever order the
+ * backends were added in.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build_int.h"
+
+static int is_prime(__u32 m)
+{
+	if (m < 2)
+		return 0;
+	for (__u32 d = 2; (__u64)d * d <= m; d++)
+		if (m % d == 0)
+			return 0;
+	return 1;
+}
+
+static __u32 name_hash(const char *name, const char *suffix)
+{
+	char buf[CHLB_BE_NAME_LEN + 16];
+	int len = snprintf(buf, sizeof(buf), "%s#%s", name, suffix);
+
+	return chlb_fmix32(chlb_crc32c(buf, (__u32)len));
+}
+
+struct perm {
+	__u32 offset, skip, next, slot, weight;
+	__u64 credit;
+};
+
+int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+		 struct chlb_table *out, char *err, size_t errlen)
+{
+	__u32 m = spec->table_size ? spec->table_size : CHLB_MAGLEV_DEFAULT_M;
+	__u32 *idx = NULL, *entry, live = 0, filled = 0, wmax = 0;
+	struct chlb_table_hdr *hdr;
+	struct perm *p = NULL;
+	int rc;
+
+	if (m > CHLB_MAGLEV_MAX_M || !is_prime(m))
+		return build_err(err, errlen, -EINVAL,
+				 "maglev table size %u: must be a prime <= %u", m,
+				 CHLB_MAGLEV_MAX_M);
+	for (__u32 i = 0; i < n; i++)
+		live += be[i].weight > 0;
+	if (live && m <= live)
+		return build_err(err, errlen, -EINVAL,
+				 "maglev table size %u: must exceed the %u backends", m, live);
+	if (!live)
+		return build_alloc(out, CHLB_ALGO_MAGLEV, CHLB_TBL_HDR_WORDS, err, errlen);
+
+	idx = malloc(n * sizeof(*idx));
+	p = calloc(live, sizeof(*p));
+	if (!idx || !p) {
+		rc = build_err(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	build_sort_by_name(be, n, idx);
+	live = 0;
+	for (__u32 r = 0; r < n; r++) {
+		const struct chlb_be *b = &be[idx[r]];
+
+		if (!b->weight)
+			continue;
+		p[live].offset = name_hash(b->name, "offset") % m;
+		p[live].skip = name_hash(b->name, "skip") % (m - 1) + 1;
+		p[live].slot = b->slot;
+		p[live].weight = b->weight;
+		if (b->weight > wmax)
+			wmax = b->weight;
+		live++;
+	}
+	rc = build_alloc(out, CHLB_ALGO_MAGLEV, CHLB_TBL_HDR_WORDS + m, err, errlen);
+	if (rc)
+		goto out;
+	hdr = (struct chlb_table_hdr *)out->words;
+	hdr->count = m;
+	hdr->nbackends = live;
+	entry = out->words + CHLB_TBL_HDR_WORDS;
+	memset(entry, 0xff, (size_t)m * sizeof(*entry)); /* CHLB_TOMBSTONE = free */
+	/* the heaviest backend turns every round, so each round fills >= 1 entry */
+	while (filled < m) {
+		for (__u32 i = 0; i < live && filled < m; i++) {
+			struct perm *q = &p[i];
+			__u32 c;
+
+			q->credit += q->weight;
+			if (q->credit < wmax)
+				continue;
+			q->credit -= wmax;
+			/* M prime, skip in [1, M-1]: the walk visits every entry, so a free one exists */
+			do {
+				c = (__u32)((q->offset + (__u64)q->next * q->skip) % m);
+				q->next++;
+			} while (entry[c] != CHLB_TOMBSTONE);
+			entry[c] = q->slot;
+			filled++;
+		}
+	}
+out:
+	free(p);
+	free(idx);
+	return rc;
+}
