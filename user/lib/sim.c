@@ -446,6 +446,25 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 	r->build_ms = now_ms() - t0;
 	if (rc)
 		goto out;
+	/* jump: the changed sets evolve from the base's bucket order, as chlbd's would */
+	if (o->algo == CHLB_ALGO_JUMP) {
+		const char **names = malloc((base.order.n + 1) * sizeof(*names));
+
+		if (!names) {
+			rc = build_err(err, errlen, -ENOMEM, "out of memory");
+			goto out;
+		}
+		for (__u32 b = 0; b < base.order.n; b++)
+			names[b] = base.order.name[b];
+		rc = chlb_jump_order_set(&add.order, names, base.order.n);
+		if (!rc)
+			rc = chlb_jump_order_set(&rem.order, names, base.order.n);
+		free(names);
+		if (rc) {
+			rc = build_err(err, errlen, rc, "jump order: %s", strerror(-rc));
+			goto out;
+		}
+	}
 	rc = sim_build(o, &add, err, errlen);
 	if (!rc)
 		rc = sim_build(o, &rem, err, errlen);

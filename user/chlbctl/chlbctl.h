@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * chlbctl: command table, global options, output helpers, exit codes.
+ *
+ * Adding a command: write `int do_x(int argc, char **argv)` (argv[0] is the
+ * first word after the command name), declare it below and add
+ * { "x", do_x, "one-line summary" } to cmds[] in main.c. Objects with
+ * sub-commands (service add|del|...) use their own table and
+ * chlbctl_cmd_select(). Return a CHLBCTL_EXIT_* code; report errors with
+ * p_err() (JSON-aware) and usage errors with p_usage().
+ */
+#ifndef CHLBCTL_H
+#define CHLBCTL_H
+
+#include <stdbool.h>
+
+/* Exit codes (documented in `chlbctl help` and README). */
+enum chlbctl_exit {
+	CHLBCTL_EXIT_OK = 0,	      /* success */
+	CHLBCTL_EXIT_FAIL = 1,	      /* the request was rejected or failed */
+	CHLBCTL_EXIT_USAGE = 2,	      /* bad command line */
+	CHLBCTL_EXIT_UNREACHABLE = 3, /* cannot connect to chlbd's socket */
+	CHLBCTL_EXIT_PROTOCOL = 4,    /* chlbd answered something unparsable / closed early */
+};
+
+#define CHLBCTL_DEFAULT_SOCKET "/run/chlb/chlb.sock"
+
+struct chlbctl_opts {
+	bool json;	    /* -j/--json: one JSON document on stdout, errors as {"error": ...} */
+	const char *socket; /* -s/--socket PATH */
+};
+extern struct chlbctl_opts ctl;
+
+struct chlbctl_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+/*
+ * Runs the command named by argv[0] from cmds (NULL-name terminated): an
+ * exact name or an unambiguous prefix ("se" -> service, but "s" is
+ * ambiguous when "stats" exists). `what` names the level for errors
+ * ("command", "service command").
+ */
+int chlbctl_cmd_select(const struct chlbctl_cmd *cmds, int argc, char **argv, const char *what);
+
+/* Error: {"error": "..."} on stdout in JSON mode, "chlbctl: ..." on stderr otherwise. */
+void p_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* p_err() plus "try 'chlbctl help'"; returns CHLBCTL_EXIT_USAGE. */
+int p_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* commands */
+int do_help(int argc, char **argv);
+int do_sim(int argc, char **argv);
+void sim_usage(void);
+
+#endif /* CHLBCTL_H */

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * chlbctl [OPTIONS] OBJECT COMMAND [ARGS]: global options, then dispatch
+ * through cmds[] with unambiguous prefixes (bpftool's cmd_select()).
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "chlbctl.h"
+
+struct chlbctl_opts ctl = { .socket = CHLBCTL_DEFAULT_SOCKET };
+
+static const struct chlbctl_cmd cmds[] = {
+	{ "help", do_help, "this text" },
+	{ "sim", do_sim, "balance and disruption planner (no daemon needed)" },
+	{ NULL, NULL, NULL },
+};
+
+static void vp_err(const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (ctl.json) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "error", json_object_new_string(msg));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+	} else {
+		fprintf(stderr, "chlbctl: %s\n", msg);
+	}
+}
+
+void p_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vp_err(fmt, ap);
+	va_end(ap);
+}
+
+int p_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vp_err(fmt, ap);
+	va_end(ap);
+	if (!ctl.json)
+		fprintf(stderr, "try 'chlbctl help'\n");
+	return CHLBCTL_EXIT_USAGE;
+}
+
+int chlbctl_cmd_select(const struct chlbctl_cmd *cmds, int argc, char **argv, const char *what)
+{
+	const struct chlbctl_cmd *hit = NULL;
+	size_t len;
+
+	if (argc < 1)
+		return p_usage("missing %s", what);
+	len = strlen(argv[0]);
+	for (const struct chlbctl_cmd *c = cmds; c->name; c++) {
+		if (!strcmp(c->name, argv[0]))
+			return c->fn(argc - 1, argv + 1);
+		if (len && !strncmp(c->name, argv[0], len)) {
+			if (hit)
+				return p_usage("ambiguous %s '%s': %s or %s?", what, argv[0],
+					       hit->name, c->name);
+			hit = c;
+		}
+	}
+	if (!hit)
+		return p_usage("unknown %s '%s'", what, argv[0]);
+	return hit->fn(argc - 1, argv + 1);
+}
+
+int do_help(int argc, char **argv)
+{
+	printf("Usage: chlbctl [OPTIONS] OBJECT COMMAND [ARGS]\n\n"
+	       "Options:\n"
+	       "  -j, --json          JSON output; errors as {\"error\": \"...\"}\n"
+	       "  -s, --socket PATH   chlbd control socket (default %s)\n"
+	       "  -h, --help          this text\n\n"
+	       "Commands (any unambiguous prefix works):\n",
+	       CHLBCTL_DEFAULT_SOCKET);
+	for (const struct chlbctl_cmd *c = cmds; c->name; c++)
+		printf("  %-10s %s\n", c->name, c->summary);
+	printf("\n");
+	sim_usage();
+	printf("\nExit codes: %d ok, %d request rejected or failed, %d usage error,\n"
+	       "            %d chlbd unreachable, %d bad reply from chlbd\n",
+	       CHLBCTL_EXIT_OK, CHLBCTL_EXIT_FAIL, CHLBCTL_EXIT_USAGE, CHLBCTL_EXIT_UNREACHABLE,
+	       CHLBCTL_EXIT_PROTOCOL);
+	return CHLBCTL_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	opterr = 0; /* our own message, JSON-aware */
+	/* '+': options end at the first command word; commands parse their own */
+	while ((c = getopt_long(argc, argv, "+js:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			ctl.json = true;
+			break;
+		case 's':
+			ctl.socket = optarg;
+			break;
+		case 'h':
+			return do_help(0, NULL);
+		default:
+			return p_usage("unknown option or missing argument: '%s'",
+				       argv[optind - 1]);
+		}
+	}
+	if (optind >= argc) {
+		do_help(0, NULL);
+		return CHLBCTL_EXIT_USAGE;
+	}
+	return chlbctl_cmd_select(cmds, argc - optind, argv + optind, "command");
+}

@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* chlbctl sim: argument parsing and output around chlb_sim_run() (user/lib/sim.c). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "chlbctl.h"
+#include "chlb_sim.h"
+
+static const char *const algo_names[] = {
+	[CHLB_ALGO_RING] = "ring",
+	[CHLB_ALGO_JUMP] = "jump",
+	[CHLB_ALGO_MAGLEV] = "maglev",
+};
+
+void sim_usage(void)
+{
+	printf("chlbctl sim --algo ring|jump|maglev --backends N [--vnodes K] [--table-size M]\n"
+	       "            [--flows F] [--samples S] [--seed S] [--weights W1,W2,...]\n"
+	       "            [--names A1,A2,...] [--json]\n"
+	       "  Builds the table for N backends (names generated 10.x.y.z, or --names; weights\n"
+	       "  100, or --weights), then with one backend added and with the middle one\n"
+	       "  removed, and reports balance (max and min load / fair share) and the share of\n"
+	       "  flows that change backend, against the ideal 1/(N+1) and 1/N. Keyspace columns\n"
+	       "  are exact shares of the 2^32 flow hashes (jump: exact bucket distribution);\n"
+	       "  'flows' columns are measured over F random flows (default 1000000; jump's\n"
+	       "  balance over max(F, 2^24)). --seed picks the flows.\n");
+}
+
+static int parse_u64(const char *opt, const char *s, __u64 min, __u64 max, __u64 *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+		return p_usage("--%s: '%s' is not a number in %llu..%llu", opt, s,
+			       (unsigned long long)min, (unsigned long long)max);
+	*out = v;
+	return 0;
+}
+
+/* Splits a comma list in place; returns the count or -1 on an empty element. */
+static int split_list(char *s, char ***out)
+{
+	int n = 1;
+	char **v;
+
+	for (char *p = s; *p; p++)
+		n += *p == ',';
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		v[i] = s;
+		s = strchr(s, ',');
+		if (s)
+			*s++ = 0;
+		if (!v[i][0]) {
+			free(v);
+			return -1;
+		}
+	}
+	*out = v;
+	return n;
+}
+
+static void print_json(const struct chlb_sim_opts *o, const struct chlb_sim_result *r)
+{
+	json_object *added = json_object_new_string(r->added_name);
+	json_object *removed = json_object_new_string(r->removed_name);
+
+	printf("{\"algo\": \"%s\", \"backends\": %u, ", algo_names[o->algo], r->nbackends);
+	if (o->algo == CHLB_ALGO_RING)
+		printf("\"vnodes\": %u, ", o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
+	if (o->algo == CHLB_ALGO_MAGLEV)
+		printf("\"table_size\": %u, ",
+		       o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
+	printf("\"flows\": %llu, \"samples\": %llu, \"seed\": %llu, ", (unsigned long long)r->flows,
+	       (unsigned long long)r->samples, (unsigned long long)o->seed);
+	printf("\"balance_max\": %.6f, \"balance_min\": %.6f, ", r->balance_max, r->balance_min);
+	printf("\"disruption_add\": %.7f, \"disruption_add_ideal\": %.7f, ", r->disruption_add,
+	       r->disruption_add_ideal);
+	printf("\"disruption_remove\": %.7f, \"disruption_remove_ideal\": %.7f, ",
+	       r->disruption_remove, r->disruption_remove_ideal);
+	printf("\"table_bytes\": %llu, \"build_ms\": %.3f, ", (unsigned long long)r->table_bytes,
+	       r->build_ms);
+	printf("\"flows_balance_max\": %.6f, \"flows_balance_min\": %.6f, ", r->flows_balance_max,
+	       r->flows_balance_min);
+	printf("\"flows_disruption_add\": %.7f, \"flows_disruption_remove\": %.7f, ",
+	       r->flows_disruption_add, r->flows_disruption_remove);
+	printf("\"added\": %s, \"removed\": %s", json_object_to_json_string(added),
+	       json_object_to_json_string(removed));
+	if (o->algo == CHLB_ALGO_JUMP)
+		printf(", \"jump_model\": \"%s\"", r->jump_model ? "exact" : "uniform");
+	printf("}\n");
+	json_object_put(added);
+	json_object_put(removed);
+}
+
+static void print_plain(const struct chlb_sim_opts *o, const struct chlb_sim_result *r)
+{
+	printf("sim: %s, %u backends", algo_names[o->algo], r->nbackends);
+	if (o->algo == CHLB_ALGO_RING)
+		printf(", %u vnodes per backend at weight 100",
+		       o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
+	if (o->algo == CHLB_ALGO_MAGLEV)
+		printf(", table size %u", o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
+	printf(", %llu flows, seed %llu\n\n", (unsigned long long)r->flows,
+	       (unsigned long long)o->seed);
+	printf("  %-22s %10s %10s %9s %12s\n", "", "keyspace", "ideal", "vs ideal", "flows");
+	printf("  %-22s %10.4f %10.4f %9s %12.4f\n", "balance max/fair", r->balance_max, 1.0, "",
+	       r->flows_balance_max);
+	printf("  %-22s %10.4f %10.4f %9s %12.4f\n", "balance min/fair", r->balance_min, 1.0, "",
+	       r->flows_balance_min);
+	printf("  %-22s %9.4f%% %9.4f%% %8.2fx %11.4f%%\n", "moved, add 1 backend",
+	       100 * r->disruption_add, 100 * r->disruption_add_ideal,
+	       r->disruption_add / r->disruption_add_ideal, 100 * r->flows_disruption_add);
+	printf("  %-22s %9.4f%% %9.4f%% %8.2fx %11.4f%%\n", "moved, remove 1",
+	       100 * r->disruption_remove, 100 * r->disruption_remove_ideal,
+	       r->disruption_remove / r->disruption_remove_ideal, 100 * r->flows_disruption_remove);
+	printf("\n  table: %llu bytes (%.2f MiB, %u words), built in %.2f ms\n",
+	       (unsigned long long)r->table_bytes, r->table_bytes / 1048576.0, r->table_words,
+	       r->build_ms);
+	printf("  added %s; removed %s (backend %u of %u)", r->added_name, r->removed_name,
+	       r->removed, r->nbackends);
+	if (o->algo == CHLB_ALGO_JUMP)
+		printf("; jump keyspace from the %s bucket distribution; balance flows: %llu",
+		       r->jump_model ? "exact" : "uniform (too many buckets for the exact)",
+		       (unsigned long long)r->samples);
+	printf("\n");
+}
+
+int do_sim(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "algo", required_argument, NULL, 'a' },
+		{ "backends", required_argument, NULL, 'n' },
+		{ "vnodes", required_argument, NULL, 'k' },
+		{ "table-size", required_argument, NULL, 'm' },
+		{ "flows", required_argument, NULL, 'f' },
+		{ "samples", required_argument, NULL, 'S' },
+		{ "seed", required_argument, NULL, 'r' },
+		{ "weights", required_argument, NULL, 'w' },
+		{ "names", required_argument, NULL, 'N' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct chlb_sim_opts o = { .seed = 1 };
+	struct chlb_sim_result r;
+	char **wl = NULL, **nl = NULL, err[256];
+	int c, nw = 0, nn = 0, rc = CHLBCTL_EXIT_USAGE;
+	__u64 v, nbackends = 0;
+	__u32 *weights = NULL;
+
+	/* argv[-1] is "sim": getopt wants a program name in argv[0] */
+	optind = 1;
+	while ((c = getopt_long(argc + 1, argv - 1, "+a:n:jh", opts, NULL)) != -1) {
+		const char *name = NULL;
+
+		for (const struct option *p = opts; p->name; p++)
+			if (p->val == c)
+				name = p->name;
+		switch (c) {
+		case 'a':
+			for (__u32 i = CHLB_ALGO_RING; i <= CHLB_ALGO_MAGLEV; i++)
+				if (!strcmp(optarg, algo_names[i]))
+					o.algo = i;
+			if (!o.algo) {
+				p_usage("--algo: unknown algorithm '%s' (ring, jump, maglev)",
+					optarg);
+				goto out;
+			}
+			break;
+		case 'n':
+			if (parse_u64(name, optarg, 2, CHLB_MAX_SVC_BACKENDS - 1, &nbackends))
+				goto out;
+			break;
+		case 'k':
+			if (parse_u64(name, optarg, 1, CHLB_RING_MAX_VNODES, &v))
+				goto out;
+			o.vnodes = v;
+			break;
+		case 'm':
+			if (parse_u64(name, optarg, 3, CHLB_MAGLEV_MAX_M, &v))
+				goto out;
+			o.table_size = v;
+			break;
+		case 'f':
+			if (parse_u64(name, optarg, 1000, 1ull << 32, &o.flows))
+				goto out;
+			break;
+		case 'S':
+			if (parse_u64(name, optarg, 1000, 1ull << 32, &o.samples))
+				goto out;
+			break;
+		case 'r':
+			if (parse_u64(name, optarg, 0, ~0ull, &o.seed))
+				goto out;
+			break;
+		case 'w':
+			free(wl);
+			nw = split_list(optarg, &wl);
+			if (nw < 0) {
+				wl = NULL;
+				p_usage("--weights: empty element in '%s'", optarg);
+				goto out;
+			}
+			break;
+		case 'N':
+			free(nl);
+			nn = split_list(optarg, &nl);
+			if (nn < 0) {
+				nl = NULL;
+				p_usage("--names: empty element in '%s'", optarg);
+				goto out;
+			}
+			break;
+		case 'j':
+			ctl.json = true;
+			break;
+		case 'h':
+			sim_usage();
+			rc = CHLBCTL_EXIT_OK;
+			goto out;
+		default:
+			p_usage("sim: unknown option or missing argument: '%s'", argv[optind - 2]);
+			goto out;
+		}
+	}
+	if (optind <= argc) {
+		p_usage("sim: unexpected argument '%s'", argv[optind - 1]);
+		goto out;
+	}
+	if (!o.algo) {
+		p_usage("sim: --algo is required (ring, jump, maglev)");
+		goto out;
+	}
+	if (!nbackends)
+		nbackends = nw ? nw : nn;
+	if (nbackends < 2 || nbackends >= CHLB_MAX_SVC_BACKENDS) {
+		p_usage("sim: --backends N (2..%u) is required, or a --weights/--names list",
+			CHLB_MAX_SVC_BACKENDS - 1);
+		goto out;
+	}
+	if ((nw && (__u64)nw != nbackends) || (nn && (__u64)nn != nbackends)) {
+		p_usage("sim: %llu backends but %d weights and %d names",
+			(unsigned long long)nbackends, nw, nn);
+		goto out;
+	}
+	o.nbackends = nbackends;
+	if (nw) {
+		weights = calloc(nw, sizeof(*weights));
+		if (!weights) {
+			p_err("out of memory");
+			rc = CHLBCTL_EXIT_FAIL;
+			goto out;
+		}
+		for (int i = 0; i < nw; i++) {
+			if (parse_u64("weights", wl[i], 0, CHLB_WEIGHT_MAX, &v))
+				goto out;
+			weights[i] = v;
+		}
+		o.weights = weights;
+	}
+	if (nn)
+		o.names = (const char *const *)nl;
+	if (chlb_sim_run(&o, &r, err, sizeof(err))) {
+		p_err("sim: %s", err);
+		rc = CHLBCTL_EXIT_FAIL;
+		goto out;
+	}
+	if (ctl.json)
+		print_json(&o, &r);
+	else
+		print_plain(&o, &r);
+	rc = CHLBCTL_EXIT_OK;
+out:
+	free(weights);
+	free(wl);
+	free(nl);
+	return rc;
+}
