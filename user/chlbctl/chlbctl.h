@@ -53,6 +53,7 @@ int p_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* commands */
 int do_help(int argc, char **argv);
 int do_sim(int argc, char **argv);
+int do_decap(int argc, char **argv);
 void sim_usage(void);
 
 #endif /* CHLBCTL_H */

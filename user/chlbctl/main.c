@@ -16,6 +16,7 @@ struct chlbctl_opts ctl = { .socket = CHLBCTL_DEFAULT_SOCKET };
 static const struct chlbctl_cmd cmds[] = {
 	{ "help", do_help, "this text" },
 	{ "sim", do_sim, "balance and disruption planner (no daemon needed)" },
+	{ "decap", do_decap, "attach|detach|show DEV: backend-side ipip decap (no daemon needed)" },
 	{ NULL, NULL, NULL },
 };
 

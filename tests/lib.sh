@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Shared runner and topology builders for the shell suites (tests/daemon,
+# tests/e2e, the demo). Source it, define test_* functions, call lib_run.
+#
+#   . "$(dirname "$0")/../lib.sh"
+#   test_something() { ...; check "what" [ "$a" = "$b" ] || return 1; }
+#   lib_run            # every test_* in file order, or: lib_run test_a test_b
+#
+# Output is TAP ("1..N", "ok N - name", "not ok N - name") plus a closing
+# "N passed, N failed" line; the exit status is 0 only if every test passed.
+# Everything a run creates is named with one 4-hex-digit run id ($LIB_ID) and
+# registered here; the EXIT/INT/TERM trap removes all of it (processes,
+# network namespaces, pin directories under /sys/fs/bpf, the scratch dir),
+# also when a test fails or the suite is interrupted.
+set -u
+LIB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$LIB_ROOT/$BUILD ;; esac
+LIB_ID=$(printf '%04x' $(((RANDOM << 1 ^ $$) & 0xffff)))
+LIB_DIR=$(mktemp -d "/tmp/chlb-test-$LIB_ID.XXXX")
+LIB_NS=()   # network namespaces we created
+LIB_PINS=() # bpffs directories we created
+LIB_PIDS=() # background processes we started
+LIB_QUIET=${LIB_QUIET:-0}
+
+CHLBD=$BUILD/chlbd
+CHLBCTL=$BUILD/chlbctl
+ECHO_BIN=$BUILD/tests/tools/chlb-echo
+CLIENT_BIN=$BUILD/tests/tools/chlb-client
+XDP_PASS_OBJ=$BUILD/xdp_pass.bpf.o
+
+# ---- messages ----
+diag() { printf '# %s\n' "$*"; }
+die() {
+	echo "Bail out! $*"
+	exit 1
+}
+
+# check DESCRIPTION CMD...: run CMD; on failure say what was expected.
+check() {
+	local what=$1
+	shift
+	if "$@"; then return 0; fi
+	diag "check failed: $what"
+	return 1
+}
+
+# ---- cleanup ----
+lib_cleanup() {
+	local pid ns d
+	trap - EXIT INT TERM
+	for pid in "${LIB_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for ns in "${LIB_NS[@]}"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -TERM "$pid" 2>/dev/null
+		done
+	done
+	sleep 0.2
+	for pid in "${LIB_PIDS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	for ns in "${LIB_NS[@]}"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$pid" 2>/dev/null
+		done
+		ip netns del "$ns" 2>/dev/null
+	done
+	for d in "${LIB_PINS[@]}"; do
+		case $d in /sys/fs/bpf/?*) rm -rf "$d" ;; esac
+	done
+	rm -rf "$LIB_DIR"
+}
+trap 'lib_cleanup' EXIT
+trap 'lib_cleanup; exit 130' INT
+trap 'lib_cleanup; exit 143' TERM
+
+# lib_bg NAME CMD...: start CMD in the background, output in $LIB_DIR/NAME.log;
+# the pid is registered for cleanup and left in $LIB_LASTPID.
+lib_bg() {
+	local name=$1
+	shift
+	"$@" >"$LIB_DIR/$name.log" 2>&1 &
+	LIB_LASTPID=$!
+	LIB_PIDS+=("$LIB_LASTPID")
+}
+
+# lib_pindir SUFFIX: a fresh pin directory in the host's bpffs, removed at exit.
+lib_pindir() {
+	local d=/sys/fs/bpf/chlb-test-$LIB_ID-$1
+	mkdir -p "$d" || die "couldn't create $d"
+	LIB_PINS+=("$d")
+	echo "$d"
+}
+
+# ---- preconditions ----
+lib_require_root() {
+	[ "$(id -u)" = 0 ] || die "needs root (BPF, XDP, network namespaces)"
+	ip netns add "chlb-$LIB_ID-probe" 2>/dev/null || die "can't create network namespaces"
+	ip netns del "chlb-$LIB_ID-probe"
+	mountpoint -q /sys/fs/bpf || die "/sys/fs/bpf is not a bpffs mount"
+}
+
+# lib_require_bins PATH...: every path must exist (built by `make all`).
+lib_require_bins() {
+	local f
+	for f in "$@"; do
+		[ -x "$f" ] || [ -f "$f" ] || die "missing $f (run make all)"
+	done
+}
+
+# ---- runner ----
+LIB_PASSED=0
+LIB_FAILED=0
+lib_run() {
+	local tests=("$@") t n=0 t0 rc
+	if [ ${#tests[@]} -eq 0 ]; then
+		mapfile -t tests < <(grep -oE '^test_[A-Za-z0-9_]+ *\(\)' "$0" | sed 's/ *()//')
+	fi
+	echo "1..${#tests[@]}"
+	for t in "${tests[@]}"; do
+		n=$((n + 1))
+		t0=$(date +%s.%N)
+		"$t"
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			echo "ok $n - $t # $(lib_elapsed "$t0")s"
+			LIB_PASSED=$((LIB_PASSED + 1))
+		else
+			echo "not ok $n - $t # $(lib_elapsed "$t0")s"
+			LIB_FAILED=$((LIB_FAILED + 1))
+		fi
+	done
+	echo "# $LIB_PASSED passed, $LIB_FAILED failed"
+	[ $LIB_FAILED -eq 0 ]
+}
+
+lib_elapsed() {
+	awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# lib_wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds.
+lib_wait_for() {
+	local deadline=$(($(date +%s%N) + $1 * 1000000000))
+	shift
+	until "$@" 2>/dev/null; do
+		[ "$(date +%s%N)" -lt "$deadline" ] || return 1
+		sleep 0.1
+	done
+}
+
+# tcp_probe NS ADDR PORT: a TCP connection from NS succeeds within 2 s.
+tcp_probe() {
+	ip netns exec "$1" timeout 2 bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null
+}
+
+# ---- topology ----
+# One topology serves both forwarding modes:
+#
+#   client ns            LB ns                    switch ns          backend ns (xN)
+#   eth0 10.0.1.2 ---- eth0 10.0.1.1               br0
+#                        eth1 10.0.2.1 ------- lbport  |
+#                                                 b1 ---------------- eth0 10.0.2.11
+#                                                 b2 ---------------- eth0 10.0.2.12 ...
+#
+# IPv6: fd00:1::/64 in front, fd00:2::/64 behind the LB. The LB routes
+# (forwarding on, as bpf_fib_lookup needs) and is the backends' gateway: the
+# client reaches the VIP through the LB, the backends answer it directly via
+# their default route (DSR, the LB's kernel only forwards the replies).
+# l2dsr: the backends share the LB's back L2 segment, hold the VIP on lo with
+# arp_ignore=1/arp_announce=2. ipip: the same, plus chlb's decap program on
+# each backend's eth0 (the kernel here has no ipip module); the back segment
+# has MTU 1600 so an encapsulated 1500-byte packet still fits.
+#
+# Native XDP on the LB sends frames out through veths whose peers must run
+# an XDP program of their own, else the frames are dropped: the switch port
+# "lbport" (receives redirected frames) and the client's eth0 (receives XDP_TX'ed
+# replies such as ICMP too-big) get xdp_pass. The client's eth0 has TX
+# checksum offload off: a frame XDP forwards keeps no checksum metadata.
+VIP4=10.0.0.10
+VIP6=fd00::10
+CLIENT4=10.0.1.2
+CLIENT6=fd00:1::2
+LB_BACK4=10.0.2.1
+
+# Namespace names: chlb-<id>-c (client), -lb, -sw, -b1..-bN.
+NS_C=chlb-$LIB_ID-c
+NS_LB=chlb-$LIB_ID-lb
+NS_SW=chlb-$LIB_ID-sw
+ns_b() { echo "chlb-$LIB_ID-b$1"; }
+be_addr4() { echo "10.0.2.$((10 + $1))"; }
+be_addr6() { echo "fd00:2::$((10 + $1))"; }
+
+lib_ns_add() {
+	ip netns add "$1" || die "couldn't create netns $1"
+	LIB_NS+=("$1")
+	ip -n "$1" link set lo up
+	ip netns exec "$1" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
+}
+
+# topo_build NBACKENDS: the namespaces above, with NBACKENDS backends.
+topo_build() {
+	local n=$1 i
+	TOPO_N=0
+	lib_ns_add "$NS_C"
+	lib_ns_add "$NS_LB"
+	lib_ns_add "$NS_SW"
+	# client <-> LB
+	ip -n "$NS_C" link add eth0 type veth peer name eth0 netns "$NS_LB" || die "veth client"
+	ip -n "$NS_C" addr add $CLIENT4/24 dev eth0
+	ip -n "$NS_C" addr add $CLIENT6/64 dev eth0 nodad
+	ip -n "$NS_C" link set eth0 up
+	ip -n "$NS_C" route add default via 10.0.1.1
+	ip -n "$NS_C" -6 route add default via fd00:1::1
+	ip netns exec "$NS_C" ethtool -K eth0 tx off >/dev/null
+	ip netns exec "$NS_C" sysctl -qw net.ipv4.ip_local_port_range="10000 65000" \
+		net.ipv4.tcp_tw_reuse=1
+	ip -n "$NS_LB" addr add 10.0.1.1/24 dev eth0
+	ip -n "$NS_LB" addr add fd00:1::1/64 dev eth0 nodad
+	ip -n "$NS_LB" link set eth0 up
+	# LB <-> switch
+	ip -n "$NS_SW" link add br0 type bridge || die "bridge"
+	ip -n "$NS_SW" link set br0 mtu 1600 up
+	ip -n "$NS_LB" link add eth1 type veth peer name lbport netns "$NS_SW" || die "veth lb"
+	ip -n "$NS_LB" link set eth1 mtu 1600
+	ip -n "$NS_LB" addr add $LB_BACK4/24 dev eth1
+	ip -n "$NS_LB" addr add fd00:2::1/64 dev eth1 nodad
+	ip -n "$NS_LB" link set eth1 up
+	ip -n "$NS_SW" link set dev lbport mtu 1600 master br0 up
+	ip netns exec "$NS_LB" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+	for i in $(seq 1 "$n"); do
+		topo_add_backend "$i"
+	done
+	# Frames the LB's native XDP sends out land on these peers.
+	ip -n "$NS_SW" link set dev lbport xdpdrv obj "$XDP_PASS_OBJ" sec xdp ||
+		die "couldn't attach xdp_pass on the switch port"
+	ip -n "$NS_C" link set dev eth0 xdpdrv obj "$XDP_PASS_OBJ" sec xdp ||
+		die "couldn't attach xdp_pass on the client"
+	# Plain routing works before chlb is involved: client -> LB -> backend 1.
+	[ "$n" -lt 1 ] || client once -t "$(be_addr4 1)" -n 1 -q | grep -q '^backend b1 1' ||
+		die "client can't reach backend 1 through the LB's kernel routing"
+}
+
+# topo_add_backend I: backend namespace I on the switch, VIPs on lo, chlb-echo
+# named bI on port 80 (TCP and UDP), decap attached when DECAP=1 (default).
+topo_add_backend() {
+	local i=$1 ns a4 a6 mac
+	ns=$(ns_b "$i")
+	a4=$(be_addr4 "$i")
+	a6=$(be_addr6 "$i")
+	lib_ns_add "$ns"
+	ip -n "$ns" link add eth0 type veth peer name "b$i" netns "$NS_SW" || die "veth b$i"
+	ip -n "$ns" link set eth0 mtu 1600
+	ip -n "$ns" addr add "$a4/24" dev eth0
+	ip -n "$ns" addr add "$a6/64" dev eth0 nodad
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" route add default via $LB_BACK4
+	ip -n "$ns" -6 route add default via fd00:2::1
+	ip -n "$NS_SW" link set "b$i" mtu 1600 master br0 up
+	# DSR: the VIP lives on lo; never answer or announce it on the wire.
+	ip -n "$ns" addr add $VIP4/32 dev lo
+	ip -n "$ns" addr add $VIP6/128 dev lo nodad
+	ip netns exec "$ns" sysctl -qw net.ipv4.conf.all.arp_ignore=1 \
+		net.ipv4.conf.all.arp_announce=2 net.ipv4.conf.eth0.arp_ignore=1 \
+		net.ipv4.conf.eth0.arp_announce=2 net.core.somaxconn=4096 \
+		net.ipv4.tcp_max_syn_backlog=4096
+	if [ "${DECAP:-1}" = 1 ]; then
+		topo_decap attach "$i" || die "couldn't attach decap on backend $i"
+	fi
+	# The LB resolves each backend's MAC from its neighbour table: make it
+	# permanent so no test depends on ARP/ND timing.
+	mac=$(ip -n "$ns" -br link show eth0 | awk '{ print $3 }')
+	ip -n "$NS_LB" neigh replace "$a4" lladdr "$mac" dev eth1 nud permanent
+	ip -n "$NS_LB" neigh replace "$a6" lladdr "$mac" dev eth1 nud permanent
+	lib_bg "echo-b$i" ip netns exec "$ns" "$ECHO_BIN" -n "b$i" -p 80
+	eval "ECHO_PID_$i=$LIB_LASTPID"
+	lib_wait_for 5 tcp_probe "$NS_LB" "$a4" 80 || die "LB can't reach backend $i"
+	TOPO_N=$((TOPO_N > i ? TOPO_N : i))
+}
+
+# topo_decap attach|detach I: chlb's decap on backend I's eth0, through
+# `chlbctl decap` (the same command an operator runs on a real backend).
+topo_decap() {
+	ip netns exec "$(ns_b "$2")" "$CHLBCTL" decap "$1" eth0 >/dev/null
+}
+
+# ---- chlbd ----
+# chlbd_start MODE [EXTRA ARGS]: chlbd on the LB's eth0, joining only the
+# LB's netns (pins stay in the host bpffs: DESIGN.md, test-environment notes).
+# The pin dir, state file and socket stay the same across restarts.
+CHLBD_PIN=
+CHLBD_SOCK=$LIB_DIR/chlbd.sock
+CHLBD_STATE=$LIB_DIR/chlbd.state
+CHLBD_PID=
+chlbd_start() {
+	local mode=$1
+	shift
+	[ -n "$CHLBD_PIN" ] || CHLBD_PIN=$(lib_pindir lb)
+	CHLBD_MODE=$mode
+	lib_bg chlbd "$CHLBD" -i eth0 --netns "$NS_LB" -m "$mode" -s "$CHLBD_SOCK" \
+		--pin-dir "$CHLBD_PIN" --state "$CHLBD_STATE" -f "$@"
+	CHLBD_PID=$LIB_LASTPID
+	if ! lib_wait_for 10 ctl_quiet stats; then
+		diag "chlbd did not come up; its log:"
+		sed 's/^/#   /' "$LIB_DIR/chlbd.log" | tail -20
+		return 1
+	fi
+}
+
+# chlbd_stop [SIGNAL]: stop chlbd (TERM by default) and wait for it to exit.
+chlbd_stop() {
+	local sig=${1:-TERM}
+	[ -n "$CHLBD_PID" ] || return 0
+	kill "-$sig" "$CHLBD_PID" 2>/dev/null
+	for _ in $(seq 50); do
+		kill -0 "$CHLBD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$CHLBD_PID" 2>/dev/null
+	wait "$CHLBD_PID" 2>/dev/null
+	CHLBD_PID=
+}
+
+# ctl ARGS...: chlbctl against our chlbd; output on stdout, errors shown.
+ctl() { "$CHLBCTL" -s "$CHLBD_SOCK" "$@"; }
+ctl_quiet() { "$CHLBCTL" -s "$CHLBD_SOCK" "$@" >/dev/null 2>&1; }
+
+# ---- traffic ----
+# client MODE ARGS...: chlb-client in the client namespace.
+client() { ip netns exec "$NS_C" "$CLIENT_BIN" "$@"; }
+
+# backend_counts FILE: "NAME COUNT" lines of the last summary in FILE.
+backend_counts() { awk '/^backend /{ print $2, $3 }' "$1"; }
+
+# summary_field FILE FIELD: a field of the last summary line (ok, fail, moved, total).
+summary_field() {
+	awk -v f="$2" '/^summary /{ for (i = 2; i < NF; i++) if ($i == f) v = $(i + 1) } END { print v + 0 }' "$1"
+}
