@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The command grammar: every statement form, and every class of bad input
+ * with the token its message must name. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+#include <netinet/in.h>
+#include "grammar.h"
+
+static void ok(const char *line, struct chlb_cmd *c)
+{
+	char err[CHLB_ERR_MAX];
+	int r = chlb_parse_line(line, c, err, sizeof(err));
+
+	if (r)
+		fail_msg("'%s' rejected: %s", line, err);
+}
+
+static void service_add_full(void **st)
+{
+	struct chlb_cmd c;
+	char buf[CHLB_ADDRSTR];
+
+	ok("service add 10.0.0.10:80/tcp algo ring vnodes 160 fwd ipip hash 5tuple", &c);
+	assert_int_equal(c.kind, CHLB_CMD_SERVICE_ADD);
+	assert_string_equal(chlb_fmt_vip(&c.vip, buf, sizeof(buf)), "10.0.0.10:80/tcp");
+	assert_int_equal(c.algo, CHLB_ALGO_RING);
+	assert_int_equal(c.vnodes, 160);
+	assert_int_equal(c.fwd, CHLB_FWD_IPIP);
+	assert_true(c.set & CHLB_OPT_HASH);
+
+	ok("service add [2001:db8::10]:443/tcp algo maglev table 65537 fwd l2dsr", &c);
+	assert_int_equal(c.vip.addr.family, CHLB_AF_INET6);
+	assert_int_equal(c.vip.port, 443);
+	assert_int_equal(c.table_size, 65537);
+	assert_string_equal(chlb_fmt_vip(&c.vip, buf, sizeof(buf)), "[2001:db8::10]:443/tcp");
+
+	ok("service add 10.0.0.10/udp # all ports", &c);
+	assert_int_equal(c.vip.port, 0);
+	assert_int_equal(c.vip.proto, IPPROTO_UDP);
+}
+
+static void backend_forms(void **st)
+{
+	struct chlb_cmd c;
+
+	ok("backend add 10.0.0.10:80/tcp 10.1.0.2 weight 100", &c);
+	assert_int_equal(c.kind, CHLB_CMD_BACKEND_ADD);
+	assert_int_equal(c.weight, 100);
+	ok("backend set 10.0.0.10:80/tcp 10.1.0.2 weight 0", &c);
+	assert_int_equal(c.kind, CHLB_CMD_BACKEND_SET);
+	assert_int_equal(c.weight, 0);
+	ok("backend del 10.0.0.10:80/tcp 10.1.0.2", &c);
+	assert_int_equal(c.kind, CHLB_CMD_BACKEND_DEL);
+	ok("backend add [2001:db8::10]:443/tcp [2001:db8::2]", &c);
+	assert_int_equal(c.backend.family, CHLB_AF_INET6);
+	ok("backend add 10.0.0.10:80/tcp 10.1.0.2 weight 200 buckets 0,7", &c);
+	assert_int_equal(c.nbucket, 2);
+	assert_int_equal(c.bucket[1], 7);
+	ok("which 192.0.2.1:40000 10.0.0.10:80 tcp", &c);
+	assert_int_equal(c.kind, CHLB_CMD_WHICH);
+	assert_int_equal(c.flow.family, CHLB_AF_INET);
+	assert_int_equal(ntohs(c.flow.sport), 40000);
+	ok("shutdown detach", &c);
+	assert_true(c.detach);
+	ok("   # only a comment", &c);
+	assert_int_equal(c.kind, CHLB_CMD_NONE);
+}
+
+static const struct {
+	const char *line, *token;
+} bad[] = {
+	{ "service add 10.0.0.300:80/tcp", "'10.0.0.300:80/tcp'" },
+	{ "service add 10.0.0.10:99999/tcp", "'99999'" },
+	{ "service add 10.0.0.10:80/sctp", "'sctp'" },
+	{ "service add 10.0.0.10:80", "'10.0.0.10:80'" },
+	{ "service add 2001:db8::1:80/tcp", "in brackets" },
+	{ "service add [2001:db8::1:80/tcp", "missing ']'" },
+	{ "service add 10.0.0.10:80/tcp algo rendezvous", "'rendezvous'" },
+	{ "service add 10.0.0.10:80/tcp fwd gre", "'gre'" },
+	{ "service add 10.0.0.10:80/tcp hash 3tuple", "'3tuple'" },
+	{ "service add 10.0.0.10:80/tcp vnodes 0", "'0'" },
+	{ "service add 10.0.0.10:80/tcp vnodes 1e3", "'1e3'" },
+	{ "service add 10.0.0.10:80/tcp table 9999999", "'9999999'" },
+	{ "service add 10.0.0.10:80/tcp color blue", "'color'" },
+	{ "service add 10.0.0.10:80/tcp algo", "'algo'" },
+	{ "service add 10.0.0.10:80/tcp algo ring algo jump", "given twice" },
+	{ "service frob 10.0.0.10:80/tcp", "'frob'" },
+	{ "service add", "missing VIP" },
+	{ "backend add 10.0.0.10:80/tcp 10.1.0.2 weight 10001", "'10001'" },
+	{ "backend add 10.0.0.10:80/tcp 10.1.0.2 weight -1", "'-1'" },
+	{ "backend add 10.0.0.10:80/tcp 10.1.0.999", "'10.1.0.999'" },
+	{ "backend add 10.0.0.10:80/tcp", "missing backend address" },
+	{ "backend set 10.0.0.10:80/tcp 10.1.0.2", "nothing to set" },
+	{ "backend del 10.0.0.10:80/tcp 10.1.0.2 now", "'now'" },
+	{ "backend add 10.0.0.10:80/tcp 10.1.0.2 buckets 1,,2", "'1,,2'" },
+	{ "which 1.2.3.4 10.0.0.10:80 tcp", "missing ':PORT'" },
+	{ "which 1.2.3.4:1 [::1]:80 tcp", "family" },
+	{ "frobnicate", "'frobnicate'" },
+	{ "shutdown now", "'now'" },
+};
+
+static void bad_input_names_token(void **st)
+{
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct chlb_cmd c;
+		char err[CHLB_ERR_MAX];
+
+		if (!chlb_parse_line(bad[i].line, &c, err, sizeof(err)))
+			fail_msg("'%s' accepted", bad[i].line);
+		if (!strstr(err, bad[i].token))
+			fail_msg("'%s': message '%s' lacks %s", bad[i].line, err, bad[i].token);
+	}
+}
+
+static void limits(void **st)
+{
+	char line[CHLB_LINE_MAX + 10];
+	struct chlb_cmd c;
+	char err[CHLB_ERR_MAX];
+
+	memset(line, 'a', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\0';
+	assert_int_equal(chlb_parse_line(line, &c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "too long"));
+	strcpy(line, "service add 10.0.0.1:1/tcp");
+	for (int i = 0; i < 40; i++)
+		strcat(line, " x");
+	assert_int_equal(chlb_parse_line(line, &c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "too many tokens"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(service_add_full),
+		cmocka_unit_test(backend_forms),
+		cmocka_unit_test(bad_input_names_token),
+		cmocka_unit_test(limits),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

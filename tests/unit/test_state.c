@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Desired state: validation rules, text round trip, atomic files. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "state.h"
+
+static int run(struct chlb_state *st, const char *line, char *err)
+{
+	struct chlb_cmd c;
+
+	if (chlb_parse_line(line, &c, err, CHLB_ERR_MAX))
+		return -1;
+	if (chlb_state_exec(st, &c, err, CHLB_ERR_MAX))
+		return -1;
+	return chlb_state_finalize(st, err, CHLB_ERR_MAX);
+}
+
+static void must(struct chlb_state *st, const char *line)
+{
+	char err[CHLB_ERR_MAX];
+
+	if (run(st, line, err))
+		fail_msg("'%s' rejected: %s", line, err);
+}
+
+static void must_fail(struct chlb_state *st, const char *line, const char *needle)
+{
+	char err[CHLB_ERR_MAX];
+	char *before = chlb_state_format(st, false), *after;
+
+	if (!run(st, line, err))
+		fail_msg("'%s' accepted", line);
+	if (!strstr(err, needle))
+		fail_msg("'%s': message '%s' lacks '%s'", line, err, needle);
+	after = chlb_state_format(st, false);
+	assert_string_equal(before, after); /* a rejected change changes nothing */
+	free(before);
+	free(after);
+}
+
+static void validation(void **unused)
+{
+	struct chlb_state st;
+
+	chlb_state_init(&st);
+	must(&st, "service add 10.0.0.10:80/tcp algo ring vnodes 160 fwd ipip hash 5tuple");
+	must(&st, "backend add 10.0.0.10:80/tcp 10.1.0.2 weight 100");
+	must_fail(&st, "service add 10.0.0.10:80/tcp", "already exists");
+	must_fail(&st, "backend add 10.0.0.10:80/tcp 10.1.0.2", "already in the service");
+	must_fail(&st, "backend add 10.0.0.11:80/tcp 10.1.0.2",
+		  "'10.0.0.11:80/tcp': no such service");
+	must_fail(&st, "backend set 10.0.0.10:80/tcp 10.1.0.9 weight 5",
+		  "'10.1.0.9': no such backend");
+	must_fail(&st, "backend del 10.0.0.10:80/tcp 10.1.0.9", "'10.1.0.9'");
+	must_fail(&st, "service del 10.0.0.99:80/tcp", "no such service");
+	must_fail(&st, "service set 10.0.0.10:80/tcp table 65537", "maglev only");
+	must_fail(&st, "service add 10.0.0.20:80/tcp algo maglev table 65536", "'65536'");
+	must(&st, "service add 10.0.0.20:80/tcp algo maglev table 3");
+	must(&st, "backend add 10.0.0.20:80/tcp 10.1.0.2");
+	must(&st, "backend add 10.0.0.20:80/tcp 10.1.0.3");
+	must_fail(&st, "backend add 10.0.0.20:80/tcp 10.1.0.4", "larger than the");
+	must(&st, "service add [2001:db8::10]:443/tcp algo maglev table 65537 fwd l2dsr");
+	must_fail(&st, "backend add [2001:db8::10]:443/tcp 10.1.0.2", "'10.1.0.2': fwd l2dsr");
+	must(&st, "service set [2001:db8::10]:443/tcp fwd ipip");
+	must_fail(&st, "backend add [2001:db8::10]:443/tcp 10.1.0.2", "IPv6-in-IPv4");
+	must(&st, "service add 10.0.0.30:80/tcp fwd ipip");
+	must(&st, "backend add 10.0.0.30:80/tcp 2001:db8::2"); /* 4-in-6 is fine */
+	must_fail(&st, "service set 10.0.0.10:80/tcp fwd l2dsr mtu 1400", "ipip only");
+	must(&st, "backend set 10.0.0.10:80/tcp 10.1.0.2 weight 0");
+	must(&st, "service del 10.0.0.30:80/tcp");
+	assert_int_equal(st.nsvc, 3);
+	chlb_state_free(&st);
+}
+
+static void too_many_services(void **unused)
+{
+	struct chlb_state st;
+	char line[128];
+
+	chlb_state_init(&st);
+	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
+		snprintf(line, sizeof(line), "service add 10.0.%d.%d:80/tcp", i / 200, i % 200 + 1);
+		must(&st, line);
+	}
+	must_fail(&st, "service add 10.9.9.9:80/tcp", "too many services");
+	chlb_state_free(&st);
+}
+
+static const char *cfg = "service add 10.0.0.10:80/tcp algo jump fwd ipip\n"
+			 "backend add 10.0.0.10:80/tcp 10.1.0.1\n"
+			 "backend add 10.0.0.10:80/tcp 10.1.0.2\n"
+			 "backend add 10.0.0.10:80/tcp 10.1.0.3\n"
+			 "backend add 10.0.0.10:80/tcp 10.1.0.4\n"
+			 "backend del 10.0.0.10:80/tcp 10.1.0.2\n"
+			 "service add [2001:db8::1]:0/udp algo maglev table 251 hash src\n"
+			 "backend add [2001:db8::1]:0/udp 2001:db8::5 weight 300\n";
+
+static void text_round_trip(void **unused)
+{
+	struct chlb_state a, b;
+	char err[CHLB_ERR_MAX];
+	char *ta, *tb;
+
+	chlb_state_init(&a);
+	chlb_state_init(&b);
+	if (chlb_state_exec_text(&a, cfg, "cfg", err, sizeof(err)))
+		fail_msg("%s", err);
+	ta = chlb_state_format(&a, true);
+	assert_true(chlb_state_text_intact(ta));
+	/* the saved jump order keeps the tombstone of 10.1.0.2 */
+	assert_non_null(strstr(ta, "buckets 4"));
+	assert_non_null(strstr(ta, "10.1.0.3 weight 100 buckets 2"));
+	if (chlb_state_exec_text(&b, ta, "saved", err, sizeof(err)))
+		fail_msg("%s", err);
+	tb = chlb_state_format(&b, true);
+	assert_string_equal(ta, tb);
+	assert_true(chlb_svc_equal(&a.svc[0], chlb_state_find(&b, &a.svc[0].vip)));
+	/* truncation and corruption are detected */
+	tb[strlen(tb) - 20] = '\0';
+	assert_false(chlb_state_text_intact(tb));
+	ta[10] ^= 1;
+	assert_false(chlb_state_text_intact(ta));
+	free(ta);
+	free(tb);
+	chlb_state_free(&a);
+	chlb_state_free(&b);
+}
+
+static void bad_line_applies_nothing(void **unused)
+{
+	struct chlb_state st;
+	char err[CHLB_ERR_MAX];
+
+	chlb_state_init(&st);
+	assert_int_equal(chlb_state_exec_text(&st,
+					      "service add 10.0.0.1:80/tcp\n"
+					      "backend add 10.0.0.1:80/tcp 10.1.0.1 weight 20000\n",
+					      "f.conf", err, sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "f.conf:2: '20000'"));
+	chlb_state_free(&st);
+}
+
+static void files(void **unused)
+{
+	char dir[] = "/tmp/chlb-state-XXXXXX", path[128], prevp[160], err[CHLB_ERR_MAX];
+	struct chlb_state a, b;
+	bool prev;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/state", dir);
+	snprintf(prevp, sizeof(prevp), "%s.prev", path);
+	chlb_state_init(&a);
+	chlb_state_init(&b);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), 0);
+	assert_int_equal(b.nsvc, 0); /* first start */
+	assert_int_equal(chlb_state_exec_text(&a, cfg, "cfg", err, sizeof(err)), 0);
+	assert_int_equal(chlb_state_save_file(&a, path, err, sizeof(err)), 0);
+	must(&a, "service del 10.0.0.10:80/tcp");
+	assert_int_equal(chlb_state_save_file(&a, path, err, sizeof(err)), 0);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), 0);
+	assert_false(prev);
+	assert_int_equal(b.nsvc, 1);
+	/* truncate the current file: the last good copy (2 services) is used, loudly */
+	assert_int_equal(truncate(path, 40), 0);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), 0);
+	assert_true(prev);
+	assert_int_equal(b.nsvc, 2);
+	assert_non_null(strstr(err, "truncated or corrupt"));
+	/* both bad: refuse */
+	f = fopen(prevp, "w");
+	fputs("service add 10.0.0.1:80/tcp\n", f);
+	fclose(f);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -1);
+	unlink(path);
+	unlink(prevp);
+	rmdir(dir);
+	chlb_state_free(&a);
+	chlb_state_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(validation),	   cmocka_unit_test(too_many_services),
+		cmocka_unit_test(text_round_trip), cmocka_unit_test(bad_line_applies_nothing),
+		cmocka_unit_test(files),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Desired state -> data plane (see apply.h for the order of operations and
+ * why it keeps every packet on a complete table).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include "apply.h"
+
+#define NS_PER_MS 1000000ull
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+#define rt_log(rt, lvl, ...)                         \
+	do {                                         \
+		if ((rt)->log)                       \
+			(rt)->log(lvl, __VA_ARGS__); \
+	} while (0)
+
+__u64 chlb_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+struct chlb_rt *chlb_rt_new(const struct chlb_dp_ops *ops, __u64 history_ms, __u64 grace_ms)
+{
+	struct chlb_rt *rt = calloc(1, sizeof(*rt));
+
+	if (!rt)
+		return NULL;
+	rt->ops = *ops;
+	rt->history_ns = history_ms * NS_PER_MS;
+	rt->grace_ns = grace_ms * NS_PER_MS;
+	return rt;
+}
+
+static void slot_release(struct chlb_rt *rt, struct chlb_rt_slot *s)
+{
+	for (__u32 i = 0; i < s->nbes; i++)
+		if (s->bes[i] < CHLB_MAX_BACKENDS && rt->be[s->bes[i]].trefs)
+			rt->be[s->bes[i]].trefs--;
+	free(s->bes);
+	chlb_table_free(&s->t);
+	memset(s, 0, sizeof(*s));
+}
+
+void chlb_rt_free(struct chlb_rt *rt)
+{
+	if (!rt)
+		return;
+	for (int i = 0; i < CHLB_MAX_SERVICES; i++)
+		for (int k = 0; k < CHLB_SLOTS_PER_SERVICE; k++)
+			slot_release(rt, &rt->svc[i].slot[k]);
+	free(rt);
+}
+
+void chlb_vip_to_key(const struct chlb_vip *v, struct chlb_vip_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (v->addr.family == CHLB_AF_INET6) {
+		memcpy(k->addr, v->addr.a, 16);
+	} else {
+		k->addr[10] = 0xff;
+		k->addr[11] = 0xff;
+		memcpy(k->addr + 12, v->addr.a, 4);
+	}
+	k->port = (__be16)((v->port >> 8) | ((v->port & 0xff) << 8)); /* htons */
+	k->proto = v->proto;
+}
+
+struct chlb_rt_svc *chlb_rt_find(struct chlb_rt *rt, const struct chlb_vip *vip)
+{
+	for (int i = 0; i < CHLB_MAX_SERVICES; i++)
+		if (rt->svc[i].used && !rt->svc[i].retiring && !chlb_vip_cmp(&rt->svc[i].vip, vip))
+			return &rt->svc[i];
+	return NULL;
+}
+
+int chlb_rt_svc_id(struct chlb_rt *rt, const struct chlb_vip *vip)
+{
+	struct chlb_rt_svc *s = chlb_rt_find(rt, vip);
+
+	return s ? (int)(s - rt->svc) : -1;
+}
+
+int chlb_rt_be_slot(const struct chlb_rt *rt, const struct chlb_addr *a)
+{
+	for (int i = 0; i < CHLB_MAX_BACKENDS; i++)
+		if (rt->be[i].state == CHLB_BE_LIVE && !chlb_addr_cmp(&rt->be[i].addr, a))
+			return i;
+	return -1;
+}
+
+static int be_write(struct chlb_rt *rt, __u32 slot)
+{
+	struct chlb_rt_be *b = &rt->be[slot];
+	struct chlb_backend v = { 0 };
+
+	memcpy(v.addr, b->addr.a, 16);
+	v.family = b->state == CHLB_BE_EMPTY ? 0 : b->addr.family;
+	v.state = b->state;
+	v.gen = b->gen;
+	if (b->state == CHLB_BE_LIVE && rt->ops.resolve && rt->ops.resolve(rt->ops.ctx, &v))
+		v.flags &= (__u16)~CHLB_BE_F_NH_VALID; /* data plane resolves per packet */
+	return rt->ops.set_backend(rt->ops.ctx, slot, &v);
+}
+
+/* Slot for addr: the one it holds (LIVE or DEAD: same occupant, same gen), else a free one. */
+static int be_acquire(struct chlb_rt *rt, const struct chlb_addr *a, __u64 now)
+{
+	int free_slot = -1;
+
+	for (int i = 0; i < CHLB_MAX_BACKENDS; i++) {
+		struct chlb_rt_be *b = &rt->be[i];
+
+		if (b->state != CHLB_BE_EMPTY && !chlb_addr_cmp(&b->addr, a)) {
+			if (b->state != CHLB_BE_LIVE) {
+				b->state = CHLB_BE_LIVE;
+				if (be_write(rt, (__u32)i))
+					return -1;
+			}
+			b->wanted = true;
+			return i;
+		}
+		if (free_slot < 0 && b->state == CHLB_BE_EMPTY && !b->trefs && b->hold_until <= now)
+			free_slot = i;
+	}
+	if (free_slot < 0)
+		return -2;
+	rt->be[free_slot].addr = *a;
+	rt->be[free_slot].state = CHLB_BE_LIVE;
+	rt->be[free_slot].gen++; /* new occupant: old conn entries become stale */
+	rt->be[free_slot].wanted = true;
+	if (be_write(rt, (__u32)free_slot))
+		return -1;
+	return free_slot;
+}
+
+static int build_table(struct chlb_rt *rt, const struct chlb_svc_cfg *s, struct chlb_table *t,
+		       __u32 **bes, __u32 *nbes, __u64 now, char *err, size_t errlen)
+{
+	struct chlb_table_spec spec = { .algo = s->algo,
+					.vnodes = s->vnodes,
+					.table_size = s->table_size };
+	struct chlb_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
+	__u32 *idx = NULL, *list = calloc(s->nbe ? s->nbe : 1, sizeof(*list));
+	char vip[CHLB_ADDRSTR];
+	int r = -1;
+
+	chlb_fmt_vip(&s->vip, vip, sizeof(vip));
+	if (!be || !list) {
+		fail(err, errlen, "%s: out of memory", vip);
+		goto out;
+	}
+	for (__u32 i = 0; i < s->nbe; i++) {
+		int slot = be_acquire(rt, &s->be[i].addr, now);
+
+		if (slot < 0) {
+			fail(err, errlen, "'%s': %s", s->be[i].name,
+			     slot == -2
+				 ? "no free backend slot (retiring ones are still referenced)"
+				 : "couldn't write the backend slot");
+			goto out;
+		}
+		be[i].slot = (__u32)slot;
+		be[i].weight = s->be[i].weight;
+		memcpy(be[i].name, s->be[i].name, sizeof(be[i].name));
+		list[i] = (__u32)slot;
+	}
+	if (s->algo == CHLB_ALGO_JUMP && s->order.n) {
+		idx = calloc(s->order.n, sizeof(*idx));
+		if (!idx || chlb_jump_order_map(&s->order, be, s->nbe, idx, err, errlen))
+			goto out;
+		spec.jump_order = idx;
+		spec.jump_nbuckets = s->order.n;
+	}
+	if (chlb_table_build(&spec, be, s->nbe, t, err, errlen) < 0)
+		goto out;
+	*bes = list;
+	*nbes = s->nbe;
+	list = NULL;
+	r = 0;
+out:
+	free(be);
+	free(idx);
+	free(list);
+	return r;
+}
+
+static bool in_view(const struct chlb_rt_svc *s, int k)
+{
+	for (__u32 i = 0; i < s->nview; i++)
+		if ((int)s->view[i] == k)
+			return true;
+	return false;
+}
+
+/* A slot no view names and no reader can still be in; waits out a grace period if needed. */
+static int free_slot(struct chlb_rt *rt, struct chlb_rt_svc *s)
+{
+	for (;;) {
+		__u64 now = chlb_now_ns(), soonest = ~0ull;
+
+		for (int k = 0; k < CHLB_SLOTS_PER_SERVICE; k++) {
+			struct chlb_rt_slot *sl = &s->slot[k];
+
+			if (!sl->used)
+				return k;
+			if (!in_view(s, k) && sl->free_at <= now) {
+				slot_release(rt, sl);
+				return k;
+			}
+			if (!in_view(s, k) && sl->free_at < soonest)
+				soonest = sl->free_at;
+		}
+		if (soonest == ~0ull)
+			return -1;
+		/* changes faster than the grace period: wait for the oldest slot */
+		struct timespec ts = { .tv_sec = (time_t)((soonest - now) / 1000000000ull),
+				       .tv_nsec = (long)((soonest - now) % 1000000000ull) };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void fill_view(const struct chlb_svc_cfg *c, int id, struct chlb_rt_svc *s)
+{
+	struct chlb_service *v = &s->sv;
+
+	memset(v, 0, sizeof(*v));
+	v->id = (__u32)id;
+	v->fwd = c->fwd;
+	v->hash_fields = c->hash;
+	v->mtu = c->mtu;
+	if (c->encap_src.family == CHLB_AF_INET6) {
+		memcpy(v->encap_src, c->encap_src.a, 16);
+	} else if (c->encap_src.family == CHLB_AF_INET) {
+		v->encap_src[10] = v->encap_src[11] = 0xff;
+		memcpy(v->encap_src + 12, c->encap_src.a, 4);
+	}
+	v->ntables = (__u8)s->nview;
+	for (__u32 i = 0; i < s->nview; i++)
+		v->table[i] = (__u32)id * CHLB_SLOTS_PER_SERVICE + s->view[i];
+}
+
+static int publish(struct chlb_rt *rt, struct chlb_rt_svc *s, const struct chlb_svc_cfg *c)
+{
+	struct chlb_vip_key key;
+
+	fill_view(c, (int)(s - rt->svc), s);
+	chlb_vip_to_key(&s->vip, &key);
+	return rt->ops.set_service(rt->ops.ctx, &key, &s->sv);
+}
+
+static int alloc_id(struct chlb_rt *rt)
+{
+	for (int i = 0; i < CHLB_MAX_SERVICES; i++)
+		if (!rt->svc[i].used)
+			return i;
+	return -1;
+}
+
+/* Build + write + publish one service whose table changed. */
+static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool table_changed,
+			char *err, size_t errlen)
+{
+	struct chlb_rt_svc *s = chlb_rt_find(rt, &c->vip);
+	__u64 t0 = chlb_now_ns(), now;
+	struct chlb_table t = { 0 };
+	__u32 *bes = NULL, nbes = 0;
+	char vip[CHLB_ADDRSTR];
+	int id, k;
+
+	chlb_fmt_vip(&c->vip, vip, sizeof(vip));
+	if (!s) {
+		id = alloc_id(rt);
+		if (id < 0)
+			return fail(err, errlen, "'%s': no free service id", vip);
+		s = &rt->svc[id];
+		memset(s, 0, sizeof(*s));
+		s->vip = c->vip;
+		table_changed = true;
+	}
+	if (!table_changed) {
+		if (publish(rt, s, c))
+			return fail(err, errlen, "'%s': couldn't update the service view", vip);
+		rt_log(rt, LOG_INFO, "service %s: options updated (no table change)", vip);
+		return 0;
+	}
+	if (build_table(rt, c, &t, &bes, &nbes, t0, err, errlen))
+		return -1;
+	k = free_slot(rt, s);
+	if (k < 0 || rt->ops.write_table(rt->ops.ctx,
+					 (__u32)(s - rt->svc) * CHLB_SLOTS_PER_SERVICE + (__u32)k,
+					 t.words, t.nwords)) {
+		chlb_table_free(&t);
+		free(bes);
+		return fail(err, errlen, "'%s': couldn't write table slot %d", vip, k);
+	}
+	s->slot[k].used = true;
+	s->slot[k].t = t;
+	s->slot[k].bes = bes;
+	s->slot[k].nbes = nbes;
+	for (__u32 i = 0; i < nbes; i++)
+		rt->be[bes[i]].trefs++;
+
+	now = chlb_now_ns();
+	if (s->nview == CHLB_HISTORY_MAX || (s->nview && !rt->history_ns)) {
+		/* oldest (or every old one, without history) leaves the view */
+		while (s->nview && (s->nview == CHLB_HISTORY_MAX || !rt->history_ns)) {
+			s->nview--;
+			s->slot[s->view[s->nview]].free_at = now + rt->grace_ns;
+		}
+	}
+	memmove(&s->view[1], &s->view[0], s->nview * sizeof(s->view[0]));
+	memmove(&s->replaced[1], &s->replaced[0], s->nview * sizeof(s->replaced[0]));
+	if (s->nview)
+		s->replaced[1] = now;
+	s->view[0] = (__u32)k;
+	s->replaced[0] = 0;
+	s->nview++;
+	s->used = true;
+	if (publish(rt, s, c)) {
+		/* the view still names the old tables; undo our bookkeeping */
+		s->nview--;
+		memmove(&s->view[0], &s->view[1], s->nview * sizeof(s->view[0]));
+		memmove(&s->replaced[0], &s->replaced[1], s->nview * sizeof(s->replaced[0]));
+		slot_release(rt, &s->slot[k]);
+		if (!s->nview)
+			s->used = false;
+		return fail(err, errlen, "'%s': couldn't publish the service view", vip);
+	}
+	s->swaps++;
+	s->last_swap_ms = (double)(chlb_now_ns() - t0) / 1e6;
+	rt_log(rt, LOG_INFO,
+	       "service %s: swapped to table slot %d: %s, %u backends, %u words, fingerprint "
+	       "%08x, %.3f ms",
+	       vip, k, chlb_algo_name(c->algo), c->nbe, t.nwords,
+	       chlb_table_header(&t)->fingerprint, s->last_swap_ms);
+	return 0;
+}
+
+static void delete_service(struct chlb_rt *rt, struct chlb_rt_svc *s)
+{
+	struct chlb_vip_key key;
+	char vip[CHLB_ADDRSTR];
+	__u64 now = chlb_now_ns();
+
+	chlb_vip_to_key(&s->vip, &key);
+	rt->ops.del_service(rt->ops.ctx, &key);
+	for (__u32 i = 0; i < s->nview; i++)
+		s->slot[s->view[i]].free_at = now + rt->grace_ns;
+	s->nview = 0;
+	s->retiring = true;
+	rt_log(rt, LOG_INFO, "service %s: deleted", chlb_fmt_vip(&s->vip, vip, sizeof(vip)));
+}
+
+/* A service that failed to apply goes back to what serves: its cur form, or nothing. */
+static void restore_svc(struct chlb_state *next, const struct chlb_vip *vip,
+			const struct chlb_svc_cfg *old)
+{
+	struct chlb_svc_cfg *n = chlb_state_find(next, vip);
+	struct chlb_state tmp = { .nsvc = 1, .cap = 1, .svc = (struct chlb_svc_cfg *)old }, one;
+	void *p;
+
+	if (n) {
+		free(n->be);
+		chlb_jump_order_free(&n->order);
+		*n = next->svc[--next->nsvc];
+	}
+	if (!old || chlb_state_copy(&one, &tmp))
+		return;
+	p = realloc(next->svc, (next->nsvc + 1) * sizeof(*next->svc));
+	if (!p) {
+		chlb_state_free(&one);
+		return;
+	}
+	next->svc = p;
+	next->cap = next->nsvc + 1;
+	next->svc[next->nsvc++] = one.svc[0];
+	free(one.svc);
+}
+
+int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_state *next,
+		  char *err, size_t errlen)
+{
+	char first[CHLB_ERR_MAX] = "", msg[CHLB_ERR_MAX];
+	static struct chlb_vip failed[CHLB_MAX_SERVICES + 1];
+	int bad = 0;
+
+	/* deletions first: frees ids and slots for the additions */
+	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
+		struct chlb_rt_svc *s = &rt->svc[i];
+
+		if (s->used && !s->retiring && !chlb_state_find(next, &s->vip))
+			delete_service(rt, s);
+	}
+	for (int i = 0; i < CHLB_MAX_BACKENDS; i++)
+		rt->be[i].wanted = false;
+	for (__u32 i = 0; i < next->nsvc; i++) {
+		const struct chlb_svc_cfg *n = &next->svc[i];
+		const struct chlb_svc_cfg *o = chlb_state_find(cur, &n->vip);
+		struct chlb_rt_svc *s = chlb_rt_find(rt, &n->vip);
+
+		/* mark wanted so no slot of a backend still in use gets released */
+		for (__u32 j = 0; j < n->nbe; j++) {
+			int slot = -1;
+
+			for (int b = 0; b < CHLB_MAX_BACKENDS && slot < 0; b++)
+				if (rt->be[b].state != CHLB_BE_EMPTY &&
+				    !chlb_addr_cmp(&rt->be[b].addr, &n->be[j].addr))
+					slot = b;
+			if (slot >= 0)
+				rt->be[slot].wanted = true;
+		}
+		if (o && s && chlb_svc_equal(o, n))
+			continue;
+		bool table_changed = !o || !s || o->algo != n->algo || o->nbe != n->nbe ||
+				     o->vnodes != n->vnodes || o->table_size != n->table_size ||
+				     !chlb_svc_equal(o, n) || o->hash != n->hash;
+		if (o && s && chlb_svc_view_equal(o, n) == false && o->hash == n->hash) {
+			/* options only: same table unless members/params also changed */
+			struct chlb_svc_cfg tmp = *o;
+
+			tmp.fwd = n->fwd;
+			tmp.mtu = n->mtu;
+			tmp.encap_src = n->encap_src;
+			table_changed = !chlb_svc_equal(&tmp, n);
+		}
+		if (swap_service(rt, n, table_changed, msg, sizeof(msg))) {
+			if (!bad)
+				snprintf(first, sizeof(first), "%s", msg);
+			failed[bad++] = n->vip;
+			rt_log(rt, LOG_ERR, "%s", msg);
+		}
+	}
+	for (int i = 0; i < bad; i++)
+		restore_svc(next, &failed[i], chlb_state_find(cur, &failed[i]));
+	/* backends no view picks any more: DEAD (flows re-decided, never sent to a new occupant) */
+	for (int i = 0; i < CHLB_MAX_BACKENDS; i++) {
+		struct chlb_rt_be *b = &rt->be[i];
+
+		if (b->state == CHLB_BE_LIVE && !b->wanted) {
+			b->state = CHLB_BE_DEAD;
+			be_write(rt, (__u32)i);
+		}
+	}
+	if (bad)
+		return fail(err, errlen, "%s%s", first, bad > 1 ? " (and more; see the log)" : "");
+	return 0;
+}
+
+__u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
+{
+	__u64 next = ~0ull;
+
+	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
+		struct chlb_rt_svc *s = &rt->svc[i];
+		bool busy = false;
+
+		if (!s->used)
+			continue;
+		/* history tables past the window leave the view, oldest first */
+		if (s->nview > 1) {
+			__u32 n = s->nview;
+			struct chlb_vip_key key;
+
+			while (n > 1 && now >= s->replaced[n - 1] + rt->history_ns) {
+				n--;
+				s->slot[s->view[n]].free_at = now + rt->grace_ns;
+			}
+			if (n != s->nview) {
+				s->nview = n;
+				s->sv.ntables = (__u8)n;
+				chlb_vip_to_key(&s->vip, &key);
+				rt->ops.set_service(rt->ops.ctx, &key, &s->sv);
+			}
+			if (s->nview > 1 && s->replaced[s->nview - 1] + rt->history_ns < next)
+				next = s->replaced[s->nview - 1] + rt->history_ns;
+		}
+		for (int k = 0; k < CHLB_SLOTS_PER_SERVICE; k++) {
+			struct chlb_rt_slot *sl = &s->slot[k];
+
+			if (!sl->used || in_view(s, k))
+				continue;
+			if (sl->free_at <= now) {
+				slot_release(rt, sl);
+				continue;
+			}
+			busy = true;
+			if (sl->free_at < next)
+				next = sl->free_at;
+		}
+		if (s->retiring && !busy)
+			memset(s, 0, sizeof(*s));
+	}
+	for (int i = 0; i < CHLB_MAX_BACKENDS; i++) {
+		struct chlb_rt_be *b = &rt->be[i];
+
+		if (b->state != CHLB_BE_DEAD || b->wanted || b->trefs)
+			continue;
+		if (b->hold_until > now) {
+			if (b->hold_until < next)
+				next = b->hold_until;
+			continue;
+		}
+		b->state = CHLB_BE_EMPTY;
+		be_write(rt, (__u32)i);
+	}
+	return next == ~0ull ? 0 : next;
+}
+
+int chlb_rt_adopt(struct chlb_rt *rt, const struct chlb_adopt_ops *aops,
+		  const struct chlb_state *st)
+{
+	__u64 now = chlb_now_ns(), hold = now + rt->history_ns + rt->grace_ns;
+	int adopted = 0;
+
+	for (__u32 i = 0; i < CHLB_MAX_BACKENDS; i++) {
+		struct chlb_backend b;
+		struct chlb_rt_be *r = &rt->be[i];
+
+		if (aops->get_backend(rt->ops.ctx, i, &b))
+			continue;
+		r->gen = b.gen;
+		if (b.state != CHLB_BE_LIVE && b.state != CHLB_BE_DEAD)
+			continue;
+		r->state = b.state;
+		r->addr.family = b.family;
+		memcpy(r->addr.a, b.addr, 16);
+		r->hold_until = hold; /* tables we did not build may name it */
+	}
+	for (__u32 i = 0; i < st->nsvc; i++) {
+		const struct chlb_svc_cfg *c = &st->svc[i];
+		struct chlb_vip_key key;
+		struct chlb_service v;
+		struct chlb_rt_svc *s;
+
+		chlb_vip_to_key(&c->vip, &key);
+		if (aops->get_service(rt->ops.ctx, &key, &v) || v.id >= CHLB_MAX_SERVICES ||
+		    rt->svc[v.id].used || v.ntables < 1 || v.ntables > CHLB_HISTORY_MAX)
+			continue;
+		s = &rt->svc[v.id];
+		s->used = true;
+		s->vip = c->vip;
+		s->sv = v;
+		s->nview = v.ntables;
+		for (__u32 t = 0; t < v.ntables; t++) {
+			__u32 k = v.table[t] - v.id * CHLB_SLOTS_PER_SERVICE;
+
+			if (k >= CHLB_SLOTS_PER_SERVICE)
+				k = 0;
+			s->view[t] = k;
+			s->slot[k].used = true;
+			s->replaced[t] = t ? now : 0;
+		}
+		adopted++;
+	}
+	return adopted;
+}

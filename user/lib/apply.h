@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Desired state -> data plane. Owns service ids, table slots, the service
+ * views with their history, and backend slots with their generations.
+ *
+ * A change, per service: build the complete table in memory (any error:
+ * nothing touched) -> write its backends' slots (LIVE) -> write the table
+ * into a FREE slot of the service (one not in the view and past its grace
+ * period) -> publish the view {new, previous tables...} in one hash update
+ * -> tables older than the history window leave the view later (timer) ->
+ * a slot that left the view is rewritten only after a grace period -> a
+ * removed backend is marked DEAD once no published view can pick it, and
+ * its slot is reused (gen + 1) only when no table in any slot names it.
+ *
+ * The data plane is reached through chlb_dp_ops so the logic is testable
+ * without BPF.
+ */
+#ifndef CHLB_APPLY_H
+#define CHLB_APPLY_H
+
+#include "state.h"
+#include "chlb_maps.h"
+
+struct chlb_dp_ops {
+	void *ctx;
+	int (*set_backend)(void *ctx, __u32 slot, const struct chlb_backend *be);
+	int (*write_table)(void *ctx, __u32 tslot, const __u32 *words, __u32 nwords);
+	int (*set_service)(void *ctx, const struct chlb_vip_key *k, const struct chlb_service *v);
+	int (*del_service)(void *ctx, const struct chlb_vip_key *k);
+	/* optional: fill dmac/smac/ifindex/flags of a backend (next hop); 0 or -errno */
+	int (*resolve)(void *ctx, struct chlb_backend *be);
+};
+
+struct chlb_rt_slot {
+	bool used;     /* holds a table that is in the view or within grace */
+	__u64 free_at; /* ns: reusable after (when not in the view) */
+	struct chlb_table t;
+	__u32 *bes; /* distinct backend slots the table names */
+	__u32 nbes;
+};
+
+struct chlb_rt_svc {
+	bool used;
+	bool retiring; /* deleted: id reusable once every slot is free */
+	struct chlb_vip vip;
+	__u32 nview;
+	__u32 view[CHLB_HISTORY_MAX];	  /* k: slot index 0..CHLB_SLOTS_PER_SERVICE-1 */
+	__u64 replaced[CHLB_HISTORY_MAX]; /* ns when view[i] stopped being current */
+	struct chlb_service sv;		  /* last published view */
+	struct chlb_rt_slot slot[CHLB_SLOTS_PER_SERVICE];
+	__u64 swaps;
+	double last_swap_ms;
+};
+
+struct chlb_rt_be {
+	struct chlb_addr addr;
+	__u8 state; /* enum chlb_backend_state */
+	__u32 gen;
+	__u32 trefs;	  /* table slots (used) naming this backend */
+	__u64 hold_until; /* ns: adopted leftovers are kept this long */
+	bool wanted;	  /* in the desired state */
+};
+
+struct chlb_rt {
+	struct chlb_dp_ops ops;
+	__u64 history_ns; /* how long a replaced table stays in the view */
+	__u64 grace_ns;	  /* how long a slot that left the view stays untouched */
+	struct chlb_rt_svc svc[CHLB_MAX_SERVICES];
+	struct chlb_rt_be be[CHLB_MAX_BACKENDS];
+	void (*log)(int level, const char *fmt, ...); /* optional; LOG_* levels */
+};
+
+struct chlb_rt *chlb_rt_new(const struct chlb_dp_ops *ops, __u64 history_ms, __u64 grace_ms);
+void chlb_rt_free(struct chlb_rt *rt);
+
+__u64 chlb_now_ns(void);
+
+/*
+ * Converge the data plane from `cur` (what is applied) to `next`. Services
+ * that fail to apply are put back to their `cur` form in `next` (or removed
+ * from it), so `next` always describes what serves. Returns 0, or -1 with
+ * err (the first failure) when any service failed.
+ */
+int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_state *next,
+		  char *err, size_t errlen);
+
+/* Timers: retire history, free slots past grace, release dead backends. Returns next deadline (ns, 0 = none). */
+__u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now);
+
+/*
+ * Adopt what a previous chlbd left in pinned maps: service ids and views of
+ * the services in `st`, backend slots and generations. get_* read the data
+ * plane; svc views of VIPs not in st are deleted by the next apply via
+ * stale[] (filled with their keys, *nstale entries).
+ */
+struct chlb_adopt_ops {
+	int (*get_backend)(void *ctx, __u32 slot, struct chlb_backend *be);
+	int (*get_service)(void *ctx, const struct chlb_vip_key *k, struct chlb_service *v);
+};
+int chlb_rt_adopt(struct chlb_rt *rt, const struct chlb_adopt_ops *aops,
+		  const struct chlb_state *st);
+
+struct chlb_rt_svc *chlb_rt_find(struct chlb_rt *rt, const struct chlb_vip *vip);
+/* id of a service (its stats index), or -1 */
+int chlb_rt_svc_id(struct chlb_rt *rt, const struct chlb_vip *vip);
+/* backend slot currently holding addr (LIVE), or -1 */
+int chlb_rt_be_slot(const struct chlb_rt *rt, const struct chlb_addr *a);
+
+void chlb_vip_to_key(const struct chlb_vip *v, struct chlb_vip_key *k);
+
+#endif /* CHLB_APPLY_H */

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The desired state: services, their options and backends, and each jump
+ * service's bucket order. Changed only through chlb_state_exec() (one
+ * grammar statement) so every change is validated the same way whether it
+ * came from the CLI, a config file or the state file. Callers get
+ * transactions by working on a chlb_state_copy() and keeping it only when
+ * every statement (and chlb_state_finalize()) succeeded.
+ */
+#ifndef CHLB_STATE_H
+#define CHLB_STATE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "grammar.h"
+#include "chlb_build.h"
+
+#define CHLB_STATE_MAX_BYTES (64u << 20) /* refuse state/config files larger than this */
+
+struct chlb_be_cfg {
+	struct chlb_addr addr;
+	char name[CHLB_BE_NAME_LEN]; /* canonical address text: the builders' name */
+	__u32 weight;
+};
+
+struct chlb_svc_cfg {
+	struct chlb_vip vip;
+	__u8 algo, fwd, hash;
+	__u16 mtu;
+	__u32 vnodes, table_size;
+	struct chlb_addr encap_src;
+	__u32 nbe, cap;
+	struct chlb_be_cfg *be;
+	struct chlb_jump_order order; /* jump: bucket -> backend name */
+	bool order_explicit;	      /* order restored from `buckets` (state file) */
+};
+
+struct chlb_state {
+	__u32 nsvc, cap;
+	struct chlb_svc_cfg *svc;
+};
+
+void chlb_state_init(struct chlb_state *st);
+void chlb_state_free(struct chlb_state *st);
+int chlb_state_copy(struct chlb_state *dst, const struct chlb_state *src);
+
+struct chlb_svc_cfg *chlb_state_find(const struct chlb_state *st, const struct chlb_vip *vip);
+struct chlb_be_cfg *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struct chlb_addr *a);
+
+/* Applies one change statement. 0, or -1 with err naming the offending token. */
+int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, size_t errlen);
+
+/*
+ * After a batch of statements: brings jump orders in line with the backend
+ * sets, checks the limits that span services. 0 or -1 with err.
+ */
+int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen);
+
+/* For `apply`: keep cur's jump bucket orders for services the file re-declares. */
+void chlb_state_inherit(struct chlb_state *next, const struct chlb_state *cur);
+
+/* Same options, backends, weights and bucket order? (nothing to rebuild) */
+bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
+/* Options that the view carries (fwd, hash, mtu, encap-src) differ? */
+bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
+
+/* Distinct backend addresses over every service. */
+__u32 chlb_state_count_backends(const struct chlb_state *st);
+
+/* ---- text form (state_io.c) ---- */
+
+/* The state in the grammar, services and backends sorted; malloc'd, NUL-terminated. */
+char *chlb_state_format(const struct chlb_state *st, bool trailer);
+
+/*
+ * Executes every statement of text into st (caller passes a copy). Stops at
+ * the first bad line: -1 and err = "NAME:LINE: message". Only change
+ * statements are allowed. Finalizes.
+ */
+int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *name, char *err,
+			 size_t errlen);
+
+/* Atomic persist: PATH.tmp + fsync + keep PATH as PATH.prev + rename. */
+int chlb_state_save_file(const struct chlb_state *st, const char *path, char *err, size_t errlen);
+
+/*
+ * Loads a state file written by chlb_state_save_file. A truncated or corrupt
+ * file (missing or wrong checksum trailer) is never taken as empty: the last
+ * good copy (PATH.prev) is tried, and *used_prev set. Missing PATH and
+ * PATH.prev = first start, empty state. -1 with err when nothing good exists.
+ */
+int chlb_state_load_file(struct chlb_state *st, const char *path, bool *used_prev, char *err,
+			 size_t errlen);
+
+/* Reads a whole file (config) with a size limit; malloc'd text or NULL + err. */
+char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen);
+
+/* Is the text's checksum trailer present and right? */
+bool chlb_state_text_intact(const char *text);
+
+#endif /* CHLB_STATE_H */
