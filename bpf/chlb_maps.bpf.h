@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The data plane's maps and load-time settings. Layouts are in
+ * include/chlb_maps.h (shared with userspace); sizes in include/chlb_common.h.
+ */
+#ifndef CHLB_MAPS_BPF_H
+#define CHLB_MAPS_BPF_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "chlb_maps.h"
+
+/* BPF's word accessor for include/chlb_table.h (defined in chlb_select.h). */
+static __always_inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out);
+#include "chlb_table.h"
+
+/* ---- load-time settings (skel->rodata before load) ---- */
+/* A UDP flow with no packet for this long is re-decided from the current table. */
+const volatile __u64 cfg_udp_idle_ns = 30ull * 1000 * 1000 * 1000;
+/* A UDP entry's last_ns is refreshed at most this often (saves a write per packet). */
+const volatile __u64 cfg_ct_refresh_ns = 1000ull * 1000 * 1000;
+
+/* vips: {VIP address, port, proto} -> the service view (replaced whole). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, CHLB_MAX_SERVICES * 4);
+	__type(key, struct chlb_vip_key);
+	__type(value, struct chlb_service);
+} vips SEC(".maps");
+
+/* One table chunk: CHLB_CHUNK_WORDS words of the include/chlb_table.h layout. */
+struct chlb_chunk {
+	__u32 w[CHLB_CHUNK_WORDS];
+};
+
+/*
+ * tables: slot -> inner ARRAY of chunks holding one lookup table.
+ * slot = service id * CHLB_SLOTS_PER_SERVICE + k. The inner template is
+ * mmapable (userspace fills a table with one memcpy) and BPF_F_INNER_MAP
+ * lets each inner map have its own max_entries (table size).
+ */
+struct chlb_table_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32[CHLB_CHUNK_WORDS]);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, CHLB_TABLE_SLOTS);
+	__type(key, __u32);
+	__array(values, struct chlb_table_inner);
+} tables SEC(".maps");
+
+/* backends: backend slot -> address, state, generation, next hop. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CHLB_MAX_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct chlb_backend);
+} backends SEC(".maps");
+
+/*
+ * conns: flows whose decision differs between the tables of a service's
+ * history (plus UDP flows that got one), -> {backend, generation}. Size is
+ * a load-time setting (bpf_map__set_max_entries).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 20);
+	__type(key, struct chlb_flow);
+	__type(value, struct chlb_conn);
+} conns SEC(".maps");
+
+/* svc_stats: per service id, per CPU: packets, bytes, new flows. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CHLB_MAX_SERVICES);
+	__type(key, __u32);
+	__type(value, struct chlb_counters);
+} svc_stats SEC(".maps");
+
+/* be_stats: per backend slot, per CPU: packets, bytes, new flows. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CHLB_MAX_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct chlb_counters);
+} be_stats SEC(".maps");
+
+/* global_stats: one record per CPU, a counter per enum chlb_reason. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct chlb_global_stats);
+} global_stats SEC(".maps");
+
+#endif /* CHLB_MAPS_BPF_H */

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Cursor parser: Ethernet + 0..2 VLAN tags, IPv4 (options), IPv6 (bounded
+ * extension-header walk, fragment header), TCP/UDP, and ICMP/ICMPv6 errors
+ * whose embedded header names a flow (the tuple is reversed so the error
+ * follows the flow it is about). Every read is bounds-checked against
+ * data_end; a short or malformed header returns its enum chlb_reason.
+ */
+#ifndef CHLB_PARSE_H
+#define CHLB_PARSE_H
+
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/in.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+
+#include "chlb_maps.h"
+#include "chlb_ctx.h"
+
+#define CHLB_IP6_MAX_EXT 4
+
+/*
+ * ICMP/ICMPv6 header as far as we use it (linux/icmp.h drags in libc's
+ * socket headers, which do not build for the BPF target).
+ */
+struct chlb_icmphdr {
+	__u8 type;
+	__u8 code;
+	__sum16 checksum;
+	__be16 unused;
+	__be16 mtu; /* IPv4 frag-needed: next-hop MTU; ICMPv6 too-big: low half of the MTU */
+};
+
+#define ICMP_DEST_UNREACH   3
+#define ICMP_FRAG_NEEDED    4
+#define ICMP_TIME_EXCEEDED  11
+#define ICMPV6_DEST_UNREACH 1
+#define ICMPV6_PKT_TOOBIG   2
+#define ICMPV6_TIME_EXCEED  3 /* extension headers walked before giving up */
+
+enum chlb_frag {
+	CHLB_FRAG_NONE = 0,
+	CHLB_FRAG_FIRST, /* offset 0, more fragments: ports present */
+	CHLB_FRAG_LATER, /* offset > 0: no L4 header */
+};
+
+/* What the pipeline needs from a packet. */
+struct chlb_pkt {
+	__u32 len;     /* frame length */
+	__u32 l2len;   /* 14, 18 or 22 */
+	__u32 l4off;   /* first byte after the IP header chain */
+	__u8 family;   /* CHLB_AF_INET / CHLB_AF_INET6 (of the frame's L3) */
+	__u8 l4proto;  /* frame's L4: TCP, UDP, ICMP, ICMPv6 */
+	__u8 tos;      /* IPv4 TOS / IPv6 traffic class */
+	__u8 syn;      /* TCP SYN without ACK: a new flow */
+	__u8 frag;     /* enum chlb_frag */
+	__u8 icmp_err; /* the flow comes from an ICMP error's embedded header */
+	__u8 df;       /* IPv4 don't-fragment */
+	__u8 pad;
+	struct chlb_flow flow; /* client -> VIP, as the connection table keys it */
+};
+
+/* Fill ports + proto of an L4 header at off (TCP/UDP: ports are the first 4 bytes). */
+static __always_inline int parse_ports(void *data, void *end, __u32 off, __be16 *sport,
+				       __be16 *dport)
+{
+	__be16 *ports = data + (off & 0xffff);
+
+	if ((void *)(ports + 2) > end)
+		return -1;
+	*sport = ports[0];
+	*dport = ports[1];
+	return 0;
+}
+
+/*
+ * ICMP error: the embedded header is the VIP's own packet (VIP -> client).
+ * The flow is that packet's tuple reversed: client -> VIP.
+ */
+static __always_inline int parse_icmp4_inner(void *data, void *end, __u32 off, struct chlb_pkt *p)
+{
+	struct iphdr *ip = data + (off & 0xffff);
+	__u32 ihl;
+
+	if ((void *)(ip + 1) > end)
+		return CHLB_R_PARSE_L4;
+	ihl = ip->ihl * 4;
+	if (ip->version != 4 || ihl < sizeof(*ip) ||
+	    (ip->protocol != IPPROTO_TCP && ip->protocol != IPPROTO_UDP))
+		return CHLB_R_PASS_NOT_VIP;
+	__builtin_memcpy(p->flow.src, &ip->daddr, 4);
+	__builtin_memcpy(p->flow.dst, &ip->saddr, 4);
+	p->flow.proto = ip->protocol;
+	if (parse_ports(data, end, off + ihl, &p->flow.dport, &p->flow.sport))
+		return CHLB_R_PARSE_L4;
+	p->icmp_err = 1;
+	return CHLB_R_MAX;
+}
+
+static __always_inline int parse_icmp6_inner(void *data, void *end, __u32 off, struct chlb_pkt *p)
+{
+	struct ipv6hdr *ip6 = data + (off & 0xffff);
+
+	if ((void *)(ip6 + 1) > end)
+		return CHLB_R_PARSE_L4;
+	/* extension headers inside an error are not walked: TCP/UDP directly */
+	if (ip6->nexthdr != IPPROTO_TCP && ip6->nexthdr != IPPROTO_UDP)
+		return CHLB_R_PASS_NOT_VIP;
+	__builtin_memcpy(p->flow.src, &ip6->daddr, 16);
+	__builtin_memcpy(p->flow.dst, &ip6->saddr, 16);
+	p->flow.proto = ip6->nexthdr;
+	if (parse_ports(data, end, off + sizeof(*ip6), &p->flow.dport, &p->flow.sport))
+		return CHLB_R_PARSE_L4;
+	p->icmp_err = 1;
+	return CHLB_R_MAX;
+}
+
+static __always_inline int parse_l4(void *data, void *end, struct chlb_pkt *p)
+{
+	__u32 off = p->l4off & 0xffff;
+
+	if (p->l4proto == IPPROTO_TCP) {
+		struct tcphdr *th = data + off;
+
+		if ((void *)(th + 1) > end)
+			return CHLB_R_PARSE_L4;
+		p->flow.sport = th->source;
+		p->flow.dport = th->dest;
+		p->syn = th->syn && !th->ack;
+		return CHLB_R_MAX;
+	}
+	if (p->l4proto == IPPROTO_UDP) {
+		struct udphdr *uh = data + off;
+
+		if ((void *)(uh + 1) > end)
+			return CHLB_R_PARSE_L4;
+		p->flow.sport = uh->source;
+		p->flow.dport = uh->dest;
+		return CHLB_R_MAX;
+	}
+	if (p->l4proto == IPPROTO_ICMP && p->family == CHLB_AF_INET) {
+		struct chlb_icmphdr *ih = data + off;
+
+		if ((void *)(ih + 1) > end)
+			return CHLB_R_PARSE_L4;
+		if (ih->type != ICMP_DEST_UNREACH && ih->type != ICMP_TIME_EXCEEDED)
+			return CHLB_R_PASS_NOT_VIP;
+		return parse_icmp4_inner(data, end, off + sizeof(*ih), p);
+	}
+	if (p->l4proto == IPPROTO_ICMPV6 && p->family == CHLB_AF_INET6) {
+		struct chlb_icmphdr *ih = data + off;
+
+		if ((void *)(ih + 1) > end)
+			return CHLB_R_PARSE_L4;
+		if (ih->type != ICMPV6_DEST_UNREACH && ih->type != ICMPV6_PKT_TOOBIG &&
+		    ih->type != ICMPV6_TIME_EXCEED)
+			return CHLB_R_PASS_NOT_VIP;
+		return parse_icmp6_inner(data, end, off + sizeof(*ih), p);
+	}
+	return CHLB_R_PASS_NOT_VIP;
+}
+
+static __always_inline int parse_ip4(void *data, void *end, struct chlb_pkt *p)
+{
+	struct iphdr *ip = data + (p->l2len & 0x1f);
+	__u32 ihl;
+	__u16 frag;
+
+	if ((void *)(ip + 1) > end)
+		return CHLB_R_PARSE_IP4;
+	ihl = ip->ihl * 4;
+	if (ip->version != 4 || ihl < sizeof(*ip) || (void *)ip + ihl > end)
+		return CHLB_R_PARSE_IP4;
+	p->family = CHLB_AF_INET;
+	p->flow.family = CHLB_AF_INET;
+	p->l4proto = ip->protocol;
+	p->tos = ip->tos;
+	__builtin_memcpy(p->flow.src, &ip->saddr, 4);
+	__builtin_memcpy(p->flow.dst, &ip->daddr, 4);
+	p->flow.proto = ip->protocol;
+	p->l4off = p->l2len + ihl;
+	frag = bpf_ntohs(ip->frag_off);
+	p->df = !!(frag & 0x4000);
+	if (frag & 0x1fff)
+		p->frag = CHLB_FRAG_LATER;
+	else if (frag & 0x2000)
+		p->frag = CHLB_FRAG_FIRST;
+	return CHLB_R_MAX;
+}
+
+static __always_inline int parse_ip6(void *data, void *end, struct chlb_pkt *p)
+{
+	struct ipv6hdr *ip6 = data + (p->l2len & 0x1f);
+	__u32 off;
+	__u8 nh;
+	int i;
+
+	if ((void *)(ip6 + 1) > end)
+		return CHLB_R_PARSE_IP6;
+	if (ip6->version != 6)
+		return CHLB_R_PARSE_IP6;
+	p->family = CHLB_AF_INET6;
+	p->flow.family = CHLB_AF_INET6;
+	p->tos = (ip6->priority << 4) | (ip6->flow_lbl[0] >> 4);
+	__builtin_memcpy(p->flow.src, &ip6->saddr, 16);
+	__builtin_memcpy(p->flow.dst, &ip6->daddr, 16);
+	nh = ip6->nexthdr;
+	off = p->l2len + sizeof(*ip6);
+#pragma unroll
+	for (i = 0; i < CHLB_IP6_MAX_EXT; i++) {
+		__u8 *eh = data + (off & 0x1fff);
+
+		if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING && nh != IPPROTO_DSTOPTS &&
+		    nh != IPPROTO_FRAGMENT && nh != IPPROTO_AH)
+			break;
+		if ((void *)(eh + 8) > end)
+			return CHLB_R_PARSE_IP6;
+		if (nh == IPPROTO_FRAGMENT) {
+			__u16 fo = bpf_ntohs(*(__be16 *)(eh + 2));
+
+			p->frag = (fo & 0xfff8) ? CHLB_FRAG_LATER
+				  : (fo & 1)	? CHLB_FRAG_FIRST
+						: CHLB_FRAG_NONE;
+			off += 8;
+		} else if (nh == IPPROTO_AH) {
+			off += ((__u32)eh[1] + 2) * 4;
+		} else {
+			off += ((__u32)eh[1] + 1) * 8;
+		}
+		nh = eh[0];
+	}
+	if (nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS ||
+	    nh == IPPROTO_FRAGMENT || nh == IPPROTO_AH)
+		return CHLB_R_PARSE_IP6; /* chain longer than we walk */
+	p->l4proto = nh;
+	p->flow.proto = nh;
+	p->l4off = off;
+	return CHLB_R_MAX;
+}
+
+/*
+ * Parse the frame. Returns CHLB_R_MAX when p describes a TCP/UDP flow (or
+ * an ICMP error about one, or an IP fragment), else the reason to pass it.
+ */
+static __always_inline int chlb_parse(void *ctx, bool tc, struct chlb_pkt *p)
+{
+	void *data = ctx_data(ctx, tc), *end = ctx_data_end(ctx, tc);
+	struct ethhdr *eth = data;
+	__be16 proto;
+	int r;
+
+	p->len = end - data;
+	if ((void *)(eth + 1) > end)
+		return CHLB_R_PARSE_ETH;
+	proto = eth->h_proto;
+	p->l2len = sizeof(*eth);
+	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
+		__be16 *tag = data + sizeof(*eth);
+
+		if ((void *)(tag + 2) > end)
+			return CHLB_R_PARSE_ETH;
+		proto = tag[1];
+		p->l2len += 4;
+		if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
+			tag = data + sizeof(*eth) + 4;
+			if ((void *)(tag + 2) > end)
+				return CHLB_R_PARSE_ETH;
+			proto = tag[1];
+			p->l2len += 4;
+			if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD))
+				return CHLB_R_PARSE_VLAN;
+		}
+	}
+	if (proto == bpf_htons(ETH_P_IP))
+		r = parse_ip4(data, end, p);
+	else if (proto == bpf_htons(ETH_P_IPV6))
+		r = parse_ip6(data, end, p);
+	else
+		return CHLB_R_PASS_NOT_IP;
+	if (r != CHLB_R_MAX)
+		return r;
+	if (p->frag == CHLB_FRAG_LATER) {
+		/* no L4 header: only a source-hash service can place it (pipeline decides) */
+		if (p->l4proto != IPPROTO_TCP && p->l4proto != IPPROTO_UDP)
+			return CHLB_R_PASS_NOT_VIP;
+		return CHLB_R_MAX;
+	}
+	return parse_l4(data, end, p);
+}
+
+#endif /* CHLB_PARSE_H */

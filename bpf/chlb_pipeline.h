@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The per-packet pipeline both entry points share: parse, find the VIP,
+ * pick and stick, forward, count. Reads like the DESIGN.md "Data path".
+ */
+#ifndef CHLB_PIPELINE_H
+#define CHLB_PIPELINE_H
+
+#include "chlb_stick.h"
+#include "chlb_icmp.h"
+
+/*
+ * Exact {VIP, port, proto}, then the port-0 wildcard. Fragments without
+ * ports (and, to stay consistent, all fragments) match only the wildcard.
+ */
+static __always_inline struct chlb_service *vip_lookup(const struct chlb_pkt *p)
+{
+	struct chlb_vip_key key = { .proto = p->flow.proto };
+	struct chlb_service *svc;
+
+	if (p->family == CHLB_AF_INET) {
+		key.addr[10] = 0xff;
+		key.addr[11] = 0xff;
+		__builtin_memcpy(key.addr + 12, p->flow.dst, 4);
+	} else {
+		__builtin_memcpy(key.addr, p->flow.dst, 16);
+	}
+	if (!p->frag) {
+		key.port = p->flow.dport;
+		svc = bpf_map_lookup_elem(&vips, &key);
+		if (svc)
+			return svc;
+		key.port = 0;
+	}
+	return bpf_map_lookup_elem(&vips, &key);
+}
+
+static __always_inline int pass(void *ctx, bool tc, __u32 reason)
+{
+	stat_reason(reason);
+	return ctx_verdict(ctx, tc, CHLB_PASS);
+}
+
+static __always_inline int drop(void *ctx, bool tc, __u32 reason)
+{
+	stat_reason(reason);
+	return ctx_verdict(ctx, tc, CHLB_DROP);
+}
+
+/* Oversized for the tunnel: should the client get an ICMP error instead? */
+static __always_inline bool too_big(void *ctx, bool tc, const struct chlb_pkt *p,
+				    const struct chlb_service *svc, const struct chlb_backend *be)
+{
+	if (!svc->mtu || p->icmp_err || ctx_gso_size(ctx, tc))
+		return false; /* GSO: the kernel segments to gso_size on egress */
+	if (p->len - p->l2len + chlb_encap_room(be) <= svc->mtu)
+		return false;
+	/* IPv4 without DF may be fragmented by the path: forwarded as is */
+	return p->family == CHLB_AF_INET6 || p->df;
+}
+
+static __always_inline int chlb_process(void *ctx, bool tc)
+{
+	struct chlb_pkt p = {};
+	struct chlb_service *svc;
+	struct chlb_backend *be;
+	struct chlb_nexthop nh;
+	__u32 slot = 0, new_flow = 0, crc;
+	int r;
+
+	r = chlb_parse(ctx, tc, &p);
+	if (r != CHLB_R_MAX)
+		return pass(ctx, tc, r);
+	svc = vip_lookup(&p);
+	if (!svc)
+		return pass(ctx, tc, p.frag ? CHLB_R_PASS_FRAGMENT : CHLB_R_PASS_NOT_VIP);
+	if (p.frag) {
+		/*
+		 * 5-tuple services: later fragments carry no ports, so they
+		 * cannot be placed; the kernel reassembles (or drops) them.
+		 * Source-hash services place every fragment by the source alone.
+		 */
+		if (svc->hash_fields != CHLB_HASH_SRC)
+			return pass(ctx, tc, CHLB_R_PASS_FRAGMENT);
+		p.flow.sport = 0;
+		p.flow.dport = 0;
+		p.syn = 0;
+	}
+
+	crc = chlb_flow_crc(&p.flow, svc->hash_fields);
+	be = chlb_stick(svc, &p, crc, &slot, &new_flow);
+	if (!be)
+		return drop(ctx, tc, CHLB_R_NO_BACKEND);
+	r = chlb_nexthop(ctx, tc, be, &nh);
+	if (r != CHLB_R_MAX)
+		return pass(ctx, tc, r);
+
+	if (svc->fwd == CHLB_FWD_IPIP) {
+		if (too_big(ctx, tc, &p, svc, be)) {
+			if (chlb_icmp_too_big(ctx, tc, &p, svc->mtu - chlb_encap_room(be)))
+				return drop(ctx, tc, CHLB_R_ERROR);
+			stat_reason(CHLB_R_TOO_BIG);
+			return ctx_verdict(ctx, tc, CHLB_TX);
+		}
+		if (chlb_encap(ctx, tc, &p, svc, be, chlb_hash_fin(crc)))
+			return drop(ctx, tc, CHLB_R_ERROR);
+	}
+	if (chlb_set_macs(ctx, tc, &nh))
+		return drop(ctx, tc, CHLB_R_ERROR);
+
+	stat_count(&svc_stats, svc->id, p.len, new_flow);
+	stat_count(&be_stats, slot, p.len, new_flow);
+	if (p.icmp_err)
+		stat_reason(CHLB_R_ICMP_HANDLED);
+	stat_reason(CHLB_R_FORWARDED);
+	if (nh.ifindex == ctx_ifindex(ctx, tc))
+		return ctx_verdict(ctx, tc, CHLB_TX);
+	return bpf_redirect(nh.ifindex, 0);
+}
+
+#endif /* CHLB_PIPELINE_H */

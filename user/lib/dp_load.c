@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Open, configure, load, pin and adopt the data plane skeleton.
+ * open -> set rodata and map sizes -> reuse pinned maps -> load -> pin.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "dp_int.h"
+
+static const char *const map_names[CHLB_MAP_COUNT] = {
+	[CHLB_MAP_VIPS] = "vips",
+	[CHLB_MAP_TABLES] = "tables",
+	[CHLB_MAP_BACKENDS] = "backends",
+	[CHLB_MAP_CONNS] = "conns",
+	[CHLB_MAP_SVC_STATS] = "svc_stats",
+	[CHLB_MAP_BE_STATS] = "be_stats",
+	[CHLB_MAP_GLOBAL_STATS] = "global_stats",
+};
+
+const char *chlb_dp_map_name(enum chlb_dp_map m)
+{
+	return (unsigned)m < CHLB_MAP_COUNT ? map_names[m] : NULL;
+}
+
+struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m)
+{
+	switch (m) {
+	case CHLB_MAP_VIPS:
+		return dp->skel->maps.vips;
+	case CHLB_MAP_TABLES:
+		return dp->skel->maps.tables;
+	case CHLB_MAP_BACKENDS:
+		return dp->skel->maps.backends;
+	case CHLB_MAP_CONNS:
+		return dp->skel->maps.conns;
+	case CHLB_MAP_SVC_STATS:
+		return dp->skel->maps.svc_stats;
+	case CHLB_MAP_BE_STATS:
+		return dp->skel->maps.be_stats;
+	case CHLB_MAP_GLOBAL_STATS:
+		return dp->skel->maps.global_stats;
+	default:
+		return NULL;
+	}
+}
+
+int chlb_dp_map_fd(struct chlb_dp *dp, enum chlb_dp_map m)
+{
+	struct bpf_map *map = dp_map(dp, m);
+
+	return map ? bpf_map__fd(map) : -1;
+}
+
+int chlb_dp_prog_fd(struct chlb_dp *dp, enum chlb_dp_prog which)
+{
+	return bpf_program__fd(which == CHLB_PROG_TC ? dp->skel->progs.chlb_tc
+						     : dp->skel->progs.chlb_xdp);
+}
+
+bool chlb_dp_adopted(const struct chlb_dp *dp)
+{
+	return dp->adopted;
+}
+
+static int libbpf_print_verbose(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int libbpf_print_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN)
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	char *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int map_pin_path(struct chlb_dp *dp, enum chlb_dp_map m, char *buf, size_t len)
+{
+	if (snprintf(buf, len, "%s/%s", dp->pin_dir, map_names[m]) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Reuse every map already pinned under pin_dir. */
+static int adopt_pinned(struct chlb_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int m, fd, rc, found = 0;
+
+	for (m = 0; m < CHLB_MAP_COUNT; m++) {
+		if (map_pin_path(dp, m, path, sizeof(path)))
+			return -ENAMETOOLONG;
+		if (access(path, F_OK))
+			continue;
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			return dp_err(err, errlen, -errno, "couldn't open pinned map '%s'", path);
+		rc = bpf_map__reuse_fd(dp_map(dp, m), fd);
+		close(fd);
+		if (rc)
+			return dp_err(err, errlen, rc, "couldn't reuse pinned map '%s'", path);
+		found++;
+	}
+	dp->adopted = found > 0;
+	return 0;
+}
+
+int chlb_dp_pin(struct chlb_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int m, rc;
+
+	if (!dp->pin_dir[0])
+		return dp_err(err, errlen, -EINVAL, "no pin directory configured");
+	rc = mkdir_p(dp->pin_dir);
+	if (rc)
+		return dp_err(err, errlen, rc, "couldn't create pin directory '%s'", dp->pin_dir);
+	for (m = 0; m < CHLB_MAP_COUNT; m++) {
+		if (map_pin_path(dp, m, path, sizeof(path)))
+			return -ENAMETOOLONG;
+		if (!access(path, F_OK))
+			continue; /* adopted, or pinned earlier */
+		if (bpf_obj_pin(chlb_dp_map_fd(dp, m), path))
+			return dp_err(err, errlen, -errno, "couldn't pin map '%s'", path);
+	}
+	return 0;
+}
+
+int chlb_dp_unpin(struct chlb_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int m;
+
+	if (!dp->pin_dir[0])
+		return 0;
+	for (m = 0; m < CHLB_MAP_COUNT; m++) {
+		if (map_pin_path(dp, m, path, sizeof(path)))
+			return -ENAMETOOLONG;
+		if (unlink(path) && errno != ENOENT)
+			return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
+	}
+	rmdir(dp->pin_dir); /* fails harmlessly while links are still pinned there */
+	return 0;
+}
+
+int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *err, size_t errlen)
+{
+	struct chlb_dp_opts def = { 0 };
+	struct chlb_dp *dp;
+	int rc, i, n;
+
+	if (!opts)
+		opts = &def;
+	*out = NULL;
+	libbpf_set_print(opts->verbose ? libbpf_print_verbose : libbpf_print_quiet);
+	dp = calloc(1, sizeof(*dp));
+	if (!dp)
+		return dp_err(err, errlen, -ENOMEM, "couldn't allocate data plane state");
+	for (i = 0; i < 16; i++)
+		dp->link_fd[i] = -1;
+	n = libbpf_num_possible_cpus();
+	if (n <= 0) {
+		rc = dp_err(err, errlen, n ? n : -EINVAL, "couldn't count possible CPUs");
+		goto fail;
+	}
+	dp->ncpus = n;
+	if (opts->pin_dir && snprintf(dp->pin_dir, sizeof(dp->pin_dir), "%s", opts->pin_dir) >=
+				 (int)sizeof(dp->pin_dir)) {
+		rc = dp_err(err, errlen, -ENAMETOOLONG, "pin directory '%s'", opts->pin_dir);
+		goto fail;
+	}
+	dp->skel = chlb_bpf__open();
+	if (!dp->skel) {
+		rc = dp_err(err, errlen, -errno, "couldn't open the data plane BPF object");
+		goto fail;
+	}
+	dp->skel->rodata->cfg_udp_idle_ns =
+	    (__u64)(opts->udp_idle_ms ? opts->udp_idle_ms : CHLB_DP_DEFAULT_UDP_IDLE_MS) *
+	    1000000ull;
+	rc = bpf_map__set_max_entries(dp->skel->maps.conns,
+				      opts->conn_max ? opts->conn_max : CHLB_DP_DEFAULT_CONN_MAX);
+	if (rc) {
+		rc = dp_err(err, errlen, rc, "couldn't size the connection table");
+		goto fail;
+	}
+	if (dp->pin_dir[0]) {
+		rc = adopt_pinned(dp, err, errlen);
+		if (rc)
+			goto fail;
+	}
+	rc = chlb_bpf__load(dp->skel);
+	if (rc) {
+		rc = dp_err(err, errlen, rc,
+			    "couldn't load the data plane (run with -v for the verifier log)");
+		goto fail;
+	}
+	if (dp->pin_dir[0]) {
+		rc = chlb_dp_pin(dp, err, errlen);
+		if (rc)
+			goto fail;
+	}
+	*out = dp;
+	return 0;
+fail:
+	chlb_dp_close(dp);
+	return rc;
+}
+
+void chlb_dp_close(struct chlb_dp *dp)
+{
+	int i;
+
+	if (!dp)
+		return;
+	for (i = 0; i < 16; i++)
+		if (dp->link_fd[i] >= 0)
+			close(dp->link_fd[i]);
+	chlb_bpf__destroy(dp->skel);
+	free(dp);
+}
