@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Ring builder: layout, brute force, ties, determinism, weights, empty sets. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "build_helpers.h"
+
+struct ref_vnode {
+	__u32 hash;
+	const char *name;
+	__u32 replica, slot;
+};
+
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct ref_vnode *x = a, *y = b;
+	int c;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return x->replica < y->replica ? -1 : (x->replica > y->replica);
+}
+
+/* The ring, computed independently of build_ring.c: sorted vnode list. */
+static struct ref_vnode *ref_ring(const struct chlb_be *be, __u32 n, __u32 vnodes, __u32 *count)
+{
+	struct ref_vnode *v = NULL;
+	__u32 c = 0;
+
+	for (__u32 i = 0; i < n; i++) {
+		__u32 k = (vnodes * be[i].weight + 50) / 100;
+
+		if (!be[i].weight)
+			continue;
+		k = k ? k : 1;
+		v = realloc(v, (c + k) * sizeof(*v));
+		for (__u32 r = 0; r < k; r++) {
+			char buf[80];
+			int len = snprintf(buf, sizeof(buf), "%s#%u", be[i].name, r);
+
+			v[c++] = (struct ref_vnode){ chlb_fmix32(chlb_crc32c(buf, len)), be[i].name,
+						     r, be[i].slot };
+		}
+	}
+	qsort(v, c, sizeof(*v), cmp_ref);
+	*count = c;
+	return v;
+}
+
+static void test_vnode_position_vector(void **state)
+{
+	struct chlb_be be = { .slot = 3, .weight = 1, .name = "10.1.0.7" };
+	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING, .vnodes = 100 };
+	struct chlb_table t;
+	__u32 base;
+
+	/* weight 1 at 100 vnodes: exactly one vnode, replica 0: "10.1.0.7#0" */
+	assert_int_equal(chlb_table_build(&spec, &be, 1, &t, NULL, 0), 0);
+	assert_int_equal(t_hdr(&t)->count, 1);
+	base = chlb_ring_base(t_hdr(&t)->dir_bits);
+	assert_int_equal(t.words[base], 0x8a402e62u);
+	assert_int_equal(t.words[base + 1], 3);
+	chlb_table_free(&t);
+}
+
+static void test_layout_and_brute_force(void **state)
+{
+	__u32 sizes[] = { 1, 2, 7, 100, 333 };
+	__u64 seed = 1;
+
+	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		__u32 n = sizes[s], count;
+		struct chlb_be *be = t_backends(n, 0);
+		struct chlb_table t;
+		const struct chlb_table_hdr *h;
+		struct ref_vnode *ref;
+		__u32 base, bits;
+
+		for (__u32 i = 0; i < n; i++)
+			be[i].weight = 50 + t_rand(&seed) % 300;
+		t = t_build(CHLB_ALGO_RING, be, n);
+		ref = ref_ring(be, n, CHLB_RING_DEFAULT_VNODES, &count);
+		h = t_hdr(&t);
+		assert_int_equal(h->magic, CHLB_TABLE_MAGIC);
+		assert_int_equal(h->algo, CHLB_ALGO_RING);
+		assert_int_equal(h->count, count);
+		assert_int_equal(h->nbackends, n);
+		assert_int_equal(h->words, t.nwords);
+		assert_int_equal(h->fingerprint, chlb_table_fingerprint(t.words, t.nwords));
+		bits = h->dir_bits;
+		assert_true(bits >= 1 && bits <= CHLB_RING_MAX_DIR_BITS);
+		assert_true((1ull << bits) >= count || bits == CHLB_RING_MAX_DIR_BITS);
+		base = chlb_ring_base(bits);
+		assert_int_equal(t.nwords, base + 2 * count);
+		assert_int_equal(base % 2, 0);
+		for (__u32 i = 0; i < count; i++) {
+			assert_int_equal(t.words[base + 2 * i], ref[i].hash);
+			assert_int_equal(t.words[base + 2 * i + 1], ref[i].slot);
+		}
+		for (int k = 0; k < 20000; k++) {
+			__u32 crc = (__u32)t_rand(&seed), got, hh = chlb_fmix32(crc),
+			      want = ref[0].slot;
+
+			for (__u32 i = 0; i < count; i++)
+				if (ref[i].hash >= hh) {
+					want = ref[i].slot;
+					break;
+				}
+			assert_int_equal(chlb_table_decide(&t, crc, &got), 0);
+			assert_int_equal(got, want);
+			if (n > 7 && k > 200)
+				break; /* big rings: a few hundred brute-force checks are plenty */
+		}
+		free(ref);
+		free(be);
+		chlb_table_free(&t);
+	}
+}
+
+/*
+ * Equal vnode hashes sort by name, then replica, so every host and every
+ * insertion order agrees. These two names collide (found by a birthday
+ * search; same-length names with digit differences rarely do, CRC being
+ * linear): 0x0281b299 for replica 0 of both.
+ */
+static void test_tie_sorts_by_name(void **state)
+{
+	struct chlb_be be[2] = { { .slot = 1, .weight = 100, .name = "2001:db8::7cb412ab" },
+				 { .slot = 2, .weight = 100, .name = "2001:db8::2c14f630" } };
+	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING, .vnodes = 1 };
+	struct chlb_be swapped[2] = { be[1], be[0] };
+	struct chlb_table a, b;
+	__u32 base, got;
+	__u64 seed = 2;
+
+	assert_int_equal(chlb_table_build(&spec, be, 2, &a, NULL, 0), 0);
+	base = chlb_ring_base(t_hdr(&a)->dir_bits);
+	assert_int_equal(t_hdr(&a)->count, 2);
+	assert_int_equal(a.words[base], 0x0281b299u);
+	assert_int_equal(a.words[base + 2], 0x0281b299u);
+	assert_int_equal(a.words[base + 1], 2); /* "...2c14f630" sorts first */
+	assert_int_equal(a.words[base + 3], 1);
+	/* the first of the equals owns the whole ring */
+	for (int k = 0; k < 2000; k++) {
+		assert_int_equal(chlb_table_decide(&a, (__u32)t_rand(&seed), &got), 0);
+		assert_int_equal(got, 2);
+	}
+	/* the other insertion order: the same table */
+	assert_int_equal(chlb_table_build(&spec, swapped, 2, &b, NULL, 0), 0);
+	assert_memory_equal(a.words, b.words, a.nwords * 4);
+	chlb_table_free(&a);
+	chlb_table_free(&b);
+}
+
+/* Big rings: every vnode where the reference puts it; ties (if any) go to the first. */
+static void test_ties_are_deterministic(void **state)
+{
+	struct chlb_be *be = t_backends(1000, 0);
+	struct chlb_table t = t_build(CHLB_ALGO_RING, be, 1000);
+	__u32 base = chlb_ring_base(t_hdr(&t)->dir_bits), count, ties = 0;
+	struct ref_vnode *ref = ref_ring(be, 1000, CHLB_RING_DEFAULT_VNODES, &count);
+
+	assert_int_equal(t_hdr(&t)->count, count);
+	for (__u32 i = 0; i < count; i++) {
+		assert_int_equal(t.words[base + 2 * i], ref[i].hash);
+		assert_int_equal(t.words[base + 2 * i + 1], ref[i].slot);
+		if (i && ref[i].hash == ref[i - 1].hash) {
+			__u32 got;
+
+			ties++;
+			/* a flow hashing exactly onto the tie goes to the first of the equals */
+			assert_int_equal(
+			    chlb_ring_lookup(&(struct chlb_flat_table){ t.words, t.nwords },
+					     t_hdr(&t), ref[i].hash, &got),
+			    0);
+			assert_int_equal(got, ref[i - 1].slot);
+		}
+	}
+	print_message("# %u tied vnode hashes among %u\n", ties, count);
+	free(ref);
+	free(be);
+	chlb_table_free(&t);
+}
+
+static void test_insertion_order_independent(void **state)
+{
+	struct chlb_be *be = t_backends(200, 0);
+	struct chlb_table a, b;
+	__u64 seed = 99;
+
+	for (__u32 i = 0; i < 200; i++)
+		be[i].weight = t_rand(&seed) % 4 * 100; /* some drained */
+	a = t_build(CHLB_ALGO_RING, be, 200);
+	for (int round = 0; round < 5; round++) {
+		t_shuffle(be, 200, &seed);
+		b = t_build(CHLB_ALGO_RING, be, 200);
+		assert_int_equal(a.nwords, b.nwords);
+		assert_memory_equal(a.words, b.words, a.nwords * 4);
+		chlb_table_free(&b);
+	}
+	chlb_table_free(&a);
+	free(be);
+}
+
+static void test_weights_scale_vnodes_and_share(void **state)
+{
+	struct chlb_be *be = t_backends(4, 0);
+	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING, .vnodes = 1000 };
+	__u32 cnt[4] = { 0 }, count = 0, base, got;
+	struct chlb_table t;
+	__u64 seed = 4, hits[4] = { 0 };
+
+	be[0].weight = 100;
+	be[1].weight = 300;
+	be[2].weight = 0;
+	be[3].weight = 50;
+	assert_int_equal(chlb_table_build(&spec, be, 4, &t, NULL, 0), 0);
+	base = chlb_ring_base(t_hdr(&t)->dir_bits);
+	count = t_hdr(&t)->count;
+	assert_int_equal(count, 1000 + 3000 + 500);
+	assert_int_equal(t_hdr(&t)->nbackends, 3);
+	for (__u32 i = 0; i < count; i++)
+		cnt[t.words[base + 2 * i + 1] - 1000]++;
+	assert_int_equal(cnt[0], 1000);
+	assert_int_equal(cnt[1], 3000);
+	assert_int_equal(cnt[2], 0);
+	assert_int_equal(cnt[3], 500);
+	for (int k = 0; k < 200000; k++) {
+		assert_int_equal(chlb_table_decide(&t, (__u32)t_rand(&seed), &got), 0);
+		hits[got - 1000]++;
+	}
+	/* 1000 vnodes per unit: shares within a few % of 2/9, 6/9, 0, 1/9 */
+	assert_true(hits[2] == 0);
+	assert_true(hits[0] > 200000 * 2 / 9 * 0.93 && hits[0] < 200000 * 2 / 9 * 1.07);
+	assert_true(hits[1] > 200000 * 6 / 9 * 0.97 && hits[1] < 200000 * 6 / 9 * 1.03);
+	assert_true(hits[3] > 200000 * 1 / 9 * 0.9 && hits[3] < 200000 * 1 / 9 * 1.1);
+	chlb_table_free(&t);
+	free(be);
+}
+
+static void test_empty_and_drained(void **state)
+{
+	struct chlb_be *be = t_backends(3, 0);
+	struct chlb_table t;
+	__u32 got = 12345;
+
+	t = t_build(CHLB_ALGO_RING, be, 0);
+	assert_int_equal(t_hdr(&t)->count, 0);
+	assert_int_equal(t.nwords, CHLB_TBL_HDR_WORDS);
+	assert_int_equal(chlb_table_decide(&t, 1, &got), -ENOENT);
+	assert_int_equal(got, 12345);
+	chlb_table_free(&t);
+	for (int i = 0; i < 3; i++)
+		be[i].weight = 0;
+	t = t_build(CHLB_ALGO_RING, be, 3);
+	assert_int_equal(chlb_table_decide(&t, 1, &got), -ENOENT);
+	chlb_table_free(&t);
+	free(be);
+}
+
+static void test_single_backend_takes_everything(void **state)
+{
+	struct chlb_be *be = t_backends(1, 0);
+	struct chlb_table t = t_build(CHLB_ALGO_RING, be, 1);
+	__u64 seed = 8;
+	__u32 got;
+
+	for (int k = 0; k < 5000; k++) {
+		assert_int_equal(chlb_table_decide(&t, (__u32)t_rand(&seed), &got), 0);
+		assert_int_equal(got, be[0].slot);
+	}
+	chlb_table_free(&t);
+	free(be);
+}
+
+static void test_rejects_bad_input(void **state)
+{
+	struct chlb_be *be = t_backends(3, 0);
+	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING };
+	struct chlb_table t;
+	char err[256];
+
+	strcpy(be[2].name, be[0].name);
+	assert_int_equal(chlb_table_build(&spec, be, 3, &t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "listed twice"));
+	assert_null(t.words);
+	strcpy(be[2].name, "10.9.0.99");
+	be[1].weight = CHLB_WEIGHT_MAX + 1;
+	assert_int_equal(chlb_table_build(&spec, be, 3, &t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "weight"));
+	be[1].weight = 100;
+	be[1].name[0] = 0;
+	assert_int_equal(chlb_table_build(&spec, be, 3, &t, err, sizeof(err)), -EINVAL);
+	strcpy(be[1].name, "10.9.0.98");
+	spec.vnodes = CHLB_RING_MAX_VNODES;
+	assert_int_equal(chlb_table_build(&spec, be, 3, &t, err, sizeof(err)), -E2BIG);
+	spec.algo = 77;
+	assert_int_equal(chlb_table_build(&spec, be, 3, &t, err, sizeof(err)), -EINVAL);
+	free(be);
+}
+
+static void test_fingerprint_tracks_content(void **state)
+{
+	struct chlb_be *be = t_backends(10, 0);
+	struct chlb_table a = t_build(CHLB_ALGO_RING, be, 10), b;
+
+	be[4].weight = 101;
+	b = t_build(CHLB_ALGO_RING, be, 10);
+	assert_int_not_equal(t_hdr(&a)->fingerprint, t_hdr(&b)->fingerprint);
+	chlb_table_free(&b);
+	be[4].weight = 100;
+	b = t_build(CHLB_ALGO_RING, be, 10);
+	assert_int_equal(t_hdr(&a)->fingerprint, t_hdr(&b)->fingerprint);
+	/* a corrupted table is refused by decide, not misread */
+	b.words[0] ^= 1;
+	assert_int_equal(chlb_table_decide(&b, 5, &(__u32){ 0 }), -EINVAL);
+	chlb_table_free(&a);
+	chlb_table_free(&b);
+	free(be);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_vnode_position_vector),
+		cmocka_unit_test(test_layout_and_brute_force),
+		cmocka_unit_test(test_tie_sorts_by_name),
+		cmocka_unit_test(test_ties_are_deterministic),
+		cmocka_unit_test(test_insertion_order_independent),
+		cmocka_unit_test(test_weights_scale_vnodes_and_share),
+		cmocka_unit_test(test_empty_and_drained),
+		cmocka_unit_test(test_single_backend_takes_everything),
+		cmocka_unit_test(test_rejects_bad_input),
+		cmocka_unit_test(test_fingerprint_tracks_content),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
