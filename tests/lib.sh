@@ -339,3 +339,144 @@ backend_counts() { awk '/^backend /{ print $2, $3 }' "$1"; }
 summary_field() {
 	awk -v f="$2" '/^summary /{ for (i = 2; i < NF; i++) if ($i == f) v = $(i + 1) } END { print v + 0 }' "$1"
 }
+
+# ---- services (e2e) ----
+# be_name ADDR: the echo name (bI) of a backend address (10.0.2.1I / fd00:2::1I).
+be_name() {
+	local a=${1#[}
+	a=${a%]}
+	case $a in
+	10.0.2.*) echo "b$((${a##*.} - 10))" ;;
+	fd00:2::*) echo "b$((${a##*:} - 10))" ;;
+	*) echo "?$a" ;;
+	esac
+}
+
+# vip_spec FAMILY [PORT] [PROTO]: "10.0.0.10:80/tcp" or "[fd00::10]:80/tcp".
+vip_spec() {
+	local port=${2:-80} proto=${3:-tcp}
+	if [ "$1" = 6 ]; then echo "[$VIP6]:$port/$proto"; else echo "$VIP4:$port/$proto"; fi
+}
+vip_addr() { if [ "$1" = 6 ]; then echo "$VIP6"; else echo "$VIP4"; fi; }
+be_addr() { if [ "$1" = 6 ]; then be_addr6 "$2"; else be_addr4 "$2"; fi; }
+
+# svc_setup FAMILY ALGO FWD "I J K" [PROTO]: (re)create the service with backends I J K.
+svc_setup() {
+	local fam=$1 algo=$2 fwd=$3 list=$4 proto=${5:-tcp} vip i
+	vip=$(vip_spec "$fam" 80 "$proto")
+	ctl_quiet service del "$vip"
+	ctl service add "$vip" algo "$algo" fwd "$fwd" >/dev/null || return 1
+	for i in $list; do
+		ctl backend add "$vip" "$(be_addr "$fam" "$i")" weight 100 >/dev/null || return 1
+	done
+}
+
+# which_backend FAMILY SPORT [PROTO]: the backend name chlbctl which gives for
+# the client's flow from SPORT to the VIP.
+which_backend() {
+	local fam=$1 sport=$2 proto=${3:-tcp} src dst out
+	if [ "$fam" = 6 ]; then
+		src="[$CLIENT6]:$sport"
+		dst="[$VIP6]:80"
+	else
+		src="$CLIENT4:$sport"
+		dst="$VIP4:80"
+	fi
+	out=$(ctl which "$src" "$dst" "$proto") || return 1
+	be_name "$(printf '%s\n' "$out" | grep -oE '10\.0\.2\.[0-9]+|fd00:2::[0-9a-f]+' | head -1)"
+}
+
+# sim_shares ALGO "ADDR ..." -> "MIN MAX": lowest and highest keyspace share of
+# one backend (fractions of all flows), as `chlbctl sim` computes them for
+# exactly these backend names.
+sim_shares() {
+	local algo=$1 names n out
+	names=$(echo $2 | tr ' ' ',')
+	n=$(echo $2 | wc -w)
+	out=$("$CHLBCTL" sim --algo "$algo" --backends "$n" --names "$names" --flows 10000 --json) ||
+		return 1
+	printf '%s\n' "$out" | awk -v n="$n" '{
+		match($0, /"balance_max": *[0-9.]+/); mx = substr($0, RSTART, RLENGTH); sub(/.*: */, "", mx)
+		match($0, /"balance_min": *[0-9.]+/); mn = substr($0, RSTART, RLENGTH); sub(/.*: */, "", mn)
+		printf "%.6f %.6f\n", mn / n, mx / n }'
+}
+
+# within_share COUNT TOTAL MIN MAX: COUNT of TOTAL independent flows is
+# consistent with a share in [MIN, MAX]: binomial, 4 standard deviations
+# (a false alarm once in ~15,000 checks).
+within_share() {
+	awk -v c="$1" -v n="$2" -v lo="$3" -v hi="$4" 'BEGIN {
+		p = (lo + hi) / 2; sd = sqrt(n * p * (1 - p))
+		ok = c >= n * lo - 4 * sd && c <= n * hi + 4 * sd
+		if (!ok) printf "# %d of %d outside [%.1f, %.1f] (shares %.4f..%.4f, sd %.1f)\n", c, n, n * lo - 4 * sd, n * hi + 4 * sd, lo, hi, sd
+		exit !ok }'
+}
+
+# spread_ok FILE ALGO "I J K" FAMILY: every backend's count in FILE is within
+# what sim predicts for that backend set.
+spread_ok() {
+	local file=$1 algo=$2 list=$3 fam=$4 addrs="" i total shares c rc=0
+	for i in $list; do addrs="$addrs $(be_addr "$fam" "$i")"; done
+	shares=$(sim_shares "$algo" "$addrs") || return 1
+	total=$(summary_field "$file" ok)
+	for i in $list; do
+		c=$(awk -v b="b$i" '$1 == "backend" && $2 == b { print $3 }' "$file")
+		# shellcheck disable=SC2086
+		within_share "${c:-0}" "$total" $shares || {
+			diag "b$i: ${c:-0} of $total flows"
+			rc=1
+		}
+	done
+	return $rc
+}
+
+# nstat_get NS COUNTER: absolute value of a kernel SNMP counter in NS.
+nstat_get() {
+	ip netns exec "$1" nstat -asz "$2" 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'
+}
+
+# ---- long-lived connections (chlb-client hold) ----
+# hold_start NAME FAMILY N [CLIENT ARGS]: N connections kept open; round 0 done
+# when this returns. Its "conn IDX SPORT BACKEND" lines are in $LIB_DIR/NAME.r0.
+hold_start() {
+	local name=$1 fam=$2 n=$3 fifo fd
+	shift 3
+	fifo=$LIB_DIR/$name.fifo
+	mkfifo "$fifo"
+	lib_bg "$name" bash -c "exec \"\$@\" <\"$fifo\"" _ ip netns exec "$NS_C" "$CLIENT_BIN" hold \
+		-t "$(vip_addr "$fam")" -n "$n" "$@"
+	exec {fd}>"$fifo"
+	eval "HOLD_FD_$name=$fd HOLD_ROUND_$name=0"
+	hold_wait "$name" 0
+}
+
+# hold_wait NAME R: wait (30 s at most) until round R is reported, then put
+# its lines in $LIB_DIR/NAME.rR.
+hold_wait() {
+	local log=$LIB_DIR/$1.log
+	lib_wait_for 30 grep -q "^summary round $2 " "$log" || {
+		diag "hold $1: round $2 never finished"
+		return 1
+	}
+	awk -v r="$2" 'BEGIN { cur = 0 } { if (cur == r) print } /^summary round /{ cur = $3 + 1 }' \
+		"$log" >"$LIB_DIR/$1.r$2"
+}
+
+# hold_round NAME: one more exchange on every connection; the round's lines
+# (moved/fail/backend/summary) end up in $LIB_DIR/NAME.rR, R in $HOLD_LAST.
+hold_round() {
+	local fd r
+	eval "fd=\$HOLD_FD_$1 r=\$((HOLD_ROUND_$1 + 1))"
+	echo >&"$fd"
+	eval "HOLD_ROUND_$1=$r"
+	HOLD_LAST=$LIB_DIR/$1.r$r
+	hold_wait "$1" "$r"
+}
+
+# hold_stop NAME: close the connections (EOF on the client's stdin).
+hold_stop() {
+	local fd
+	eval "fd=\${HOLD_FD_$1:-}"
+	[ -n "$fd" ] && exec {fd}>&-
+	eval "HOLD_FD_$1="
+}
