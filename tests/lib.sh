@@ -300,12 +300,13 @@ chlbd_start() {
 	shift
 	[ -n "$CHLBD_PIN" ] || CHLBD_PIN=$(lib_pindir lb)
 	CHLBD_MODE=$mode
-	lib_bg chlbd "$CHLBD" -i eth0 --netns "$NS_LB" -m "$mode" -s "$CHLBD_SOCK" \
+	CHLBD_STARTS=$((${CHLBD_STARTS:-0} + 1))
+	lib_bg "chlbd.$CHLBD_STARTS" "$CHLBD" -i eth0 --netns "$NS_LB" -m "$mode" -s "$CHLBD_SOCK" \
 		--pin-dir "$CHLBD_PIN" --state "$CHLBD_STATE" -f "$@"
 	CHLBD_PID=$LIB_LASTPID
 	if ! lib_wait_for 10 ctl_quiet stats; then
 		diag "chlbd did not come up; its log:"
-		sed 's/^/#   /' "$LIB_DIR/chlbd.log" | tail -20
+		sed 's/^/#   /' "$LIB_DIR/chlbd.$CHLBD_STARTS.log" | tail -20
 		return 1
 	fi
 }

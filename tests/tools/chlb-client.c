@@ -17,7 +17,8 @@
  *        round 0, and "fail IDX SPORT WHY" for one that broke. Round 0
  *        prints "conn" lines like once.
  * churn: open/request/close continuously with CONCURRENCY in flight, for
- *        SECONDS or until CONNS connections are done.
+ *        SECONDS or until CONNS connections are done, or until SIGTERM /
+ *        SIGINT / SIGUSR1 (in-flight exchanges finish, then the report).
  * icmp:  sends an ICMP fragmentation-needed (IPv4) / packet-too-big (IPv6)
  *        to VIP quoting the reply packet VIP:PORT -> us:SPORT, as a router
  *        between the backend and this client would.
@@ -87,6 +88,12 @@ static long long total, ok, failed, moved, fails[W_MAX];
 static char be_name[MAX_BE][NAME_LEN];
 static long long be_count[MAX_BE];
 static int nbe, verbose_conns = 1;
+static volatile sig_atomic_t stop_flag; /* SIGTERM/SIGINT/SIGUSR1: finish and report */
+
+static void on_stop(int sig)
+{
+	stop_flag = 1;
+}
 
 static long long now_ms(void)
 {
@@ -272,7 +279,7 @@ static void run_flow(int n, int k, long long until_ms)
 		for (int i = 0; i < k; i++) {
 			if (cs[i].st != S_FREE)
 				continue;
-			if ((n && started >= n) || (until_ms && now_ms() >= until_ms))
+			if ((n && started >= n) || (until_ms && now_ms() >= until_ms) || stop_flag)
 				break;
 			start(&cs[i], started++);
 			inflight++;
@@ -527,6 +534,9 @@ int main(int argc, char **argv)
 	if (!target || parse_dst(target, port) < 0 || k < 1 || timeout_ms < 100)
 		usage();
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTERM, on_stop);
+	signal(SIGINT, on_stop);
+	signal(SIGUSR1, on_stop);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	setrlimit(RLIMIT_NOFILE, &rl);
 	ep = epoll_create1(0);

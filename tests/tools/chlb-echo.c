@@ -108,7 +108,7 @@ static int serve_tcp(struct conn *c)
 
 static void serve_udp(int fd)
 {
-	char in[LINE_MAX_LEN], out[LINE_MAX_LEN + 128], cbuf[256];
+	char in[LINE_MAX_LEN] = { 0 }, out[LINE_MAX_LEN + 128], cbuf[256];
 	struct sockaddr_in6 peer;
 	struct iovec iov;
 	struct msghdr msg;

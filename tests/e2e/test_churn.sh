@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Cases 4 and 5 under load, chlbd in native XDP, l2dsr:
+#   - churn: clients open and close connections continuously (>= 20,000)
+#     while >= 100 membership changes happen (backends added, drained, then
+#     removed): zero failed connections, and long-lived connections all stay
+#     on their backend;
+#   - hitless restart: chlbd killed (SIGTERM, then SIGKILL) and restarted
+#     while traffic runs: zero failed connections, every established one still
+#     on its backend, and the restarted daemon still controls the data plane.
+. "$(dirname "$0")/../lib.sh"
+
+CHANGES=${CHANGES:-100}
+MIN_CONNS=${MIN_CONNS:-20000}
+HELD=${HELD:-200}
+
+lib_require_root
+lib_require_bins "$CHLBD" "$CHLBCTL" "$ECHO_BIN" "$CLIENT_BIN" "$XDP_PASS_OBJ"
+topo_build 5
+chlbd_start xdp || die "chlbd did not start"
+
+# churn_start NAME: open/request/close in the background until churn_stop.
+churn_start() {
+	lib_bg "$1" ip netns exec "$NS_C" "$CLIENT_BIN" churn -t "$VIP4" -d 600 -k 24 -q -T 3000
+	eval "CHURN_PID_$1=$LIB_LASTPID"
+}
+
+# churn_stop NAME: stop it (in-flight exchanges finish) and wait for its report.
+churn_stop() {
+	local pid
+	eval "pid=\$CHURN_PID_$1"
+	# ip netns exec execs the client: the pid is the client's.
+	kill -USR1 "$pid"
+	lib_wait_for 10 grep -q '^summary ' "$LIB_DIR/$1.log" || diag "churn $1 did not report"
+}
+
+# held_ok NAME: every round so far: all answered, none moved.
+held_ok() {
+	local f=$LIB_DIR/$1.log
+	local fails moved
+	fails=$(awk '$1 == "summary" { s += $9 } END { print s + 0 }' "$f")
+	moved=$(awk '$1 == "summary" { s += $11 } END { print s + 0 }' "$f")
+	check "long-lived connections: $fails failed, $moved moved over all rounds" \
+		[ "$fails" = 0 ] && [ "$moved" = 0 ]
+}
+
+test_churn_with_membership_changes() {
+	local vip rc=0 i changes=0 b total fails t0
+	vip=$(vip_spec 4)
+	svc_setup 4 ring l2dsr "1 2 3" || return 1
+	hold_start held 4 "$HELD" || return 1
+	churn_start churn
+	t0=$(date +%s)
+	# Cycle: add a backend, drain it (weight 0), remove it once drained.
+	# b4 and b5 alternate so consecutive tables differ in more than one way.
+	# The held connections exchange data after every change, as busy
+	# connections do.
+	i=0
+	while [ $changes -lt "$CHANGES" ]; do
+		b=$((4 + i % 2))
+		ctl backend add "$vip" "$(be_addr4 $b)" weight 100 >/dev/null || rc=1
+		hold_round held || rc=1
+		sleep 0.1
+		ctl backend set "$vip" "$(be_addr4 $b)" weight 0 >/dev/null || rc=1
+		hold_round held || rc=1
+		sleep 0.2
+		ctl backend del "$vip" "$(be_addr4 $b)" >/dev/null || rc=1
+		hold_round held || rc=1
+		changes=$((changes + 2))
+		i=$((i + 1))
+	done
+	# Keep the load on long enough for the connection count.
+	while [ $(($(date +%s) - t0)) -lt "${CHURN_MIN_SECS:-20}" ]; do sleep 0.5; done
+	churn_stop churn
+	total=$(summary_field "$LIB_DIR/churn.log" total)
+	fails=$(summary_field "$LIB_DIR/churn.log" fail)
+	diag "$changes membership changes (add+remove), $total connections in $(($(date +%s) - t0)) s, $fails failed"
+	grep '^failcause' "$LIB_DIR/churn.log" | sed 's/^/# /'
+	check "at least $MIN_CONNS connections ($total)" [ "$total" -ge "$MIN_CONNS" ] || rc=1
+	check "no failed connection ($fails)" [ "$fails" = 0 ] || rc=1
+	held_ok held || rc=1
+	hold_stop held
+	return $rc
+}
+
+# restart SIGNAL: kill chlbd with SIGNAL under load, restart it, prove it
+# still works.
+restart() {
+	local sig=$1 vip rc=0 total fails out
+	vip=$(vip_spec 4)
+	svc_setup 4 jump l2dsr "1 2 3" || return 1
+	hold_start "rs$sig" 4 "$HELD" || return 1
+	churn_start "cr$sig"
+	sleep 1
+	chlbd_stop "$sig"
+	hold_round "rs$sig" || rc=1 # served with no daemon at all
+	sleep 1
+	chlbd_start xdp || return 1
+	hold_round "rs$sig" || rc=1
+	sleep 1
+	# The restarted daemon owns the data plane: a change takes effect.
+	ctl backend add "$vip" "$(be_addr4 4)" weight 100 >/dev/null || rc=1
+	hold_round "rs$sig" || rc=1
+	sleep 1
+	churn_stop "cr$sig"
+	total=$(summary_field "$LIB_DIR/cr$sig.log" total)
+	fails=$(summary_field "$LIB_DIR/cr$sig.log" fail)
+	diag "SIG$sig: $total connections across the restart, $fails failed"
+	check "no failed connection across the restart ($fails of $total)" [ "$fails" = 0 ] &&
+		[ "$total" -gt 0 ] || rc=1
+	held_ok "rs$sig" || rc=1
+	hold_stop "rs$sig"
+	out=$LIB_DIR/after$sig.out
+	client once -t "$VIP4" -n 200 -k 16 -q >"$out"
+	check "after the restart new flows reach the added b4 ($(backend_counts "$out" | tr '\n' ' '))" \
+		grep -q '^backend b4 ' "$out" || rc=1
+	ctl backend del "$vip" "$(be_addr4 4)" >/dev/null
+	return $rc
+}
+
+test_restart_sigterm_under_load() { restart TERM; }
+test_restart_sigkill_under_load() { restart KILL; }
+
+lib_run

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Case 7, UDP, chlbd in generic XDP: the datagrams of one flow (5-tuple) stick
+# to one backend, also across an added backend; once a flow has been idle for
+# longer than the UDP idle timeout, its next datagram is decided afresh (and
+# so moves to the new backend when the current table says so).
+. "$(dirname "$0")/../lib.sh"
+
+FLOWS=${FLOWS:-200}
+UDP_IDLE_MS=${UDP_IDLE_MS:-2000}
+
+lib_require_root
+lib_require_bins "$CHLBD" "$CHLBCTL" "$ECHO_BIN" "$CLIENT_BIN" "$XDP_PASS_OBJ"
+topo_build 4
+chlbd_start xdp-generic --udp-timeout "$UDP_IDLE_MS" || die "chlbd did not start"
+
+# udp_case FAMILY ALGO FWD
+udp_case() {
+	local fam=$1 algo=$2 fwd=$3 h=u$1 rc=0 m shares to_other vip
+	vip=$(vip_spec "$fam" 80 udp)
+	svc_setup "$fam" "$algo" "$fwd" "1 2 3" udp || return 1
+	hold_start "$h" "$fam" "$FLOWS" -u || return 1
+	check "all $FLOWS flows answered" [ "$(summary_field "$LIB_DIR/$h.r0" ok)" = "$FLOWS" ] ||
+		rc=1
+	hold_round "$h" && hold_round "$h" || return 1
+	check "two more datagrams per flow: same backend ($(summary_field "$HOLD_LAST" moved) moved, $(summary_field "$HOLD_LAST" fail) lost)" \
+		[ "$(summary_field "$HOLD_LAST" moved)" = 0 ] &&
+		[ "$(summary_field "$HOLD_LAST" ok)" = "$FLOWS" ] || rc=1
+	ctl backend add "$vip" "$(be_addr "$fam" 4)" weight 100 >/dev/null || return 1
+	hold_round "$h" || return 1
+	check "after adding b4, active flows stay ($(summary_field "$HOLD_LAST" moved) moved)" \
+		[ "$(summary_field "$HOLD_LAST" moved)" = 0 ] &&
+		[ "$(summary_field "$HOLD_LAST" ok)" = "$FLOWS" ] || rc=1
+	# Idle past the timeout: re-decided from the current table.
+	sleep $(((UDP_IDLE_MS + 1500) / 1000))
+	hold_round "$h" || return 1
+	m=$(summary_field "$HOLD_LAST" moved)
+	to_other=$(awk '$1 == "moved" && $5 != "b4"' "$HOLD_LAST" | wc -l)
+	shares=$(sim_shares "$algo" "$(be_addr "$fam" 1) $(be_addr "$fam" 2) $(be_addr "$fam" 3) $(be_addr "$fam" 4)")
+	diag "after the idle timeout $m of $FLOWS flows moved (sim: b4's share $shares)"
+	check "re-decided flows moved only to the new backend ($to_other elsewhere)" [ "$to_other" = 0 ] ||
+		rc=1
+	# shellcheck disable=SC2086
+	within_share "$m" "$FLOWS" $shares || rc=1
+	hold_round "$h" || return 1
+	check "the new decisions stick ($(summary_field "$HOLD_LAST" moved) moved vs round 0, was $m)" \
+		[ "$(summary_field "$HOLD_LAST" moved)" = "$m" ] || rc=1
+	hold_stop "$h"
+	return $rc
+}
+
+test_udp_ipv4_ring_l2dsr() { udp_case 4 ring l2dsr; }
+test_udp_ipv6_jump_ipip() { udp_case 6 jump ipip; }
+
+lib_run
