@@ -54,6 +54,14 @@ int p_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int do_help(int argc, char **argv);
 int do_sim(int argc, char **argv);
 int do_decap(int argc, char **argv);
+int do_service(int argc, char **argv);
+int do_backend(int argc, char **argv);
+int do_stats(int argc, char **argv);
+int do_which(int argc, char **argv);
+int do_save(int argc, char **argv);
+int do_apply(int argc, char **argv);
+int do_shutdown(int argc, char **argv);
+void control_usage(void);
 void sim_usage(void);
 
 #endif /* CHLBCTL_H */

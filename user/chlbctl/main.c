@@ -17,6 +17,13 @@ static const struct chlbctl_cmd cmds[] = {
 	{ "help", do_help, "this text" },
 	{ "sim", do_sim, "balance and disruption planner (no daemon needed)" },
 	{ "decap", do_decap, "attach|detach|show DEV: backend-side ipip decap (no daemon needed)" },
+	{ "service", do_service, "add|set|del|list: services (VIPs)" },
+	{ "backend", do_backend, "add|set|del|list: a service's backends" },
+	{ "stats", do_stats, "counters per service, backend, reason; rates since the last call" },
+	{ "which", do_which, "SRC:PORT DST:PORT tcp|udp: where a flow goes, and why" },
+	{ "save", do_save, "print the state in the grammar (input for apply -f)" },
+	{ "apply", do_apply, "-f FILE [--dry-run]: converge to FILE, atomically" },
+	{ "shutdown", do_shutdown, "[--detach]: stop chlbd (--detach: also detach, unpin)" },
 	{ NULL, NULL, NULL },
 };
 
@@ -91,6 +98,8 @@ int do_help(int argc, char **argv)
 	       CHLBCTL_DEFAULT_SOCKET);
 	for (const struct chlbctl_cmd *c = cmds; c->name; c++)
 		printf("  %-10s %s\n", c->name, c->summary);
+	printf("\n");
+	control_usage();
 	printf("\n");
 	sim_usage();
 	printf("\nExit codes: %d ok, %d request rejected or failed, %d usage error,\n"

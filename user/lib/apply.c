@@ -51,12 +51,15 @@ struct chlb_rt *chlb_rt_new(const struct chlb_dp_ops *ops, __u64 history_ms, __u
 
 static void slot_release(struct chlb_rt *rt, struct chlb_rt_slot *s)
 {
+	__u32 keep = s->prealloc; /* the inner map outlives its table */
+
 	for (__u32 i = 0; i < s->nbes; i++)
 		if (s->bes[i] < CHLB_MAX_BACKENDS && rt->be[s->bes[i]].trefs)
 			rt->be[s->bes[i]].trefs--;
 	free(s->bes);
 	chlb_table_free(&s->t);
 	memset(s, 0, sizeof(*s));
+	s->prealloc = keep;
 }
 
 void chlb_rt_free(struct chlb_rt *rt)
@@ -303,6 +306,27 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	}
 	if (build_table(rt, c, &t, &bes, &nbes, t0, err, errlen))
 		return -1;
+	if (s->adopted && s->nview &&
+	    !memcmp(&s->adopted_hdr, chlb_table_header(&t), sizeof(s->adopted_hdr))) {
+		/* restart: the pinned current table is this one, bit for bit; keep serving it */
+		struct chlb_rt_slot *cur = &s->slot[s->view[0]];
+
+		s->adopted = false;
+		chlb_table_free(&cur->t);
+		free(cur->bes);
+		cur->t = t;
+		cur->bes = bes;
+		cur->nbes = nbes;
+		cur->prealloc = t.nwords;
+		for (__u32 i = 0; i < nbes; i++)
+			rt->be[bes[i]].trefs++;
+		if (publish(rt, s, c))
+			return fail(err, errlen, "'%s': couldn't update the service view", vip);
+		rt_log(rt, LOG_DEBUG, "service %s: adopted table slot %u (fingerprint %08x)", vip,
+		       s->view[0], chlb_table_header(&t)->fingerprint);
+		return 0;
+	}
+	s->adopted = false;
 	k = free_slot(rt, s);
 	if (k < 0 || rt->ops.write_table(rt->ops.ctx,
 					 (__u32)(s - rt->svc) * CHLB_SLOTS_PER_SERVICE + (__u32)k,
@@ -495,6 +519,16 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 		for (int k = 0; k < CHLB_SLOTS_PER_SERVICE; k++) {
 			struct chlb_rt_slot *sl = &s->slot[k];
 
+			if (!sl->used && s->nview && !s->retiring && rt->ops.prealloc) {
+				/* the next swap writes here: size it now, not in the swap's path */
+				__u32 want = s->slot[s->view[0]].t.nwords;
+
+				if (want > sl->prealloc &&
+				    !rt->ops.prealloc(rt->ops.ctx,
+						      (__u32)i * CHLB_SLOTS_PER_SERVICE + (__u32)k,
+						      want + want / 8))
+					sl->prealloc = want + want / 8;
+			}
 			if (!sl->used || in_view(s, k))
 				continue;
 			if (sl->free_at <= now) {
@@ -568,6 +602,10 @@ int chlb_rt_adopt(struct chlb_rt *rt, const struct chlb_adopt_ops *aops,
 			s->slot[k].used = true;
 			s->replaced[t] = t ? now : 0;
 		}
+		if (aops->get_table_hdr &&
+		    !aops->get_table_hdr(rt->ops.ctx, v.table[0], &s->adopted_hdr) &&
+		    s->adopted_hdr.magic == CHLB_TABLE_MAGIC)
+			s->adopted = true;
 		adopted++;
 	}
 	return adopted;

@@ -29,6 +29,8 @@ struct chlb_dp_ops {
 	int (*del_service)(void *ctx, const struct chlb_vip_key *k);
 	/* optional: fill dmac/smac/ifindex/flags of a backend (next hop); 0 or -errno */
 	int (*resolve)(void *ctx, struct chlb_backend *be);
+	/* optional: make slot hold nwords without blocking a later swap (may block now) */
+	int (*prealloc)(void *ctx, __u32 tslot, __u32 nwords);
 };
 
 struct chlb_rt_slot {
@@ -37,6 +39,7 @@ struct chlb_rt_slot {
 	struct chlb_table t;
 	__u32 *bes; /* distinct backend slots the table names */
 	__u32 nbes;
+	__u32 prealloc; /* words the slot's inner map is known to hold */
 };
 
 struct chlb_rt_svc {
@@ -44,9 +47,11 @@ struct chlb_rt_svc {
 	bool retiring; /* deleted: id reusable once every slot is free */
 	struct chlb_vip vip;
 	__u32 nview;
-	__u32 view[CHLB_HISTORY_MAX];	  /* k: slot index 0..CHLB_SLOTS_PER_SERVICE-1 */
-	__u64 replaced[CHLB_HISTORY_MAX]; /* ns when view[i] stopped being current */
-	struct chlb_service sv;		  /* last published view */
+	__u32 view[CHLB_HISTORY_MAX];	   /* k: slot index 0..CHLB_SLOTS_PER_SERVICE-1 */
+	__u64 replaced[CHLB_HISTORY_MAX];  /* ns when view[i] stopped being current */
+	struct chlb_service sv;		   /* last published view */
+	bool adopted;			   /* view[0] came from a previous chlbd */
+	struct chlb_table_hdr adopted_hdr; /* its header, to skip an identical rebuild */
 	struct chlb_rt_slot slot[CHLB_SLOTS_PER_SERVICE];
 	__u64 swaps;
 	double last_swap_ms;
@@ -96,6 +101,8 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now);
 struct chlb_adopt_ops {
 	int (*get_backend)(void *ctx, __u32 slot, struct chlb_backend *be);
 	int (*get_service)(void *ctx, const struct chlb_vip_key *k, struct chlb_service *v);
+	/* optional: header of the table in a slot */
+	int (*get_table_hdr)(void *ctx, __u32 tslot, struct chlb_table_hdr *hdr);
 };
 int chlb_rt_adopt(struct chlb_rt *rt, const struct chlb_adopt_ops *aops,
 		  const struct chlb_state *st);

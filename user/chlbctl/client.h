@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* chlbctl's side of the control socket: one request, one JSON reply. */
+#ifndef CHLBCTL_CLIENT_H
+#define CHLBCTL_CLIENT_H
+
+#include <json-c/json.h>
+
+/*
+ * Sends text, returns CHLBCTL_EXIT_OK with *reply (caller puts it), or an
+ * exit code after reporting: UNREACHABLE, PROTOCOL, FAIL (the reply was
+ * {"error": ...}, already printed).
+ */
+int ctl_request(const char *text, json_object **reply);
+
+/* Prints a reply as JSON (one line) on stdout. */
+void ctl_print_json(json_object *o);
+
+/* Joins argv into one statement line: "service add VIP algo ring". malloc'd. */
+char *ctl_join(const char *head, int argc, char **argv);
+
+/* Removes every "--dry-run" (or "-n") from argv; returns true if one was there. */
+bool ctl_take_flag(int *argc, char **argv, const char *long_flag, const char *short_flag);
+
+/* Parses the statement locally (grammar.c) so usage errors need no daemon. */
+int ctl_check_statement(const char *line);
+
+#endif /* CHLBCTL_CLIENT_H */

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * chlbctl service|backend add|set|del|list, apply -f FILE, save, shutdown.
+ * The arguments ARE a grammar statement: they are checked locally with the
+ * daemon's own parser (usage errors need no daemon) and sent as one line.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "chlbctl.h"
+#include "client.h"
+#include "grammar.h"
+#include "state.h"
+#include "show.h"
+
+/* Send one change (or dry-run of it) and report. */
+static int send_change(const char *line, bool dry_run)
+{
+	json_object *r;
+	char *req;
+	int rc;
+
+	rc = ctl_check_statement(line);
+	if (rc)
+		return rc;
+	req = malloc(strlen(line) + 16);
+	if (!req)
+		return CHLBCTL_EXIT_FAIL;
+	sprintf(req, "%s%s\n", dry_run ? "dry-run\n" : "", line);
+	rc = ctl_request(req, &r);
+	free(req);
+	if (rc)
+		return rc;
+	if (ctl.json)
+		ctl_print_json(r);
+	else if (dry_run)
+		show_plan(r);
+	json_object_put(r);
+	return CHLBCTL_EXIT_OK;
+}
+
+static int send_read(const char *line, void (*show)(json_object *))
+{
+	json_object *r;
+	int rc = ctl_check_statement(line);
+
+	if (rc)
+		return rc;
+	rc = ctl_request(line, &r);
+	if (rc)
+		return rc;
+	if (ctl.json)
+		ctl_print_json(r);
+	else
+		show(r);
+	json_object_put(r);
+	return CHLBCTL_EXIT_OK;
+}
+
+static int object_cmd(const char *obj, int argc, char **argv, void (*show)(json_object *))
+{
+	static const char *const verbs[] = { "add", "set", "del", "list" };
+	bool dry_run = ctl_take_flag(&argc, argv, "--dry-run", "-n");
+	const char *verb = NULL;
+	char head[64];
+	char *line;
+	int rc;
+
+	if (argc < 1)
+		return p_usage("'%s': missing command (add, set, del, list)", obj);
+	/* unambiguous prefixes, as for the top level */
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (!strncmp(verbs[i], argv[0], strlen(argv[0])) && argv[0][0])
+			verb = verb ? "" : verbs[i];
+	if (!verb || !*verb)
+		return p_usage("'%s': unknown %s command (expected add, set, del, list)", argv[0],
+			       obj);
+	snprintf(head, sizeof(head), "%s %s", obj, verb);
+	line = ctl_join(head, argc - 1, argv + 1);
+	if (!line)
+		return CHLBCTL_EXIT_FAIL;
+	if (!strcmp(verb, "list"))
+		rc = dry_run ? p_usage("--dry-run applies to changes only") : send_read(line, show);
+	else
+		rc = send_change(line, dry_run);
+	free(line);
+	return rc;
+}
+
+int do_service(int argc, char **argv)
+{
+	return object_cmd("service", argc, argv, show_services);
+}
+
+int do_backend(int argc, char **argv)
+{
+	return object_cmd("backend", argc, argv, show_backends);
+}
+
+int do_stats(int argc, char **argv)
+{
+	if (argc)
+		return p_usage("stats: unexpected argument '%s'", argv[0]);
+	return send_read("stats", show_stats);
+}
+
+int do_which(int argc, char **argv)
+{
+	char *line = ctl_join("which", argc, argv);
+	int rc;
+
+	if (!line)
+		return CHLBCTL_EXIT_FAIL;
+	rc = send_read(line, show_which);
+	free(line);
+	return rc;
+}
+
+static void show_text(json_object *r)
+{
+	json_object *t;
+
+	if (json_object_object_get_ex(r, "text", &t))
+		fputs(json_object_get_string(t), stdout);
+}
+
+int do_save(int argc, char **argv)
+{
+	if (argc)
+		return p_usage("save: unexpected argument '%s'", argv[0]);
+	return send_read("save", show_text);
+}
+
+int do_apply(int argc, char **argv)
+{
+	bool dry_run = ctl_take_flag(&argc, argv, "--dry-run", "-n");
+	char err[CHLB_ERR_MAX + 64];
+	struct chlb_state st;
+	json_object *r;
+	char *text, *req;
+	int rc;
+
+	if (argc != 2 || (strcmp(argv[0], "-f") && strcmp(argv[0], "--file")))
+		return p_usage("usage: chlbctl apply -f FILE [--dry-run]");
+	text = chlb_read_file(argv[1], CHLB_STATE_MAX_BYTES, err, sizeof(err));
+	if (!text)
+		return p_usage("%s", err);
+	/* the whole file must be valid before anything is sent */
+	chlb_state_init(&st);
+	rc = chlb_state_exec_text(&st, text, argv[1], err, sizeof(err));
+	chlb_state_free(&st);
+	if (rc) {
+		free(text);
+		p_err("%s; nothing applied", err);
+		return CHLBCTL_EXIT_FAIL;
+	}
+	req = malloc(strlen(text) + 32);
+	if (!req) {
+		free(text);
+		return CHLBCTL_EXIT_FAIL;
+	}
+	sprintf(req, "%sapply\n%s", dry_run ? "dry-run\n" : "", text);
+	free(text);
+	rc = ctl_request(req, &r);
+	free(req);
+	if (rc)
+		return rc;
+	if (ctl.json)
+		ctl_print_json(r);
+	else if (dry_run)
+		show_plan(r);
+	json_object_put(r);
+	return CHLBCTL_EXIT_OK;
+}
+
+int do_shutdown(int argc, char **argv)
+{
+	bool detach = ctl_take_flag(&argc, argv, "--detach", "detach");
+	json_object *r;
+	int rc;
+
+	if (argc)
+		return p_usage("shutdown: unexpected argument '%s' (expected --detach)", argv[0]);
+	rc = ctl_request(detach ? "shutdown detach\n" : "shutdown\n", &r);
+	if (rc)
+		return rc;
+	if (ctl.json)
+		ctl_print_json(r);
+	json_object_put(r);
+	return CHLBCTL_EXIT_OK;
+}

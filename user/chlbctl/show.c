@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Aligned tables and units for people; --json prints the reply as is. */
+#include <stdio.h>
+#include <string.h>
+#include "show.h"
+
+static const char *s(json_object *o, const char *k)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, k, &v) || !v)
+		return "-";
+	return json_object_get_string(v);
+}
+
+static double d(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_double(v) : 0;
+}
+
+static json_object *arr(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_array)
+		   ? v
+		   : NULL;
+}
+
+static const char *param(json_object *e, char *buf, size_t len)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(e, "vnodes", &v))
+		snprintf(buf, len, "vnodes %d", json_object_get_int(v));
+	else if (json_object_object_get_ex(e, "table", &v))
+		snprintf(buf, len, "table %d", json_object_get_int(v));
+	else if (json_object_object_get_ex(e, "buckets", &v))
+		snprintf(buf, len, "buckets %d", json_object_get_int(v));
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+void show_services(json_object *r)
+{
+	json_object *a = arr(r, "services");
+	char p[32];
+
+	printf("%-28s %-6s %-14s %-5s %-6s %8s %-8s %6s %6s %9s\n", "SERVICE", "ALGO", "PARAM",
+	       "FWD", "HASH", "BACKENDS", "FINGERPR", "TABLES", "SWAPS", "LAST_SWAP");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+
+		printf("%-28s %-6s %-14s %-5s %-6s %8s %-8s %6s %6s %7.2fms\n", s(e, "service"),
+		       s(e, "algo"), param(e, p, sizeof(p)), s(e, "fwd"), s(e, "hash"),
+		       s(e, "backends"), s(e, "fingerprint"), s(e, "tables"), s(e, "swaps"),
+		       d(e, "last_swap_ms"));
+	}
+}
+
+void show_backends(json_object *r)
+{
+	json_object *a = arr(r, "backends");
+
+	printf("%-28s %-40s %6s %5s %5s %s\n", "SERVICE", "BACKEND", "WEIGHT", "SLOT", "GEN",
+	       "STATE");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+
+		printf("%-28s %-40s %6s %5s %5s %s\n", s(e, "service"), s(e, "address"),
+		       s(e, "weight"), s(e, "slot"), s(e, "gen"), s(e, "state"));
+	}
+}
+
+static void human(double v, const char *unit, char *buf, size_t len)
+{
+	const char *pfx[] = { "", "k", "M", "G", "T" };
+	int i = 0;
+
+	if (v < 1000 && !unit[0]) {
+		snprintf(buf, len, "%.0f", v);
+		return;
+	}
+	while (v >= 1000 && i < 4) {
+		v /= 1000;
+		i++;
+	}
+	snprintf(buf, len, "%.1f%s%s", v, pfx[i], unit);
+}
+
+static void counters_row(const char *name, json_object *e)
+{
+	char pk[32], by[32], pps[32], bps[32], nf[32];
+
+	human(d(e, "packets"), "", pk, sizeof(pk));
+	human(d(e, "bytes"), "B", by, sizeof(by));
+	human(d(e, "pps"), "pps", pps, sizeof(pps));
+	human(d(e, "bps"), "bps", bps, sizeof(bps));
+	human(d(e, "new_flows_per_s"), "/s", nf, sizeof(nf));
+	printf("  %-40s %10s %10s %10s %12s %12s %10s\n", name, pk, by, s(e, "new_flows"), pps, bps,
+	       nf);
+}
+
+void show_stats(json_object *r)
+{
+	json_object *g, *a;
+
+	printf("interval since the previous `stats`: %.1f s\n", d(r, "interval_s"));
+	if (json_object_object_get_ex(r, "global", &g)) {
+		printf("global:\n");
+		json_object_object_foreach(g, k, v)
+		{
+			if (json_object_get_int64(v))
+				printf("  %-20s %lld\n", k, (long long)json_object_get_int64(v));
+		}
+	}
+	printf("  %-40s %10s %10s %10s %12s %12s %10s\n", "", "PACKETS", "BYTES", "NEW_FLOWS",
+	       "RATE", "BITRATE", "NEW/S");
+	a = arr(r, "services");
+	printf("services:\n");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++)
+		counters_row(s(json_object_array_get_idx(a, i), "service"),
+			     json_object_array_get_idx(a, i));
+	a = arr(r, "backends");
+	printf("backends:\n");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+		char name[80];
+
+		snprintf(name, sizeof(name), "%s (slot %s, %s)", s(e, "address"), s(e, "slot"),
+			 s(e, "state"));
+		counters_row(name, e);
+	}
+}
+
+static const char *be(json_object *o, const char *k, char *buf, size_t len)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, k, &v) || !v || !json_object_is_type(v, json_type_object))
+		return "none";
+	snprintf(buf, len, "%s (slot %s, %s)", s(v, "backend"), s(v, "slot"), s(v, "state"));
+	return buf;
+}
+
+void show_which(json_object *r)
+{
+	json_object *t = arr(r, "tables"), *c;
+	char b[128];
+
+	printf("service:      %s (flow hash crc32c %s)\n", s(r, "service"), s(r, "crc"));
+	printf("new flow:     %s\n", be(r, "new_flow", b, sizeof(b)));
+	printf("established:  %s, by %s\n", be(r, "established", b, sizeof(b)),
+	       s(r, "established_by"));
+	if (json_object_object_get_ex(r, "conn", &c) && c)
+		printf("conn entry:   %s (slot %s) gen %s, %s\n", s(c, "backend"), s(c, "slot"),
+		       s(c, "gen"),
+		       json_object_get_boolean(json_object_object_get(c, "valid")) ? "valid"
+										   : "stale");
+	else
+		printf("conn entry:   none\n");
+	for (size_t i = 0; t && i < json_object_array_length(t); i++) {
+		json_object *e = json_object_array_get_idx(t, i), *dv;
+
+		printf("table %zu:      slot %s fingerprint %s -> ", i, s(e, "table_slot"),
+		       s(e, "fingerprint"));
+		if (json_object_object_get_ex(e, "decision", &dv) &&
+		    json_object_is_type(dv, json_type_object))
+			printf("%s (slot %s)\n", s(dv, "backend"), s(dv, "slot"));
+		else
+			printf("%s\n", s(e, "decision"));
+	}
+}
+
+void show_plan(json_object *r)
+{
+	json_object *a = arr(r, "services");
+
+	if (!a || !json_object_array_length(a)) {
+		printf("dry run: nothing would change\n");
+		return;
+	}
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *e = json_object_array_get_idx(a, i), *b = arr(e, "backends");
+
+		printf("%s: %s, %.2f%% of the keyspace moves\n", s(e, "service"), s(e, "action"),
+		       100 * d(e, "moved"));
+		for (size_t j = 0; b && j < json_object_array_length(b); j++) {
+			json_object *x = json_object_array_get_idx(b, j);
+			double bf = d(x, "before"), af = d(x, "after");
+
+			printf("  %-40s %6.2f%% -> %6.2f%%%s\n", s(x, "address"), 100 * bf,
+			       100 * af, bf != af ? "" : "  (unchanged)");
+		}
+	}
+}

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* `chlbctl help` for the daemon commands; docs/chlbctl.8 and README say the same. */
+#include <stdio.h>
+#include "chlbctl.h"
+
+void control_usage(void)
+{
+	printf("Daemon commands (talk to chlbd over -s SOCKET):\n"
+	       "  service add VIP [algo ring|jump|maglev] [vnodes K] [table M] [fwd l2dsr|ipip]\n"
+	       "                  [hash 5tuple|src] [mtu N] [encap-src ADDR]   [--dry-run]\n"
+	       "  service set VIP OPTION VALUE...                                [--dry-run]\n"
+	       "  service del VIP                                                [--dry-run]\n"
+	       "  service list [VIP]          options, backends, table fingerprint, swaps\n"
+	       "  backend add VIP ADDR [weight W]      W 0..10000, default 100  [--dry-run]\n"
+	       "  backend set VIP ADDR weight W        0 = drain: no new flows  [--dry-run]\n"
+	       "  backend del VIP ADDR                                          [--dry-run]\n"
+	       "  backend list [VIP]\n"
+	       "  stats                       packets, bytes, new flows, rates since last call\n"
+	       "  which SRC:PORT DST:PORT tcp|udp   table decisions and connection entry\n"
+	       "  save                        the state in this grammar\n"
+	       "  apply -f FILE [--dry-run]   converge to FILE (one bad line: nothing applied)\n"
+	       "  shutdown [--detach]         stop chlbd; --detach also detaches and unpins\n"
+	       "VIP is ADDR:PORT/PROTO ([v6]:PORT/PROTO); port 0 = every port. Defaults: algo\n"
+	       "ring, vnodes 160, table 65537 (prime, > backends), fwd ipip, hash 5tuple.\n"
+	       "--dry-run prints the share of the keyspace that would move, per backend.\n");
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * chlbd: one process, one event loop (epoll): the control socket, signals
+ * (signalfd) and timers (timerfd: history retirement, slot grace periods,
+ * client timeouts; health checks and weight ramps will live there too).
+ */
+#ifndef CHLBD_H
+#define CHLBD_H
+
+#include <stdbool.h>
+#include <syslog.h>
+#include <json-c/json.h>
+#include "apply.h"
+#include "chlb_dp.h"
+#include "state.h"
+
+#define CHLBD_MAX_IFACES      16
+#define CHLBD_REQ_MAX	      (8u << 20) /* largest request (an `apply` file) */
+#define CHLBD_CLIENT_TIMEOUT  5000	 /* ms without progress before a client is dropped */
+#define CHLBD_DEFAULT_SOCKET  "/run/chlb/chlb.sock"
+#define CHLBD_DEFAULT_PIN_DIR "/sys/fs/bpf/chlb"
+#define CHLBD_DEFAULT_STATE   "/var/lib/chlb/state"
+#define CHLBD_DEFAULT_HISTORY 300000 /* ms a replaced table stays in the view */
+#define CHLBD_DEFAULT_GRACE   100    /* ms before a slot that left the view is rewritten */
+
+struct chlbd {
+	/* options */
+	const char *iface[CHLBD_MAX_IFACES];
+	int ifindex[CHLBD_MAX_IFACES];
+	int niface;
+	const char *netns, *socket_path, *pin_dir, *state_path, *config_path;
+	enum chlb_attach_mode mode;
+	__u32 ct_size, udp_timeout_ms;
+	__u64 history_ms, grace_ms;
+	bool foreground;
+	int verbose;
+	/* runtime */
+	struct chlb_dp *dp;
+	struct chlb_rt *rt;
+	struct chlb_state state; /* what serves */
+	int epfd, listen_fd, sig_fd, timer_fd;
+	bool stop, detach;
+	__u64 started_ns;
+};
+extern struct chlbd D;
+
+/* log.c */
+void chlbd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void chlbd_log_to_syslog(void);
+#define pr_err(...)   chlbd_log(LOG_ERR, __VA_ARGS__)
+#define pr_warn(...)  chlbd_log(LOG_WARNING, __VA_ARGS__)
+#define pr_info(...)  chlbd_log(LOG_INFO, __VA_ARGS__)
+#define pr_debug(...) chlbd_log(LOG_DEBUG, __VA_ARGS__)
+
+/* dpops.c: the data plane behind apply.c's ops */
+void chlbd_dp_ops(struct chlb_dp *dp, struct chlb_dp_ops *ops, struct chlb_adopt_ops *aops);
+int chlbd_drop_stale_views(struct chlb_dp *dp, const struct chlb_state *st);
+
+/* server.c */
+int server_open(const char *path);
+void server_accept(void);
+void server_client_event(void *client, unsigned int events);
+void server_expire(__u64 now);
+void server_close_all(void);
+
+/* handlers.c: one request (text) -> one JSON reply (malloc'd) */
+char *handle_request(const char *req, size_t len);
+/* Converge to `next` (consumed), persist; 0 or -1 with err. */
+int chlbd_commit(struct chlb_state *next, char *err, size_t errlen);
+
+/* views.c: read-only replies */
+json_object *view_services(const struct chlb_cmd *c);
+json_object *view_backends(const struct chlb_cmd *c);
+json_object *view_stats(void);
+json_object *view_which(const struct chlb_cmd *c);
+
+/* loop.c */
+int loop_init(void);
+int loop_run(void);
+void loop_kick_timer(void);
+
+#endif /* CHLBD_H */

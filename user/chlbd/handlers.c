@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Control requests. A request is text in the grammar:
+ *   - one read statement: service list, backend list, stats, which, save;
+ *   - change statements (one or many lines), optionally after a `dry-run`
+ *     line: applied together as ONE transaction, so a burst (a backend
+ *     leaving 100 services) costs one swap per service, and one bad line
+ *     changes nothing;
+ *   - `apply` followed by a whole config: converge to it;
+ *   - `shutdown [detach]`.
+ * The reply is one JSON object: {"error": "..."} or the result.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "chlbd.h"
+#include "plan.h"
+
+static char *to_reply(json_object *o)
+{
+	char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+
+	json_object_put(o);
+	return s;
+}
+
+static json_object *jerr(const char *msg)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	return o;
+}
+
+int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
+{
+	char perr[CHLB_ERR_MAX];
+	int r = chlb_rt_apply(D.rt, &D.state, next, err, errlen);
+
+	/* next now describes what serves, even after a partial failure */
+	chlb_state_free(&D.state);
+	D.state = *next;
+	chlb_state_init(next);
+	if (chlb_state_save_file(&D.state, D.state_path, perr, sizeof(perr))) {
+		pr_err("state not persisted: %s", perr);
+		if (!r)
+			snprintf(err, errlen, "applied, but the state was not persisted: %s", perr);
+		r = -1;
+	}
+	loop_kick_timer(); /* new deadlines; preallocate the next slots */
+	return r;
+}
+
+static json_object *changed_reply(__u64 t0)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "elapsed_ms",
+			       json_object_new_double((double)(chlb_now_ns() - t0) / 1e6));
+	return o;
+}
+
+/* dry-run or commit a candidate state */
+static json_object *finish(struct chlb_state *next, bool dry_run, __u64 t0)
+{
+	char err[CHLB_ERR_MAX * 2];
+	json_object *o;
+
+	if (dry_run) {
+		o = chlb_plan(&D.state, next);
+		chlb_state_free(next);
+		return o;
+	}
+	if (chlbd_commit(next, err, sizeof(err)))
+		return jerr(err);
+	return changed_reply(t0);
+}
+
+static json_object *do_apply(const char *body, bool dry_run, __u64 t0)
+{
+	struct chlb_state next;
+	char err[CHLB_ERR_MAX * 2];
+
+	chlb_state_init(&next);
+	if (chlb_state_exec_text(&next, body, "apply", err, sizeof(err))) {
+		chlb_state_free(&next);
+		return jerr(err);
+	}
+	chlb_state_inherit(&next, &D.state);
+	return finish(&next, dry_run, t0);
+}
+
+static bool single_line(const char *text)
+{
+	const char *nl = strchr(text, '\n');
+
+	return !nl || !nl[strspn(nl, " \t\r\n")];
+}
+
+static json_object *do_changes(const char *text, bool dry_run, __u64 t0)
+{
+	struct chlb_state next;
+	char err[CHLB_ERR_MAX * 2];
+
+	if (chlb_state_copy(&next, &D.state))
+		return jerr("out of memory");
+	if (chlb_state_exec_text(&next, text, "request", err, sizeof(err))) {
+		chlb_state_free(&next);
+		/* a single-line request needs no "request:1: " prefix */
+		return jerr(!strncmp(err, "request:1: ", 11) && single_line(text) ? err + 11 : err);
+	}
+	return finish(&next, dry_run, t0);
+}
+
+static json_object *do_save(void)
+{
+	json_object *o = json_object_new_object();
+	char *text = chlb_state_format(&D.state, false);
+
+	json_object_object_add(o, "text", json_object_new_string(text ? text : ""));
+	free(text);
+	return o;
+}
+
+static json_object *do_shutdown(const struct chlb_cmd *c)
+{
+	json_object *o = json_object_new_object();
+
+	D.stop = true;
+	D.detach = c->detach;
+	pr_info("shutdown requested%s", c->detach ? ": detaching and unpinning" : "");
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "detach", json_object_new_boolean(c->detach));
+	return o;
+}
+
+/* First statement of text (skipping blanks/comments); *rest = text after its line. */
+static int first_stmt(const char *text, struct chlb_cmd *c, const char **rest, char *err,
+		      size_t errlen)
+{
+	const char *p = text;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char line[CHLB_LINE_MAX];
+
+		if (len >= sizeof(line)) {
+			snprintf(err, errlen, "line too long (at most %d bytes)",
+				 CHLB_LINE_MAX - 1);
+			return -1;
+		}
+		memcpy(line, p, len);
+		line[len] = '\0';
+		*rest = p;
+		p += len + (nl ? 1 : 0);
+		if (chlb_parse_line(line, c, err, errlen))
+			return -1;
+		if (c->kind != CHLB_CMD_NONE) {
+			*rest = p;
+			return 0;
+		}
+	}
+	c->kind = CHLB_CMD_NONE;
+	return 0;
+}
+
+char *handle_request(const char *req, size_t len)
+{
+	struct chlb_cmd c;
+	const char *rest = req, *stmt;
+	char err[CHLB_ERR_MAX];
+	bool dry_run = false;
+	__u64 t0 = chlb_now_ns();
+
+	(void)len;
+	if (first_stmt(req, &c, &rest, err, sizeof(err)))
+		return to_reply(jerr(err));
+	if (c.kind == CHLB_CMD_DRY_RUN) {
+		dry_run = true;
+		req = rest;
+		if (first_stmt(req, &c, &rest, err, sizeof(err)))
+			return to_reply(jerr(err));
+	}
+	stmt = req;
+	switch (c.kind) {
+	case CHLB_CMD_NONE:
+		return to_reply(jerr("empty request"));
+	case CHLB_CMD_APPLY:
+		return to_reply(do_apply(rest, dry_run, t0));
+	case CHLB_CMD_SERVICE_LIST:
+		return to_reply(view_services(&c));
+	case CHLB_CMD_BACKEND_LIST:
+		return to_reply(view_backends(&c));
+	case CHLB_CMD_STATS:
+		return to_reply(view_stats());
+	case CHLB_CMD_WHICH:
+		return to_reply(view_which(&c));
+	case CHLB_CMD_SAVE:
+		return to_reply(do_save());
+	case CHLB_CMD_SHUTDOWN:
+		return to_reply(do_shutdown(&c));
+	default:
+		break;
+	}
+	if (!chlb_cmd_is_change(c.kind))
+		return to_reply(jerr("'dry-run' must be followed by changes"));
+	return to_reply(do_changes(stmt, dry_run, t0));
+}

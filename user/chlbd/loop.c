@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The event loop: epoll over the control socket, its clients, a signalfd
+ * (TERM/INT stop, HUP re-reads the config) and one timerfd armed for the
+ * earliest deadline (history retirement, slot grace, client timeouts).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+#include "chlbd.h"
+#include "loop_ev.h"
+
+#define HOUSEKEEPING_NS 1000000000ull /* client timeouts, at least once a second */
+
+static struct loop_ev sig_ev = { .type = LOOP_EV_SIGNAL };
+static struct loop_ev timer_ev = { .type = LOOP_EV_TIMER };
+
+int loop_init(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	sigset_t set;
+
+	D.epfd = epoll_create1(EPOLL_CLOEXEC);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	D.sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	D.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (D.epfd < 0 || D.sig_fd < 0 || D.timer_fd < 0)
+		return -1;
+	ev.data.ptr = &sig_ev;
+	if (epoll_ctl(D.epfd, EPOLL_CTL_ADD, D.sig_fd, &ev))
+		return -1;
+	ev.data.ptr = &timer_ev;
+	return epoll_ctl(D.epfd, EPOLL_CTL_ADD, D.timer_fd, &ev);
+}
+
+/* Runs due timers and re-arms the timerfd for the next deadline. */
+void loop_kick_timer(void)
+{
+	__u64 now = chlb_now_ns(), next = chlb_rt_tick(D.rt, now);
+	struct itimerspec its = { 0 };
+
+	server_expire(now);
+	if (!next || next > now + HOUSEKEEPING_NS)
+		next = now + HOUSEKEEPING_NS;
+	if (next <= now)
+		next = now + 1000;
+	/* absolute CLOCK_MONOTONIC, same clock as chlb_now_ns() */
+	its.it_value.tv_sec = (time_t)(next / 1000000000ull);
+	its.it_value.tv_nsec = (long)(next % 1000000000ull);
+	timerfd_settime(D.timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void reload_config(void)
+{
+	struct chlb_state next;
+	char err[CHLB_ERR_MAX + 64];
+	char *text;
+
+	if (!D.config_path) {
+		pr_warn("SIGHUP: no config file (-c) to re-read");
+		return;
+	}
+	text = chlb_read_file(D.config_path, CHLB_STATE_MAX_BYTES, err, sizeof(err));
+	if (!text) {
+		pr_err("SIGHUP: %s; nothing changed", err);
+		return;
+	}
+	chlb_state_init(&next);
+	if (chlb_state_exec_text(&next, text, D.config_path, err, sizeof(err))) {
+		pr_err("SIGHUP: %s; nothing from the file applied", err);
+		chlb_state_free(&next);
+		free(text);
+		return;
+	}
+	free(text);
+	chlb_state_inherit(&next, &D.state);
+	if (chlbd_commit(&next, err, sizeof(err)))
+		pr_err("SIGHUP: %s", err);
+	else
+		pr_info("SIGHUP: converged to %s", D.config_path);
+}
+
+static void on_signal(void)
+{
+	struct signalfd_siginfo si;
+
+	while (read(D.sig_fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			reload_config();
+		} else {
+			pr_info("signal %u: stopping; the program stays attached, maps stay pinned",
+				si.ssi_signo);
+			D.stop = true;
+		}
+	}
+}
+
+int loop_run(void)
+{
+	struct epoll_event evs[32];
+
+	loop_kick_timer();
+	while (!D.stop) {
+		int n = epoll_wait(D.epfd, evs, 32, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		for (int i = 0; i < n && !D.stop; i++) {
+			struct loop_ev *e = evs[i].data.ptr;
+
+			switch (e->type) {
+			case LOOP_EV_LISTEN:
+				server_accept();
+				break;
+			case LOOP_EV_CLIENT:
+				server_client_event(e, evs[i].events);
+				break;
+			case LOOP_EV_SIGNAL:
+				on_signal();
+				break;
+			case LOOP_EV_TIMER: {
+				__u64 exp;
+
+				if (read(D.timer_fd, &exp, sizeof(exp)) < 0)
+					(void)0; /* spurious wakeup: re-arm anyway */
+				break;
+			}
+			}
+		}
+		/* every iteration: due timers, then the next deadline (requests may add some) */
+		loop_kick_timer();
+	}
+	return 0;
+}

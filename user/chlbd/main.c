@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * chlbd: load (or adopt) the data plane, restore the desired state, attach,
+ * serve the control socket. SIGTERM leaves the program attached and the maps
+ * pinned, so traffic flows while chlbd is down and the next chlbd adopts
+ * them without moving a flow; `chlbctl shutdown --detach` tears down.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "chlbd.h"
+
+struct chlbd D = { .listen_fd = -1, .epfd = -1 };
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "Usage: chlbd -i IFACE [-i IFACE...] [OPTIONS]\n"
+	    "  -i, --interface IFACE   attach to IFACE (repeatable)\n"
+	    "  -m, --mode MODE         xdp (native, default) | xdp-generic | tc\n"
+	    "      --netns NAME        join network namespace NAME (/var/run/netns/NAME) only;\n"
+	    "                          pins stay in the host's bpffs\n"
+	    "  -s, --socket PATH       control socket (default %s), mode 0600\n"
+	    "      --pin-dir DIR       bpffs pin directory (default %s)\n"
+	    "      --state FILE        state file (default %s)\n"
+	    "  -c, --config FILE       config file: applied at start (instead of the state\n"
+	    "                          file) and on SIGHUP / `chlbctl apply`\n"
+	    "      --ct-size N         connection-table entries (default %u)\n"
+	    "      --udp-timeout-ms N  UDP flow idle timeout (default %u)\n"
+	    "      --history-ms N      how long a replaced table keeps flows sticky (default %u)\n"
+	    "      --grace-ms N        wait before reusing a table slot (default %u)\n"
+	    "  -f, --foreground        stay in the foreground, log to stderr\n"
+	    "  -v, --verbose           debug logging (twice: libbpf too)\n"
+	    "  -h, --help              this text\n"
+	    "Signals: TERM/INT stop (program stays attached), HUP re-reads the config file.\n",
+	    CHLBD_DEFAULT_SOCKET, CHLBD_DEFAULT_PIN_DIR, CHLBD_DEFAULT_STATE,
+	    CHLB_DP_DEFAULT_CONN_MAX, CHLB_DP_DEFAULT_UDP_IDLE_MS, CHLBD_DEFAULT_HISTORY,
+	    CHLBD_DEFAULT_GRACE);
+}
+
+static int parse_num(const char *opt, const char *s, __u64 max, __u64 *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || !*s || *s == '-' || v > max) {
+		fprintf(stderr, "chlbd: '%s': bad value for %s (0-%llu)\n", s, opt,
+			(unsigned long long)max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv)
+{
+	enum {
+		O_NETNS = 256,
+		O_PIN,
+		O_STATE,
+		O_CT,
+		O_UDP,
+		O_HIST,
+		O_GRACE
+	};
+	static const struct option opts[] = {
+		{ "interface", required_argument, NULL, 'i' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "netns", required_argument, NULL, O_NETNS },
+		{ "socket", required_argument, NULL, 's' },
+		{ "pin-dir", required_argument, NULL, O_PIN },
+		{ "state", required_argument, NULL, O_STATE },
+		{ "config", required_argument, NULL, 'c' },
+		{ "ct-size", required_argument, NULL, O_CT },
+		{ "udp-timeout-ms", required_argument, NULL, O_UDP },
+		{ "history-ms", required_argument, NULL, O_HIST },
+		{ "grace-ms", required_argument, NULL, O_GRACE },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	__u64 v;
+	int c;
+
+	D.mode = CHLB_ATTACH_XDP;
+	D.socket_path = CHLBD_DEFAULT_SOCKET;
+	D.pin_dir = CHLBD_DEFAULT_PIN_DIR;
+	D.state_path = CHLBD_DEFAULT_STATE;
+	D.history_ms = CHLBD_DEFAULT_HISTORY;
+	D.grace_ms = CHLBD_DEFAULT_GRACE;
+	while ((c = getopt_long(argc, argv, "i:m:s:c:fvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			if (D.niface == CHLBD_MAX_IFACES) {
+				fprintf(stderr, "chlbd: at most %d interfaces\n", CHLBD_MAX_IFACES);
+				return -1;
+			}
+			D.iface[D.niface++] = optarg;
+			break;
+		case 'm':
+			if (!strcmp(optarg, "xdp"))
+				D.mode = CHLB_ATTACH_XDP;
+			else if (!strcmp(optarg, "xdp-generic"))
+				D.mode = CHLB_ATTACH_XDP_GENERIC;
+			else if (!strcmp(optarg, "tc"))
+				D.mode = CHLB_ATTACH_TC;
+			else {
+				fprintf(
+				    stderr,
+				    "chlbd: '%s': unknown mode (expected xdp, xdp-generic, tc)\n",
+				    optarg);
+				return -1;
+			}
+			break;
+		case O_NETNS:
+			D.netns = optarg;
+			break;
+		case 's':
+			D.socket_path = optarg;
+			break;
+		case O_PIN:
+			D.pin_dir = optarg;
+			break;
+		case O_STATE:
+			D.state_path = optarg;
+			break;
+		case 'c':
+			D.config_path = optarg;
+			break;
+		case O_CT:
+			if (parse_num("--ct-size", optarg, 1u << 28, &v))
+				return -1;
+			D.ct_size = (__u32)v;
+			break;
+		case O_UDP:
+			if (parse_num("--udp-timeout-ms", optarg, 86400000, &v))
+				return -1;
+			D.udp_timeout_ms = (__u32)v;
+			break;
+		case O_HIST:
+			if (parse_num("--history-ms", optarg, 86400000, &v))
+				return -1;
+			D.history_ms = v;
+			break;
+		case O_GRACE:
+			if (parse_num("--grace-ms", optarg, 60000, &v))
+				return -1;
+			D.grace_ms = v;
+			break;
+		case 'f':
+			D.foreground = true;
+			break;
+		case 'v':
+			D.verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "chlbd: '%s': unexpected argument\n", argv[optind]);
+		return -1;
+	}
+	if (!D.niface) {
+		fprintf(stderr, "chlbd: no interface (-i IFACE)\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Only the network namespace: the mount namespace (and so the host bpffs) stays ours. */
+static int join_netns(const char *name)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "/var/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		pr_err("couldn't open netns '%s' (%s): %s (-%d)", name, path, strerror(errno),
+		       errno);
+		return -1;
+	}
+	if (setns(fd, CLONE_NEWNET)) {
+		pr_err("couldn't join netns '%s': %s (-%d)", name, strerror(errno), errno);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int mkdir_parent(const char *path)
+{
+	char buf[4096], *p;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	p = strrchr(buf, '/');
+	if (!p || p == buf)
+		return 0;
+	*p = '\0';
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdir(buf, 0755);
+		*p = '/';
+	}
+	return mkdir(buf, 0700) && errno != EEXIST ? -1 : 0;
+}
+
+/* Desired state at start: the config file when given, else the state file. */
+static int initial_state(struct chlb_state *st)
+{
+	char err[CHLB_ERR_MAX + 128];
+	bool prev;
+
+	if (D.config_path) {
+		char *text = chlb_read_file(D.config_path, CHLB_STATE_MAX_BYTES, err, sizeof(err));
+
+		if (text && !chlb_state_exec_text(st, text, D.config_path, err, sizeof(err))) {
+			free(text);
+			return 0;
+		}
+		free(text);
+		chlb_state_free(st);
+		pr_err("config: %s; refusing to start", err);
+		return -1;
+	}
+	if (chlb_state_load_file(st, D.state_path, &prev, err, sizeof(err))) {
+		pr_err("state: %s; refusing to start (fix it, or remove it to start empty)", err);
+		return -1;
+	}
+	if (prev)
+		pr_err("state: %s; started from the last good copy %s.prev", err, D.state_path);
+	return 0;
+}
+
+static int attach_all(void)
+{
+	char err[256];
+
+	for (int i = 0; i < D.niface; i++) {
+		D.ifindex[i] = (int)if_nametoindex(D.iface[i]);
+		if (!D.ifindex[i]) {
+			pr_err("no interface '%s'%s%s", D.iface[i], D.netns ? " in netns " : "",
+			       D.netns ? D.netns : "");
+			return -1;
+		}
+		if (chlb_dp_attach(D.dp, D.ifindex[i], D.mode, err, sizeof(err))) {
+			pr_err("%s", err);
+			return -1;
+		}
+		pr_info("attached to %s (ifindex %d)", D.iface[i], D.ifindex[i]);
+	}
+	return 0;
+}
+
+static void teardown(void)
+{
+	char err[256];
+
+	for (int i = 0; i < D.niface; i++)
+		if (D.ifindex[i] && chlb_dp_detach(D.dp, D.ifindex[i], D.mode, err, sizeof(err)))
+			pr_warn("%s", err);
+	if (chlb_dp_unpin(D.dp, err, sizeof(err)))
+		pr_warn("%s", err);
+	pr_info("detached and unpinned");
+}
+
+static void libbpf_quiet(void)
+{
+}
+
+int main(int argc, char **argv)
+{
+	struct chlb_dp_opts dopts = { 0 };
+	struct chlb_adopt_ops aops;
+	struct chlb_dp_ops ops;
+	struct chlb_state next;
+	char err[CHLB_ERR_MAX * 2];
+	int rc = 1, stale;
+
+	D.started_ns = chlb_now_ns();
+	if (parse_args(argc, argv))
+		return 2;
+	(void)libbpf_quiet;
+	if (D.netns && join_netns(D.netns))
+		return 1;
+	if (mkdir_parent(D.state_path)) {
+		pr_err("couldn't create the directory of '%s': %s", D.state_path, strerror(errno));
+		return 1;
+	}
+	chlb_state_init(&next);
+	if (initial_state(&next))
+		return 1;
+	dopts.conn_max = D.ct_size;
+	dopts.udp_idle_ms = D.udp_timeout_ms;
+	dopts.pin_dir = D.pin_dir;
+	dopts.verbose = D.verbose > 1;
+	if (mkdir_parent(D.pin_dir) || chlb_dp_open(&dopts, &D.dp, err, sizeof(err))) {
+		pr_err("data plane: %s", err);
+		goto out;
+	}
+	if (loop_init() || server_open(D.socket_path))
+		goto out;
+	chlbd_dp_ops(D.dp, &ops, &aops);
+	D.rt = chlb_rt_new(&ops, D.history_ms, D.grace_ms);
+	if (!D.rt)
+		goto out;
+	D.rt->log = chlbd_log;
+	chlb_state_init(&D.state);
+	if (chlb_dp_adopted(D.dp)) {
+		stale = chlbd_drop_stale_views(D.dp, &next);
+		if (stale) {
+			/* their tables' slots may be rewritten below: let readers finish */
+			pr_info("removed %d pinned services the state no longer has", stale);
+			usleep((useconds_t)D.grace_ms * 1000);
+		}
+		pr_info("adopted pinned maps in %s: %d services", D.pin_dir,
+			chlb_rt_adopt(D.rt, &aops, &next));
+	}
+	if (chlbd_commit(&next, err, sizeof(err)))
+		pr_err("restoring state: %s", err);
+	if (attach_all())
+		goto out;
+	pr_info("ready: %u services, socket %s, %.1f ms after start", D.state.nsvc, D.socket_path,
+		(double)(chlb_now_ns() - D.started_ns) / 1e6);
+	if (!D.foreground) {
+		if (daemon(0, 0)) {
+			pr_err("daemon(): %s", strerror(errno));
+			goto out;
+		}
+		chlbd_log_to_syslog();
+	}
+	rc = loop_run() ? 1 : 0;
+	if (D.detach)
+		teardown();
+out:
+	server_close_all();
+	chlb_state_free(&next);
+	chlb_state_free(&D.state);
+	chlb_rt_free(D.rt);
+	if (D.dp)
+		chlb_dp_close(D.dp);
+	return rc;
+}

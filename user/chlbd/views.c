@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Read-only replies: service list, backend list, stats, which. */
+#include <stdio.h>
+#include <string.h>
+#include "chlbd.h"
+
+static json_object *jerr(const char *fmt, const char *arg)
+{
+	json_object *o = json_object_new_object();
+	char msg[CHLB_ERR_MAX];
+
+	snprintf(msg, sizeof(msg), fmt, arg);
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	return o;
+}
+
+static void add_str(json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, json_object_new_string(v));
+}
+
+static void add_int(json_object *o, const char *k, int64_t v)
+{
+	json_object_object_add(o, k, json_object_new_int64(v));
+}
+
+static void add_hex(json_object *o, const char *k, __u32 v)
+{
+	char b[16];
+
+	snprintf(b, sizeof(b), "%08x", v);
+	add_str(o, k, b);
+}
+
+static json_object *svc_json(const struct chlb_svc_cfg *s)
+{
+	struct chlb_rt_svc *r = chlb_rt_find(D.rt, &s->vip);
+	json_object *o = json_object_new_object();
+	char b[CHLB_ADDRSTR];
+
+	add_str(o, "service", chlb_fmt_vip(&s->vip, b, sizeof(b)));
+	add_int(o, "id", r ? r - D.rt->svc : -1);
+	add_str(o, "algo", chlb_algo_name(s->algo));
+	if (s->algo == CHLB_ALGO_RING)
+		add_int(o, "vnodes", s->vnodes);
+	if (s->algo == CHLB_ALGO_MAGLEV)
+		add_int(o, "table", s->table_size);
+	if (s->algo == CHLB_ALGO_JUMP)
+		add_int(o, "buckets", s->order.n);
+	add_str(o, "fwd", chlb_fwd_name(s->fwd));
+	add_str(o, "hash", chlb_hash_name(s->hash));
+	if (s->mtu)
+		add_int(o, "mtu", s->mtu);
+	if (s->encap_src.family)
+		add_str(o, "encap_src", chlb_fmt_addr(&s->encap_src, b, sizeof(b)));
+	add_int(o, "backends", s->nbe);
+	if (r && r->nview) {
+		const struct chlb_rt_slot *cur = &r->slot[r->view[0]];
+
+		if (cur->t.nwords)
+			add_hex(o, "fingerprint", chlb_table_header(&cur->t)->fingerprint);
+		add_int(o, "tables", r->nview);
+		add_int(o, "swaps", (int64_t)r->swaps);
+		json_object_object_add(o, "last_swap_ms", json_object_new_double(r->last_swap_ms));
+	}
+	return o;
+}
+
+json_object *view_services(const struct chlb_cmd *c)
+{
+	json_object *o = json_object_new_object(), *arr = json_object_new_array();
+	char b[CHLB_ADDRSTR];
+
+	for (__u32 i = 0; i < D.state.nsvc; i++) {
+		if (c->has_vip && chlb_vip_cmp(&c->vip, &D.state.svc[i].vip))
+			continue;
+		json_object_array_add(arr, svc_json(&D.state.svc[i]));
+	}
+	if (c->has_vip && !json_object_array_length(arr)) {
+		json_object_put(arr);
+		json_object_put(o);
+		return jerr("'%s': no such service", chlb_fmt_vip(&c->vip, b, sizeof(b)));
+	}
+	json_object_object_add(o, "services", arr);
+	return o;
+}
+
+static const char *be_state(__u8 s)
+{
+	return s == CHLB_BE_LIVE ? "live" : s == CHLB_BE_DEAD ? "dead" : "empty";
+}
+
+json_object *view_backends(const struct chlb_cmd *c)
+{
+	json_object *o = json_object_new_object(), *arr = json_object_new_array();
+	char b[CHLB_ADDRSTR];
+	bool found = false;
+
+	for (__u32 i = 0; i < D.state.nsvc; i++) {
+		const struct chlb_svc_cfg *s = &D.state.svc[i];
+
+		if (c->has_vip && chlb_vip_cmp(&c->vip, &s->vip))
+			continue;
+		found = true;
+		for (__u32 j = 0; j < s->nbe; j++) {
+			json_object *e = json_object_new_object();
+			int slot = chlb_rt_be_slot(D.rt, &s->be[j].addr);
+
+			add_str(e, "service", chlb_fmt_vip(&s->vip, b, sizeof(b)));
+			add_str(e, "address", s->be[j].name);
+			add_int(e, "weight", s->be[j].weight);
+			add_int(e, "slot", slot);
+			if (slot >= 0) {
+				add_int(e, "gen", D.rt->be[slot].gen);
+				add_str(e, "state", s->be[j].weight ? "live" : "draining");
+			}
+			json_object_array_add(arr, e);
+		}
+	}
+	if (c->has_vip && !found) {
+		json_object_put(arr);
+		json_object_put(o);
+		return jerr("'%s': no such service", chlb_fmt_vip(&c->vip, b, sizeof(b)));
+	}
+	json_object_object_add(o, "backends", arr);
+	return o;
+}
+
+/* Rates are per `stats` call: the difference to the previous call's snapshot. */
+static struct chlb_counters prev_svc[CHLB_MAX_SERVICES], prev_be[CHLB_MAX_BACKENDS];
+static __u64 prev_ns;
+
+static json_object *counters_json(const struct chlb_counters *c, struct chlb_counters *prev,
+				  double dt)
+{
+	json_object *o = json_object_new_object();
+
+	add_int(o, "packets", (int64_t)c->packets);
+	add_int(o, "bytes", (int64_t)c->bytes);
+	add_int(o, "new_flows", (int64_t)c->new_flows);
+	if (dt > 0 && c->packets >= prev->packets) {
+		json_object_object_add(o, "pps",
+				       json_object_new_double((c->packets - prev->packets) / dt));
+		json_object_object_add(o, "bps",
+				       json_object_new_double(8.0 * (c->bytes - prev->bytes) / dt));
+		json_object_object_add(
+		    o, "new_flows_per_s",
+		    json_object_new_double((c->new_flows - prev->new_flows) / dt));
+	}
+	*prev = *c;
+	return o;
+}
+
+json_object *view_stats(void)
+{
+	json_object *o = json_object_new_object(), *g = json_object_new_object();
+	json_object *sa = json_object_new_array(), *ba = json_object_new_array();
+	struct chlb_global_stats gs;
+	__u64 now = chlb_now_ns();
+	double dt = prev_ns ? (double)(now - prev_ns) / 1e9 : 0;
+	char b[CHLB_ADDRSTR];
+
+	if (!chlb_dp_read_global(D.dp, &gs))
+		for (int i = 0; i < CHLB_R_MAX; i++)
+			add_int(g, chlb_reason_names[i], (int64_t)gs.reason[i]);
+	for (__u32 i = 0; i < D.state.nsvc; i++) {
+		int id = chlb_rt_svc_id(D.rt, &D.state.svc[i].vip);
+		struct chlb_counters c;
+		json_object *e;
+
+		if (id < 0 || chlb_dp_read_service_stats(D.dp, (__u32)id, &c))
+			continue;
+		e = counters_json(&c, &prev_svc[id], dt);
+		add_str(e, "service", chlb_fmt_vip(&D.state.svc[i].vip, b, sizeof(b)));
+		json_object_array_add(sa, e);
+	}
+	for (__u32 i = 0; i < CHLB_MAX_BACKENDS; i++) {
+		const struct chlb_rt_be *r = &D.rt->be[i];
+		struct chlb_counters c;
+		json_object *e;
+
+		if (r->state == CHLB_BE_EMPTY || chlb_dp_read_backend_stats(D.dp, i, &c))
+			continue;
+		e = counters_json(&c, &prev_be[i], dt);
+		add_str(e, "address", chlb_fmt_addr(&r->addr, b, sizeof(b)));
+		add_int(e, "slot", i);
+		add_str(e, "state", be_state(r->state));
+		json_object_array_add(ba, e);
+	}
+	prev_ns = now;
+	json_object_object_add(o, "interval_s", json_object_new_double(dt));
+	json_object_object_add(o, "global", g);
+	json_object_object_add(o, "services", sa);
+	json_object_object_add(o, "backends", ba);
+	return o;
+}
+
+static json_object *be_ref(__u32 slot)
+{
+	json_object *o = json_object_new_object();
+	char b[CHLB_ADDRSTR];
+
+	add_int(o, "slot", slot);
+	if (slot < CHLB_MAX_BACKENDS) {
+		add_str(o, "backend", chlb_fmt_addr(&D.rt->be[slot].addr, b, sizeof(b)));
+		add_str(o, "state", be_state(D.rt->be[slot].state));
+	}
+	return o;
+}
+
+static struct chlb_rt_svc *svc_for_flow(const struct chlb_flow *f, const struct chlb_svc_cfg **cfg)
+{
+	struct chlb_vip v = { .addr.family = f->family, .proto = f->proto };
+
+	memcpy(v.addr.a, f->dst, 16);
+	v.port = (__u16)((f->dport >> 8) | ((f->dport & 0xff) << 8));
+	for (int pass = 0; pass < 2; pass++, v.port = 0) {
+		struct chlb_rt_svc *s = chlb_rt_find(D.rt, &v);
+
+		*cfg = chlb_state_find(&D.state, &v);
+		if (s && *cfg)
+			return s;
+	}
+	return NULL;
+}
+
+/* Mirrors bpf/chlb_stick.h: what the data plane does with this flow. */
+json_object *view_which(const struct chlb_cmd *c)
+{
+	const struct chlb_svc_cfg *cfg;
+	struct chlb_rt_svc *s = svc_for_flow(&c->flow, &cfg);
+	json_object *o, *tabs;
+	struct chlb_conn conn;
+	__u32 crc, d0 = ~0u, dold = ~0u;
+	char b[CHLB_ADDRSTR];
+	const char *why;
+
+	if (!s)
+		return jerr("no service for destination %s", "(VIP:PORT/PROTO)");
+	o = json_object_new_object();
+	tabs = json_object_new_array();
+	crc = chlb_flow_crc(&c->flow, cfg->hash);
+	add_str(o, "service", chlb_fmt_vip(&s->vip, b, sizeof(b)));
+	add_hex(o, "crc", crc);
+	for (__u32 i = 0; i < s->nview; i++) {
+		const struct chlb_rt_slot *sl = &s->slot[s->view[i]];
+		json_object *t = json_object_new_object();
+		__u32 d;
+
+		add_int(t, "table_slot",
+			(int64_t)(s - D.rt->svc) * CHLB_SLOTS_PER_SERVICE + s->view[i]);
+		dold = ~0u; /* the data plane asks the OLDEST table; none = current */
+		if (!sl->t.nwords) {
+			add_str(t, "decision", "unknown (table from a previous chlbd)");
+		} else {
+			add_hex(t, "fingerprint", chlb_table_header(&sl->t)->fingerprint);
+			if (chlb_table_decide(&sl->t, crc, &d)) {
+				add_str(t, "decision", "no backend");
+			} else {
+				json_object_object_add(t, "decision", be_ref(d));
+				if (!i)
+					d0 = d;
+				dold = d;
+			}
+		}
+		json_object_array_add(tabs, t);
+	}
+	json_object_object_add(o, "tables", tabs);
+	json_object_object_add(o, "new_flow", d0 == ~0u ? NULL : be_ref(d0));
+	if (!chlb_dp_conn_lookup(D.dp, &c->flow, &conn)) {
+		json_object *e = be_ref(conn.backend);
+		bool valid = conn.backend < CHLB_MAX_BACKENDS &&
+			     D.rt->be[conn.backend].state == CHLB_BE_LIVE &&
+			     D.rt->be[conn.backend].gen == conn.gen;
+
+		add_int(e, "gen", conn.gen);
+		json_object_object_add(e, "valid", json_object_new_boolean(valid));
+		json_object_object_add(o, "conn", e);
+		if (valid) {
+			json_object_object_add(o, "established", be_ref(conn.backend));
+			add_str(o, "established_by", "connection entry");
+			return o;
+		}
+	} else {
+		json_object_object_add(o, "conn", NULL);
+	}
+	why = "oldest table in the view";
+	if (dold == ~0u || D.rt->be[dold].state != CHLB_BE_LIVE) {
+		dold = d0;
+		why = "current table (the oldest names a removed backend)";
+	}
+	json_object_object_add(o, "established", dold == ~0u ? NULL : be_ref(dold));
+	add_str(o, "established_by", why);
+	return o;
+}
