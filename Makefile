@@ -95,6 +95,10 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
+# Objects that embed a skeleton must rebuild when the BPF program changes
+# (the order-only | $(SKELS) below only makes sure the header exists).
+$(BUILD)/user/lib/dp_load.o $(BUILD)/asan/user/lib/dp_load.o: $(BUILD)/chlb.skel.h
+
 # ---- userspace ----
 $(BUILD)/%.o: %.c $(USER_HDRS) | $(SKELS)
 	$(call msg,CC,$@)
