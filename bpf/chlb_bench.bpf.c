@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Benchmark wrapper around the data plane pipeline (tests/bench/dataplane.c).
+ *
+ * BPF_PROG_TEST_RUN with repeat=N runs the program N times on the SAME
+ * buffer: after the first run an encapsulating program would see its own
+ * output. So every run first restores the original frame (shrinking the
+ * head back and copying BENCH_LEN bytes), optionally writes a fresh source
+ * from a counter (a flow never seen before), then runs the pipeline.
+ * bench_restore_tx does the same restore and returns XDP_TX: the baseline
+ * that is subtracted.
+ */
+#include "chlb_pipeline.h"
+
+#define BENCH_LEN 128
+
+__u8 bench_pkt[BENCH_LEN] __attribute__((aligned(8)));
+__u32 bench_src_off; /* 0: leave the source alone; else offset of 4 bytes to rewrite */
+__u32 bench_counter;
+
+static __always_inline int restore(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	long cur = end - data;
+
+	__asm__ volatile("" : "+r"(cur));
+	if (cur != BENCH_LEN && bpf_xdp_adjust_head(ctx, (int)(cur - BENCH_LEN)))
+		return -1;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + BENCH_LEN > end)
+		return -1;
+	__builtin_memcpy(data, bench_pkt, BENCH_LEN);
+	if (bench_src_off) {
+		__u32 off = bench_src_off & 0x7f, c = bench_counter++;
+
+		if (data + off + 4 > end)
+			return -1;
+		*(__u32 *)(data + off) = c;
+	}
+	return 0;
+}
+
+SEC("xdp")
+int bench_restore_tx(struct xdp_md *ctx)
+{
+	if (restore(ctx))
+		return XDP_ABORTED;
+	return XDP_TX;
+}
+
+SEC("xdp")
+int bench_pipeline(struct xdp_md *ctx)
+{
+	if (restore(ctx))
+		return XDP_ABORTED;
+	return chlb_process(ctx, false);
+}
+
+SEC("xdp")
+int bench_bare_tx(struct xdp_md *ctx)
+{
+	return XDP_TX;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

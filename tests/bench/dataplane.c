@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Data-plane benchmark: ns per packet through BPF_PROG_TEST_RUN (XDP,
+ * repeat=N), pinned to one CPU, all cases in one run, IPIP forwarding.
+ * Runs the pipeline inside bpf/chlb_bench.bpf.c, which restores the
+ * original frame every run (and for the "fresh flow" cases writes a new
+ * source from a counter) - bench_restore_tx does the same and returns
+ * XDP_TX: that is the baseline to subtract. The maps are the real data
+ * plane's (reused by fd). After every case the reason counters are checked
+ * so that each timed run took the intended path.
+ *
+ * Usage: dataplane [OUT.json]   (default build/bench/dataplane.json)
+ */
+#include <sched.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "../bpf/dp_fixture.h"
+#include "chlb_bench.skel.h"
+
+#define BENCH_LEN 128
+#define RUNS	  1000000
+#define NBE	  1000
+#define V6_BASE	  2000
+
+static struct chlb_dp *dp;
+static struct chlb_bench_bpf *bs;
+static FILE *json;
+static int ncases;
+static double baseline;
+static __u32 counter_base = 1;
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "dataplane bench: %s: %s (%d)\n", what, strerror(rc < 0 ? -rc : rc), rc);
+	exit(1);
+}
+
+/* Build a BENCH_LEN-byte frame. */
+static void frame(__u8 *b, struct fx_pkt *s)
+{
+	int hl = s->family == CHLB_AF_INET ? 14 + 20 + 20 : 14 + 40 + 20;
+
+	s->payload = BENCH_LEN - hl;
+	if (fx_build(b, s) != BENCH_LEN)
+		die("frame size", -EINVAL);
+}
+
+struct expect {
+	enum chlb_reason reason; /* must go up by exactly runs */
+	enum chlb_reason reason2;
+	__u32 verdict;
+	int new_flows; /* service new_flows must go up by runs (svc_id) */
+	__u32 svc_id;
+};
+
+/* Time one case; check the counters; write its JSON member. */
+static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src_off,
+		       const struct expect *e, __u32 runs)
+{
+	__u8 out[512];
+	struct bpf_test_run_opts o = { .sz = sizeof(o), .data_in = pkt, .data_size_in = BENCH_LEN,
+				       .data_out = out, .data_size_out = sizeof(out),
+				       .repeat = runs };
+	struct chlb_global_stats g0, g1;
+	struct chlb_counters c0 = { 0 }, c1 = { 0 };
+	double ns;
+
+	memcpy(bs->bss->bench_pkt, pkt, BENCH_LEN);
+	bs->bss->bench_src_off = src_off;
+	bs->bss->bench_counter = counter_base;
+	counter_base += runs;
+	if (chlb_dp_read_global(dp, &g0) || chlb_dp_read_service_stats(dp, e->svc_id, &c0))
+		die("read stats", -errno);
+	if (bpf_prog_test_run_opts(prog_fd, &o))
+		die(name, -errno);
+	if (chlb_dp_read_global(dp, &g1) || chlb_dp_read_service_stats(dp, e->svc_id, &c1))
+		die("read stats", -errno);
+	if (o.retval != e->verdict) {
+		fprintf(stderr, "%s: verdict %u, want %u\n", name, o.retval, e->verdict);
+		exit(1);
+	}
+	if (e->reason < CHLB_R_MAX && g1.reason[e->reason] - g0.reason[e->reason] != runs) {
+		fprintf(stderr, "%s: %s went up by %llu, want %u: not every run took the path\n",
+			name, chlb_reason_names[e->reason],
+			(unsigned long long)(g1.reason[e->reason] - g0.reason[e->reason]), runs);
+		exit(1);
+	}
+	if (e->reason2 < CHLB_R_MAX && g1.reason[e->reason2] - g0.reason[e->reason2] != runs) {
+		fprintf(stderr, "%s: %s went up by %llu, want %u\n", name,
+			chlb_reason_names[e->reason2],
+			(unsigned long long)(g1.reason[e->reason2] - g0.reason[e->reason2]), runs);
+		exit(1);
+	}
+	if (e->new_flows && c1.new_flows - c0.new_flows != runs) {
+		fprintf(stderr, "%s: new_flows went up by %llu, want %u\n", name,
+			(unsigned long long)(c1.new_flows - c0.new_flows), runs);
+		exit(1);
+	}
+	ns = (double)o.duration;
+	fprintf(json, "%s\n  \"%s\": { \"ns_per_pkt\": %.1f, \"runs\": %u", ncases++ ? "," : "",
+		name, ns, runs);
+	if (strncmp(name, "baseline", 8))
+		fprintf(json, ", \"net_ns\": %.1f", ns - baseline);
+	fprintf(json, " }");
+	printf("%-28s %7.1f ns/pkt  net %6.1f  (%u runs)\n", name, ns,
+	       strncmp(name, "baseline", 8) ? ns - baseline : 0.0, runs);
+	return ns;
+}
+
+static void must(int rc, const char *what)
+{
+	if (rc)
+		die(what, rc);
+}
+
+static void backends(__u32 first, __u32 n, int family)
+{
+	struct chlb_backend be;
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		fx_backend(&be, first + i, family, 1);
+		must(chlb_dp_set_backend(dp, first + i, &be), "set backend");
+	}
+}
+
+static void service(__u32 id, int family, const char *vip, __u32 algo, __u32 first, __u32 n,
+		    struct chlb_table *t)
+{
+	__u32 *slots = calloc(n, sizeof(*slots)), i;
+
+	for (i = 0; i < n; i++)
+		slots[i] = first + i;
+	must(fx_table(dp, id * CHLB_SLOTS_PER_SERVICE, algo, slots, n, family, t), "table");
+	must(fx_service(dp, family, vip, 80, IPPROTO_TCP, id, CHLB_FWD_IPIP, 0,
+			id * CHLB_SLOTS_PER_SERVICE),
+	     "service");
+	free(slots);
+}
+
+/* Fill the connection table to capacity with flows nobody will send. */
+static void fill_conns(__u32 n)
+{
+	int fd = chlb_dp_map_fd(dp, CHLB_MAP_CONNS);
+	const __u32 batch = 65536;
+	struct chlb_flow *k = calloc(batch, sizeof(*k));
+	struct chlb_conn *v = calloc(batch, sizeof(*v));
+	__u32 i, j, cnt;
+
+	for (i = 0; i < n; i += batch) {
+		LIBBPF_OPTS(bpf_map_batch_opts, bo);
+
+		for (j = 0; j < batch; j++) {
+			__u32 id = i + j;
+
+			k[j].family = CHLB_AF_INET;
+			k[j].proto = IPPROTO_TCP;
+			k[j].src[0] = 172;
+			k[j].src[1] = 31;
+			memcpy(k[j].src + 2, &id, 2);
+			memcpy(&k[j].sport, (char *)&id + 2, 2);
+			k[j].dst[0] = 10;
+			k[j].dport = htons(80);
+			v[j].backend = 1 + id % NBE;
+			v[j].gen = 1;
+		}
+		cnt = batch;
+		if (bpf_map_update_batch(fd, k, v, &cnt, &bo))
+			die("fill conns", -errno);
+	}
+	free(k);
+	free(v);
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = argc > 1 ? argv[1] : "build/bench/dataplane.json";
+	struct chlb_table t[8] = { 0 }, t2 = { 0 };
+	struct chlb_dp_opts opts = { 0 };
+	struct expect e;
+	cpu_set_t cpus;
+	__u8 pkt[BENCH_LEN];
+	char err[256];
+	int pipe_fd, restore_fd, bare_fd, cpu = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	__u32 slots[NBE + 1], i;
+
+	CPU_ZERO(&cpus);
+	CPU_SET(cpu, &cpus);
+	must(sched_setaffinity(0, sizeof(cpus), &cpus) ? -errno : 0, "pin to one CPU");
+	if (fx_netns())
+		die("private netns", -EPERM);
+	if (chlb_dp_open(&opts, &dp, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	bs = chlb_bench_bpf__open();
+	if (!bs)
+		die("open bench object", -errno);
+	for (i = 0; i < CHLB_MAP_COUNT; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(bs->obj, chlb_dp_map_name(i));
+
+		if (!m)
+			die("bench map", -ENOENT);
+		must(bpf_map__reuse_fd(m, chlb_dp_map_fd(dp, i)), "reuse map");
+	}
+	must(chlb_bench_bpf__load(bs), "load bench object");
+	pipe_fd = bpf_program__fd(bs->progs.bench_pipeline);
+	restore_fd = bpf_program__fd(bs->progs.bench_restore_tx);
+	bare_fd = bpf_program__fd(bs->progs.bench_bare_tx);
+
+	/* state: 1000 (+1) IPv4 backends, 1000 IPv6 backends, one service per case */
+	backends(1, NBE + 1, CHLB_AF_INET);
+	backends(V6_BASE, NBE, CHLB_AF_INET6);
+	service(1, CHLB_AF_INET, "10.0.0.1", CHLB_ALGO_RING, 1, NBE, &t[1]);
+	service(2, CHLB_AF_INET, "10.0.0.2", CHLB_ALGO_JUMP, 1, NBE, &t[2]);
+	service(3, CHLB_AF_INET, "10.0.0.3", CHLB_ALGO_MAGLEV, 1, NBE, &t[3]);
+	service(4, CHLB_AF_INET, "10.0.0.4", CHLB_ALGO_RING, 1, 10, &t[4]);
+	service(5, CHLB_AF_INET6, "2001:db8::5", CHLB_ALGO_RING, V6_BASE, NBE, &t[5]);
+	service(6, CHLB_AF_INET, "10.0.0.6", CHLB_ALGO_RING, 1, NBE, &t[6]);
+	/* service 6 after a membership change: view {t2 (1001 backends), t[6]} */
+	for (i = 0; i <= NBE; i++)
+		slots[i] = 1 + i;
+	must(fx_table(dp, 6 * CHLB_SLOTS_PER_SERVICE + 1, CHLB_ALGO_RING, slots, NBE + 1,
+		      CHLB_AF_INET, &t2),
+	     "table t2");
+
+	json = fopen(path, "w");
+	if (!json)
+		die(path, -errno);
+	fprintf(json, "{");
+	printf("pinned to CPU %d; XDP via BPF_PROG_TEST_RUN, repeat=%d\n", cpu, RUNS);
+
+	struct fx_pkt s4 = { .family = CHLB_AF_INET, .proto = IPPROTO_TCP, .src = "198.51.100.1",
+			     .dst = "10.0.0.1", .sport = 40000, .dport = 80, .flags = FX_SYN };
+	struct fx_pkt s6 = { .family = CHLB_AF_INET6, .proto = IPPROTO_TCP, .src = "2001:db8:c::1",
+			     .dst = "2001:db8::5", .sport = 40000, .dport = 80, .flags = FX_SYN };
+	const __u32 src4 = 14 + 12;
+
+	frame(pkt, &s4);
+	e = (struct expect){ CHLB_R_MAX, CHLB_R_MAX, XDP_TX, 0, 0 };
+	run_case("baseline_bare_xdp_tx", bare_fd, pkt, 0, &e, RUNS);
+	baseline = run_case("baseline_xdp_tx", restore_fd, pkt, src4, &e, RUNS);
+
+	/* the SYN of a flow never seen before: a fresh source every run */
+	e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_TX, 1, 1 };
+	run_case("new_flow_ring_n1000", pipe_fd, pkt, 0, &e, RUNS);
+	run_case("new_flow_ring_n1000_fresh_src", pipe_fd, pkt, src4, &e, RUNS);
+	s4.dst = "10.0.0.2";
+	frame(pkt, &s4);
+	e.svc_id = 2;
+	run_case("new_flow_jump_n1000", pipe_fd, pkt, 0, &e, RUNS);
+	s4.dst = "10.0.0.3";
+	frame(pkt, &s4);
+	e.svc_id = 3;
+	run_case("new_flow_maglev_n1000", pipe_fd, pkt, 0, &e, RUNS);
+	s4.dst = "10.0.0.4";
+	frame(pkt, &s4);
+	e.svc_id = 4;
+	run_case("new_flow_ring_n10", pipe_fd, pkt, 0, &e, RUNS);
+	frame(pkt, &s6);
+	e.svc_id = 5;
+	run_case("new_flow_ipv6_ring_n1000", pipe_fd, pkt, 0, &e, RUNS);
+
+	/* a later packet of an established flow, no recent change: no entry, one decision */
+	s4.dst = "10.0.0.1";
+	s4.flags = FX_ACK;
+	frame(pkt, &s4);
+	e = (struct expect){ CHLB_R_CT_MISS, CHLB_R_FORWARDED, XDP_TX, 0, 1 };
+	run_case("established_n1000", pipe_fd, pkt, 0, &e, RUNS);
+
+	/* established before a change that moved it: its entry carries it */
+	{
+		struct chlb_service svc = { .id = 6, .fwd = CHLB_FWD_IPIP, .ntables = 2 };
+		struct chlb_vip_key key;
+		struct chlb_flow f;
+		__u32 a, b, verdict, len = sizeof(pkt);
+		__u8 addr[4] = { 10, 0, 0, 6 }, out[512];
+
+		s4.dst = "10.0.0.6";
+		for (s4.sport = 1;; s4.sport++) {
+			fx_flow(&f, &s4);
+			chlb_table_decide(&t[6], chlb_flow_crc(&f, 0), &a);
+			chlb_table_decide(&t2, chlb_flow_crc(&f, 0), &b);
+			if (a != b)
+				break;
+		}
+		svc.table[0] = 6 * CHLB_SLOTS_PER_SERVICE + 1;
+		svc.table[1] = 6 * CHLB_SLOTS_PER_SERVICE;
+		chlb_dp_vip_key(&key, CHLB_AF_INET, addr, 80, IPPROTO_TCP);
+		must(chlb_dp_set_service(dp, &key, &svc), "view");
+		frame(pkt, &s4);
+		len = sizeof(out);
+		must(chlb_dp_test_run(dp, CHLB_PROG_XDP, pkt, BENCH_LEN, out, &len, &verdict),
+		     "establish");
+		if (fx_slot_of(out + 14 + 16, CHLB_AF_INET) != (int)a)
+			die("moved flow not on its original backend", -EINVAL);
+		e = (struct expect){ CHLB_R_CT_HIT, CHLB_R_FORWARDED, XDP_TX, 0, 6 };
+		run_case("established_moved_n1000", pipe_fd, pkt, 0, &e, RUNS);
+	}
+
+	/* SYN flood from never-seen sources into a full connection table */
+	fill_conns(CHLB_DP_DEFAULT_CONN_MAX);
+	s4.dst = "10.0.0.1";
+	s4.flags = FX_SYN;
+	frame(pkt, &s4);
+	e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_TX, 1, 1 };
+	run_case("syn_flood_cold", pipe_fd, pkt, src4, &e, RUNS);
+	/* the same during a history window (two tables, 1 of 1001 backends added) */
+	s4.dst = "10.0.0.6";
+	frame(pkt, &s4);
+	e.svc_id = 6;
+	run_case("syn_flood_cold_history", pipe_fd, pkt, src4, &e, RUNS);
+
+	/* not for a VIP */
+	s4.dst = "10.9.9.9";
+	frame(pkt, &s4);
+	e = (struct expect){ CHLB_R_PASS_NOT_VIP, CHLB_R_MAX, XDP_PASS, 0, 0 };
+	run_case("pass_non_vip", pipe_fd, pkt, 0, &e, RUNS);
+
+	fprintf(json, "\n}\n");
+	fclose(json);
+	printf("wrote %s\n", path);
+	for (i = 0; i < 8; i++)
+		chlb_table_free(&t[i]);
+	chlb_table_free(&t2);
+	chlb_bench_bpf__destroy(bs);
+	chlb_dp_close(dp);
+	return 0;
+}

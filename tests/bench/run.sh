@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# `make bench`: every benchmark, JSON reports under $BUILD/bench/.
+set -eu
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+mkdir -p "$BUILD/bench"
+
+echo "== data plane (XDP, BPF_PROG_TEST_RUN, one CPU)"
+"$BUILD/tests/bench/dataplane" "$BUILD/bench/dataplane.json"
