@@ -42,8 +42,8 @@ static void usage(FILE *f)
 	    "  -h, --help              this text\n"
 	    "Signals: TERM/INT stop (program stays attached), HUP re-reads the config file.\n",
 	    CHLBD_DEFAULT_SOCKET, CHLBD_DEFAULT_PIN_DIR, CHLBD_DEFAULT_STATE,
-	    CHLB_DP_DEFAULT_CONN_MAX, CHLB_DP_DEFAULT_UDP_IDLE_MS, CHLBD_DEFAULT_HISTORY,
-	    CHLBD_DEFAULT_GRACE);
+	    (unsigned int)CHLB_DP_DEFAULT_CONN_MAX, (unsigned int)CHLB_DP_DEFAULT_UDP_IDLE_MS,
+	    (unsigned int)CHLBD_DEFAULT_HISTORY, (unsigned int)CHLBD_DEFAULT_GRACE);
 }
 
 static int parse_num(const char *opt, const char *s, __u64 max, __u64 *out)

@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Shared by tests/daemon/test_*.sh: one network namespace with a veth pair,
+# chlbd attached (xdp-generic) to v0 joining only that netns, pins in the
+# host bpffs under a per-run directory. Backends 10.1.0.2-60 are on-link
+# with permanent neighbour entries, so next hops resolve without traffic.
+. "$(dirname "$0")/../lib.sh"
+
+lib_require_root
+PROBE=$BUILD/tests/tools/chlb-probe
+lib_require_bins "$CHLBD" "$CHLBCTL" "$PROBE"
+
+D_NS=chlb-$LIB_ID-d
+lib_ns_add "$D_NS"
+ip -n "$D_NS" link add v0 type veth peer name v1 || die "veth"
+ip -n "$D_NS" link set v0 up
+ip -n "$D_NS" link set v1 up
+ip -n "$D_NS" addr add 10.1.0.1/24 dev v0
+ip -n "$D_NS" addr add 2001:db8::1/64 dev v0 nodad
+for i in $(seq 2 60); do
+	ip -n "$D_NS" neigh replace "10.1.0.$i" lladdr "02:00:00:00:01:$(printf %02x "$i")" \
+		dev v0 nud permanent
+done
+D_IFINDEX=$(ip -n "$D_NS" -o link show v0 | cut -d: -f1)
+lib_pindir d
+D_PIN=$LIB_PINDIR
+D_SOCK=$LIB_DIR/d.sock
+D_STATE=$LIB_DIR/d.state
+D_PID=
+D_STARTS=0
+
+c() { "$CHLBCTL" -s "$D_SOCK" "$@"; }
+c_quiet() { "$CHLBCTL" -s "$D_SOCK" "$@" >/dev/null 2>&1; }
+
+# d_start [ARGS]: chlbd in the background; waits until it answers.
+d_start() {
+	D_STARTS=$((D_STARTS + 1))
+	D_LOG=$LIB_DIR/chlbd-$D_STARTS.log
+	lib_bg "chlbd-$D_STARTS" "$CHLBD" -i v0 --netns "$D_NS" -m xdp-generic -s "$D_SOCK" \
+		--pin-dir "$D_PIN" --state "$D_STATE" -f "$@"
+	D_PID=$LIB_LASTPID
+	if ! lib_wait_for 10 c_quiet service list; then
+		diag "chlbd did not come up:"
+		sed 's/^/#   /' "$D_LOG" | tail -20
+		return 1
+	fi
+}
+
+# d_stop [SIGNAL]
+d_stop() {
+	[ -n "$D_PID" ] || return 0
+	kill "-${1:-TERM}" "$D_PID" 2>/dev/null
+	for _ in $(seq 50); do
+		kill -0 "$D_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$D_PID" 2>/dev/null
+	wait "$D_PID" 2>/dev/null
+	D_PID=
+}
+
+# probe ARGS: chlb-probe in the daemon's netns, host mount namespace (pins visible).
+probe() { nsenter --net="/var/run/netns/$D_NS" "$PROBE" "$@"; }
+
+# state text without comments
+saved() { c save | grep -v '^#'; }
