@@ -14,11 +14,13 @@ static const char *const algo_names[] = {
 	[CHLB_ALGO_RING] = "ring",
 	[CHLB_ALGO_JUMP] = "jump",
 	[CHLB_ALGO_MAGLEV] = "maglev",
+	[CHLB_ALGO_JTABLE] = "jtable",
 };
 
 void sim_usage(void)
 {
-	printf("chlbctl sim --algo ring|jump|maglev --backends N [--vnodes K] [--table-size M]\n"
+	printf("chlbctl sim --algo ring|jump|maglev|jtable --backends N [--vnodes K] [--table-size "
+	       "M]\n"
 	       "            [--flows F] [--samples S] [--seed S] [--weights W1,W2,...]\n"
 	       "            [--names A1,A2,...] [--json]\n"
 	       "  Builds the table for N backends (names generated 10.x.y.z, or --names; weights\n"
@@ -27,7 +29,8 @@ void sim_usage(void)
 	       "  flows that change backend, against the ideal 1/(N+1) and 1/N. Keyspace columns\n"
 	       "  are exact shares of the 2^32 flow hashes (jump: exact bucket distribution);\n"
 	       "  'flows' columns are measured over F random flows (default 1000000; jump's\n"
-	       "  balance over max(F, 2^24)). --seed picks the flows.\n");
+	       "  balance over max(F, 2^24)). --seed picks the flows. jtable: a jump bucket order\n"
+	       "  compiled into a Maglev-format table (O(1) lookup, jump's disruption).\n");
 }
 
 static int parse_u64(const char *opt, const char *s, __u64 min, __u64 max, __u64 *out)
@@ -77,7 +80,7 @@ static void print_json(const struct chlb_sim_opts *o, const struct chlb_sim_resu
 	printf("{\"algo\": \"%s\", \"backends\": %u, ", algo_names[o->algo], r->nbackends);
 	if (o->algo == CHLB_ALGO_RING)
 		printf("\"vnodes\": %u, ", o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
-	if (o->algo == CHLB_ALGO_MAGLEV)
+	if (o->algo == CHLB_ALGO_MAGLEV || o->algo == CHLB_ALGO_JTABLE)
 		printf("\"table_size\": %u, ",
 		       o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
 	printf("\"flows\": %llu, \"samples\": %llu, \"seed\": %llu, ", (unsigned long long)r->flows,
@@ -108,7 +111,7 @@ static void print_plain(const struct chlb_sim_opts *o, const struct chlb_sim_res
 	if (o->algo == CHLB_ALGO_RING)
 		printf(", %u vnodes per backend at weight 100",
 		       o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
-	if (o->algo == CHLB_ALGO_MAGLEV)
+	if (o->algo == CHLB_ALGO_MAGLEV || o->algo == CHLB_ALGO_JTABLE)
 		printf(", table size %u", o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
 	printf(", %llu flows, seed %llu\n\n", (unsigned long long)r->flows,
 	       (unsigned long long)o->seed);
@@ -129,7 +132,8 @@ static void print_plain(const struct chlb_sim_opts *o, const struct chlb_sim_res
 	printf("  added %s; removed %s (backend %u of %u)", r->added_name, r->removed_name,
 	       r->removed, r->nbackends);
 	if (o->algo == CHLB_ALGO_JUMP)
-		printf("; jump keyspace from the %s bucket distribution; balance flows: %llu",
+		printf("\n  jump keyspace: the %s bucket distribution; 'flows' balance over %llu "
+		       "flows",
 		       r->jump_model ? "exact" : "uniform (too many buckets for the exact)",
 		       (unsigned long long)r->samples);
 	printf("\n");
@@ -168,12 +172,13 @@ int do_sim(int argc, char **argv)
 				name = p->name;
 		switch (c) {
 		case 'a':
-			for (__u32 i = CHLB_ALGO_RING; i <= CHLB_ALGO_MAGLEV; i++)
+			for (__u32 i = CHLB_ALGO_RING; i <= CHLB_ALGO_JTABLE; i++)
 				if (!strcmp(optarg, algo_names[i]))
 					o.algo = i;
 			if (!o.algo) {
-				p_usage("--algo: unknown algorithm '%s' (ring, jump, maglev)",
-					optarg);
+				p_usage(
+				    "--algo: unknown algorithm '%s' (ring, jump, maglev, jtable)",
+				    optarg);
 				goto out;
 			}
 			break;
@@ -238,7 +243,7 @@ int do_sim(int argc, char **argv)
 		goto out;
 	}
 	if (!o.algo) {
-		p_usage("sim: --algo is required (ring, jump, maglev)");
+		p_usage("sim: --algo is required (ring, jump, maglev, jtable)");
 		goto out;
 	}
 	if (!nbackends)

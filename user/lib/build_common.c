@@ -128,6 +128,9 @@ int chlb_table_build(const struct chlb_table_spec *spec, const struct chlb_be *b
 	case CHLB_ALGO_MAGLEV:
 		rc = build_maglev(spec, be, n, out, err, errlen);
 		break;
+	case CHLB_ALGO_JTABLE:
+		rc = build_jtable(spec, be, n, out, err, errlen);
+		break;
 	default:
 		return build_err(err, errlen, -EINVAL, "unknown algorithm %u", spec->algo);
 	}

@@ -21,8 +21,21 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	       struct chlb_table *out, char *err, size_t errlen);
 int build_jump(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
 	       struct chlb_table *out, char *err, size_t errlen);
+int build_jtable(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+		 struct chlb_table *out, char *err, size_t errlen);
 int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
 		 struct chlb_table *out, char *err, size_t errlen);
+
+/*
+ * The jump bucket order of spec (or a fresh one from be[]) as be[] indices,
+ * drained backends' buckets as CHLB_TOMBSTONE; *order is malloc'd. live =
+ * distinct live backends.
+ */
+int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+		       __u32 **order, __u32 *nb, __u32 *live, char *err, size_t errlen);
+
+/* Maglev's table-size rule (prime, <= CHLB_MAGLEV_MAX_M); 0 or -EINVAL with a message. */
+int build_check_m(__u32 m, char *err, size_t errlen);
 
 /* Jump buckets a backend of this weight holds (0 when drained). */
 static inline __u32 jump_multiplicity(__u32 weight)

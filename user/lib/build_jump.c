@@ -15,13 +15,10 @@
 
 #include "build_int.h"
 
-int build_jump(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
-	       struct chlb_table *out, char *err, size_t errlen)
+int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+		       __u32 **order_out, __u32 *nb_out, __u32 *live_out, char *err, size_t errlen)
 {
-	__u32 nb = 0, live = 0, *seen = NULL, *order = NULL;
-	struct chlb_table_hdr *hdr;
-	__u32 *bucket;
-	int rc;
+	__u32 nb = 0, live = 0, *seen, *order;
 
 	if (spec->jump_order) {
 		nb = spec->jump_nbuckets;
@@ -35,17 +32,19 @@ int build_jump(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	order = malloc((nb ? nb : 1) * sizeof(*order));
 	seen = calloc(n ? n : 1, sizeof(*seen));
 	if (!order || !seen) {
-		rc = build_err(err, errlen, -ENOMEM, "out of memory");
-		goto out;
+		free(order);
+		free(seen);
+		return build_err(err, errlen, -ENOMEM, "out of memory");
 	}
 	if (spec->jump_order) {
 		for (__u32 b = 0; b < nb; b++) {
 			__u32 x = spec->jump_order[b];
 
 			if (x != CHLB_TOMBSTONE && x >= n) {
-				rc = build_err(err, errlen, -EINVAL,
-					       "jump bucket %u names backend %u of %u", b, x, n);
-				goto out;
+				free(order);
+				free(seen);
+				return build_err(err, errlen, -EINVAL,
+						 "jump bucket %u names backend %u of %u", b, x, n);
 			}
 			/* a drained backend keeps its buckets as tombstones */
 			order[b] = (x != CHLB_TOMBSTONE && be[x].weight) ? x : CHLB_TOMBSTONE;
@@ -60,6 +59,23 @@ int build_jump(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	for (__u32 b = 0; b < nb; b++)
 		if (order[b] != CHLB_TOMBSTONE && !seen[order[b]]++)
 			live++;
+	free(seen);
+	*order_out = order;
+	*nb_out = nb;
+	*live_out = live;
+	return 0;
+}
+
+int build_jump(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+	       struct chlb_table *out, char *err, size_t errlen)
+{
+	__u32 nb, live, *order, *bucket;
+	struct chlb_table_hdr *hdr;
+	int rc;
+
+	rc = build_jump_resolve(spec, be, n, &order, &nb, &live, err, errlen);
+	if (rc)
+		return rc;
 	/* nothing live: an empty table, not buckets that all rehash into nothing */
 	rc = build_alloc(out, CHLB_ALGO_JUMP, CHLB_TBL_HDR_WORDS + (live ? nb : 0), err, errlen);
 	if (rc || !live)
@@ -74,7 +90,6 @@ int build_jump(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 			hdr->fallback = bucket[b];
 	}
 out:
-	free(seen);
 	free(order);
 	return rc;
 }

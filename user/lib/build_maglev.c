@@ -26,6 +26,15 @@ static int is_prime(__u32 m)
 	return 1;
 }
 
+int build_check_m(__u32 m, char *err, size_t errlen)
+{
+	if (m > CHLB_MAGLEV_MAX_M || !is_prime(m))
+		return build_err(err, errlen, -EINVAL,
+				 "maglev table size %u: must be a prime <= %u", m,
+				 CHLB_MAGLEV_MAX_M);
+	return 0;
+}
+
 static __u32 name_hash(const char *name, const char *suffix)
 {
 	char buf[CHLB_BE_NAME_LEN + 16];
@@ -48,10 +57,9 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 	struct perm *p = NULL;
 	int rc;
 
-	if (m > CHLB_MAGLEV_MAX_M || !is_prime(m))
-		return build_err(err, errlen, -EINVAL,
-				 "maglev table size %u: must be a prime <= %u", m,
-				 CHLB_MAGLEV_MAX_M);
+	rc = build_check_m(m, err, errlen);
+	if (rc)
+		return rc;
 	for (__u32 i = 0; i < n; i++)
 		live += be[i].weight > 0;
 	if (live && m <= live)

@@ -29,6 +29,15 @@
 #include <stddef.h>
 #include "chlb_table.h"
 
+/*
+ * Builder-only algorithm: a jump bucket order compiled into a Maglev-format
+ * table (O(1) direct-index lookup, Maglev's balance, jump's disruption; see
+ * build_jtable.c). Its tables carry CHLB_ALGO_MAGLEV in the header, so the
+ * data plane needs nothing new; the control plane keeps a jump order for it
+ * exactly as for jump (chlb_jump_order_*) and passes spec.table_size (M).
+ */
+#define CHLB_ALGO_JTABLE 4
+
 #define CHLB_BE_NAME_LEN      48
 #define CHLB_JUMP_WEIGHT_UNIT 100 /* jump: weight per bucket */
 
@@ -40,10 +49,10 @@ struct chlb_be {
 };
 
 struct chlb_table_spec {
-	__u32 algo;		 /* enum chlb_algo */
+	__u32 algo;		 /* enum chlb_algo, or CHLB_ALGO_JTABLE */
 	__u32 vnodes;		 /* ring: vnodes per backend at weight 100 (0 = default 160) */
-	__u32 table_size;	 /* maglev: M, prime, > backends (0 = default 65537) */
-	const __u32 *jump_order; /* jump: jump_order[b] = index into be[] or CHLB_TOMBSTONE;
+	__u32 table_size;	 /* maglev, jtable: M, prime, > backends/buckets (0 = 65537) */
+	const __u32 *jump_order; /* jump, jtable: jump_order[b] = index into be[] or CHLB_TOMBSTONE;
 				  * NULL = a fresh order: be[] order, weight multiplicity */
 	__u32 jump_nbuckets;	 /* jump: entries in jump_order */
 };

@@ -15,6 +15,7 @@
  *     jump moves only the added / removed backend's flows (jump's
  *     monotonicity; the tombstone rehash preserves it), so its disruption
  *     is that backend's share.
+ *     jtable tables are Maglev-format: measured like maglev.
  *   measured numbers (flows_*): F random IPv4 TCP flows through
  *     chlb_table_decide(). For jump the balance uses max(F, 2^24) flows.
  *     Sampling noise: about 3 * sqrt(N / F) on balance_max.
@@ -33,7 +34,7 @@
 #define CHLB_SIM_JUMP_DP_MAX	  8192 /* buckets the exact jump model handles */
 
 struct chlb_sim_opts {
-	__u32 algo;		  /* enum chlb_algo */
+	__u32 algo;		  /* enum chlb_algo or CHLB_ALGO_JTABLE */
 	__u32 nbackends;	  /* N */
 	__u32 vnodes;		  /* ring: 0 = default */
 	__u32 table_size;	  /* maglev: 0 = default */

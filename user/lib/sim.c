@@ -238,7 +238,7 @@ static int sim_build(const struct chlb_sim_opts *o, struct sim_set *s, char *err
 	__u32 *idx = NULL;
 	int rc;
 
-	if (o->algo == CHLB_ALGO_JUMP) {
+	if (o->algo == CHLB_ALGO_JUMP || o->algo == CHLB_ALGO_JTABLE) {
 		rc = chlb_jump_order_sync(&s->order, s->be, s->n, err, errlen);
 		if (rc < 0)
 			return rc;
@@ -267,6 +267,7 @@ static int shares(const struct chlb_sim_opts *o, const struct chlb_table *t, dou
 	case CHLB_ALGO_RING:
 		return ring_sweep(t, NULL, share, nslots, NULL);
 	case CHLB_ALGO_MAGLEV:
+	case CHLB_ALGO_JTABLE: /* a Maglev-format table */
 		if (chlb_table_header(t)->count)
 			maglev_shares(t, NULL, share, nslots, NULL);
 		return 0;
@@ -307,6 +308,7 @@ static int keyspace_moved(const struct chlb_sim_opts *o, const struct sim_set *a
 	case CHLB_ALGO_RING:
 		return ring_sweep(&a->t, &b->t, NULL, 0, moved);
 	case CHLB_ALGO_MAGLEV:
+	case CHLB_ALGO_JTABLE:
 		maglev_shares(&a->t, &b->t, NULL, 0, moved);
 		return 0;
 	default:
@@ -416,7 +418,8 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	if (o->algo != CHLB_ALGO_RING && o->algo != CHLB_ALGO_JUMP && o->algo != CHLB_ALGO_MAGLEV)
+	if (o->algo != CHLB_ALGO_RING && o->algo != CHLB_ALGO_JUMP && o->algo != CHLB_ALGO_MAGLEV &&
+	    o->algo != CHLB_ALGO_JTABLE)
 		return build_err(err, errlen, -EINVAL, "unknown algorithm %u", o->algo);
 	if (n < 2 || n >= CHLB_MAX_SVC_BACKENDS)
 		return build_err(err, errlen, -EINVAL, "backends: 2..%u (one is added to the set)",
@@ -446,8 +449,8 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 	r->build_ms = now_ms() - t0;
 	if (rc)
 		goto out;
-	/* jump: the changed sets evolve from the base's bucket order, as chlbd's would */
-	if (o->algo == CHLB_ALGO_JUMP) {
+	/* jump, jtable: the changed sets evolve from the base's bucket order, as chlbd's would */
+	if (o->algo == CHLB_ALGO_JUMP || o->algo == CHLB_ALGO_JTABLE) {
 		const char **names = malloc((base.order.n + 1) * sizeof(*names));
 
 		if (!names) {
