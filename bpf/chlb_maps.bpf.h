@@ -76,6 +76,20 @@ struct {
 	__type(value, struct chlb_conn);
 } conns SEC(".maps");
 
+/*
+ * conn_filter: 2^CHLB_CONN_FILTER_BITS bits (include/chlb_maps.h), one per flow-key hash,
+ * set before a conns entry is written. A clear bit proves the flow has no
+ * entry, so SYNs and entry-less established packets skip the LRU lookup
+ * (its cost, and its cache misses under a SYN flood). Bits are never
+ * cleared: a stale bit costs one lookup, never a wrong answer.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << (CHLB_CONN_FILTER_BITS - 6));
+	__type(key, __u32);
+	__type(value, __u64);
+} conn_filter SEC(".maps");
+
 /* svc_stats: per service id, per CPU: packets, bytes, new flows. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -252,7 +252,8 @@ static __always_inline int chlb_parse(void *ctx, bool tc, struct chlb_pkt *p)
 	__be16 proto;
 	int r;
 
-	p->len = end - data;
+	/* TC: skb->len, not the linear part (payload of a veth TCP skb is paged) */
+	p->len = tc ? ((struct __sk_buff *)ctx)->len : end - data;
 	if ((void *)(eth + 1) > end)
 		return CHLB_R_PARSE_ETH;
 	proto = eth->h_proto;

@@ -20,6 +20,9 @@
  *    table of the view disagrees with the decision, write an entry so the
  *    flow outlives the window. Stale -> re-decide from table[0], overwrite.
  *
+ * A bitmap (conn_filter) says which flows certainly have no entry, so the
+ * common case - no entry - costs one bit test instead of an LRU lookup.
+ *
  * An entry is trusted only while its backend slot has the same generation:
  * a removed backend's flows are re-decided, never sent to the slot's next
  * occupant (the Katran bug).
@@ -58,10 +61,32 @@ static __always_inline bool tables_disagree(const struct chlb_service *svc, __u3
 	return false;
 }
 
-static __always_inline void conn_write(const struct chlb_flow *f, __u32 d,
+/* False only when the flow certainly has no conns entry. */
+static __always_inline bool conn_maybe(__u32 fk)
+{
+	__u32 idx = fk >> (32 - (CHLB_CONN_FILTER_BITS - 6));
+	__u64 *w = bpf_map_lookup_elem(&conn_filter, &idx);
+
+	return !w || ((*w >> (fk & 63)) & 1);
+}
+
+static __always_inline struct chlb_conn *conn_find(const struct chlb_flow *f, __u32 fk)
+{
+	if (!conn_maybe(fk))
+		return NULL;
+	return bpf_map_lookup_elem(&conns, f);
+}
+
+static __always_inline void conn_write(const struct chlb_flow *f, __u32 fk, __u32 d,
 				       const struct chlb_backend *be, __u64 now)
 {
 	struct chlb_conn c = { .backend = d, .gen = be->gen, .last_ns = now };
+	__u32 idx = fk >> (32 - (CHLB_CONN_FILTER_BITS - 6));
+	__u64 *w = bpf_map_lookup_elem(&conn_filter, &idx);
+
+	/* the bit first: a reader that sees it clear decides like this writer did */
+	if (w && !((*w >> (fk & 63)) & 1))
+		__sync_fetch_and_or(w, 1ull << (fk & 63));
 
 	if (bpf_map_update_elem(&conns, f, &c, BPF_ANY))
 		stat_reason(CHLB_R_ERROR);
@@ -81,8 +106,8 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	struct chlb_backend *be;
 	struct chlb_conn *e;
 	bool udp = p->flow.proto == IPPROTO_UDP;
+	__u32 used, fk = chlb_conn_fkey(&p->flow, crc);
 	__u64 now = 0;
-	__u32 used;
 	int d;
 
 	if (n < 1 || n > CHLB_HISTORY_MAX)
@@ -94,9 +119,9 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		d = chlb_decide(svc->table[0], crc);
 		if (d < 0 || !(be = be_live(d)))
 			return NULL;
-		e = bpf_map_lookup_elem(&conns, &p->flow);
+		e = conn_find(&p->flow, fk);
 		if (n > 1 && tables_disagree(svc, n, 0, crc, d)) {
-			conn_write(&p->flow, d, be, 0);
+			conn_write(&p->flow, fk, d, be, 0);
 		} else if (e) {
 			/* 5-tuple reused: the old connection's entry must not steer this one */
 			e->backend = d;
@@ -106,7 +131,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		return be;
 	}
 
-	e = bpf_map_lookup_elem(&conns, &p->flow);
+	e = conn_find(&p->flow, fk);
 	if (udp)
 		now = bpf_ktime_get_coarse_ns();
 	if (e) {
@@ -146,7 +171,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	/* UDP has no SYN and entry-less flows keep no state: new_flows counts TCP SYNs
 	 * and re-decided flows only */
 	if (n > 1 && tables_disagree(svc, n, used, crc, d))
-		conn_write(&p->flow, d, be, now);
+		conn_write(&p->flow, fk, d, be, now);
 	*slot = d;
 	return be;
 }

@@ -65,6 +65,19 @@ struct chlb_conn {
 	__u64 last_ns; /* coarse time of the last packet (UDP idle timeout) */
 };
 
+/*
+ * conn_filter (array of __u64, 2^CHLB_CONN_FILTER_BITS bits): the bit of
+ * chlb_conn_fkey() is set before a conns entry is written, so a clear bit
+ * proves a flow has no entry. crc is chlb_flow_crc(flow, service hash fields).
+ * Anyone writing a conns entry (BPF or userspace) must set the bit first.
+ */
+#define CHLB_CONN_FILTER_BITS 24
+
+static __always_inline __u32 chlb_conn_fkey(const struct chlb_flow *f, __u32 crc)
+{
+	return chlb_fmix32(crc ^ (((__u32)f->sport << 16) | f->dport) ^ ((__u32)f->proto << 8));
+}
+
 /* Per service and per backend, per CPU. */
 struct chlb_counters {
 	__u64 packets;

@@ -145,6 +145,7 @@ enum chlb_dp_map {
 	CHLB_MAP_SVC_STATS,
 	CHLB_MAP_BE_STATS,
 	CHLB_MAP_GLOBAL_STATS,
+	CHLB_MAP_CONN_FILTER, /* bitmap: flows that may have a conns entry */
 	CHLB_MAP_COUNT
 };
 /* Map fd (owned by dp), or -1. Names as in bpf/chlb_maps.bpf.h. */

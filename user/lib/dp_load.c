@@ -21,6 +21,7 @@ static const char *const map_names[CHLB_MAP_COUNT] = {
 	[CHLB_MAP_SVC_STATS] = "svc_stats",
 	[CHLB_MAP_BE_STATS] = "be_stats",
 	[CHLB_MAP_GLOBAL_STATS] = "global_stats",
+	[CHLB_MAP_CONN_FILTER] = "conn_filter",
 };
 
 const char *chlb_dp_map_name(enum chlb_dp_map m)
@@ -45,6 +46,8 @@ struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m)
 		return dp->skel->maps.be_stats;
 	case CHLB_MAP_GLOBAL_STATS:
 		return dp->skel->maps.global_stats;
+	case CHLB_MAP_CONN_FILTER:
+		return dp->skel->maps.conn_filter;
 	default:
 		return NULL;
 	}
