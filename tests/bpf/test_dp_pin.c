@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * chlb_dp lifecycle: load with a pin directory, attach (XDP generic through
+ * a pinned bpf_link, and TC), close, re-open (adopts the pinned maps: state
+ * survives), re-attach (the pinned link is updated in place), detach, unpin.
+ * Runs in a private network namespace on a veth pair; pins live under the
+ * host's /sys/fs/bpf with a per-run name and are removed even on failure.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <unistd.h>
+#include <net/if.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <cmocka.h>
+
+#include "dp_fixture.h"
+
+static char pin_dir[128];
+static int if0, if1;
+
+static void cleanup(void)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", pin_dir);
+	if (system(cmd))
+		fprintf(stderr, "# cleanup of %s failed\n", pin_dir);
+}
+
+static int setup(void **state)
+{
+	snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/chlb-test-pin-%d", getpid());
+	atexit(cleanup);
+	if (fx_netns())
+		return -1;
+	if (system("ip link add chlbp0 type veth peer name chlbp1 && ip link set chlbp0 up && "
+		   "ip link set chlbp1 up"))
+		return -1;
+	if0 = if_nametoindex("chlbp0");
+	if1 = if_nametoindex("chlbp1");
+	return if0 > 0 && if1 > 0 ? 0 : -1;
+}
+
+static __u32 xdp_prog_id(int ifindex)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+
+	if (bpf_xdp_query(ifindex, 0, &q))
+		return 0;
+	return q.skb_prog_id ? q.skb_prog_id : q.prog_id;
+}
+
+static void test_lifecycle(void **state)
+{
+	struct chlb_dp_opts o = { .pin_dir = pin_dir, .conn_max = 4096 };
+	struct chlb_backend be, got;
+	struct chlb_dp *dp;
+	char err[256], path[256];
+	__u32 id1, id2;
+	struct stat st;
+	int rc;
+
+	rc = chlb_dp_open(&o, &dp, err, sizeof(err));
+	if (rc)
+		fail_msg("open: %s", err);
+	assert_false(chlb_dp_adopted(dp));
+	snprintf(path, sizeof(path), "%s/conns", pin_dir);
+	assert_int_equal(stat(path, &st), 0);
+	fx_backend(&be, 7, CHLB_AF_INET, 3);
+	assert_int_equal(chlb_dp_set_backend(dp, 7, &be), 0);
+	assert_int_equal(chlb_dp_prealloc_table(dp, 5, 10000), 0);
+	assert_int_equal(chlb_dp_table_capacity(dp, 5), 3 * CHLB_CHUNK_WORDS);
+
+	rc = chlb_dp_attach(dp, if0, CHLB_ATTACH_XDP_GENERIC, err, sizeof(err));
+	if (rc)
+		fail_msg("attach xdp: %s", err);
+	rc = chlb_dp_attach(dp, if1, CHLB_ATTACH_TC, err, sizeof(err));
+	if (rc)
+		fail_msg("attach tc: %s", err);
+	id1 = xdp_prog_id(if0);
+	assert_true(id1 > 0);
+	chlb_dp_close(dp);
+	/* the pinned link keeps the program attached after the process lets go */
+	assert_int_equal(xdp_prog_id(if0), id1);
+
+	/* restart: adopt the maps, swap the program in place */
+	rc = chlb_dp_open(&o, &dp, err, sizeof(err));
+	if (rc)
+		fail_msg("re-open: %s", err);
+	assert_true(chlb_dp_adopted(dp));
+	assert_int_equal(chlb_dp_get_backend(dp, 7, &got), 0);
+	assert_memory_equal(&got, &be, sizeof(be));
+	assert_int_equal(chlb_dp_table_capacity(dp, 5), 3 * CHLB_CHUNK_WORDS);
+	rc = chlb_dp_attach(dp, if0, CHLB_ATTACH_XDP_GENERIC, err, sizeof(err));
+	if (rc)
+		fail_msg("re-attach xdp: %s", err);
+	rc = chlb_dp_attach(dp, if1, CHLB_ATTACH_TC, err, sizeof(err));
+	if (rc)
+		fail_msg("re-attach tc: %s", err);
+	id2 = xdp_prog_id(if0);
+	assert_true(id2 > 0);
+	assert_int_not_equal(id1, id2); /* the new program, through the same link */
+
+	assert_int_equal(chlb_dp_detach(dp, if0, CHLB_ATTACH_XDP_GENERIC, err, sizeof(err)), 0);
+	assert_int_equal(xdp_prog_id(if0), 0);
+	assert_int_equal(chlb_dp_detach(dp, if1, CHLB_ATTACH_TC, err, sizeof(err)), 0);
+	assert_int_equal(chlb_dp_detach(dp, if1, CHLB_ATTACH_TC, err, sizeof(err)) < 0, 1);
+	assert_int_equal(chlb_dp_unpin(dp, err, sizeof(err)), 0);
+	assert_int_not_equal(stat(pin_dir, &st), 0);
+	chlb_dp_close(dp);
+}
+
+/* A table written in place through mmap is what the data plane reads. */
+static void test_write_in_place(void **state)
+{
+	struct chlb_dp *dp;
+	struct chlb_table t = { 0 };
+	struct chlb_backend be;
+	__u32 slots[3] = { 1, 2, 3 }, i, cap;
+	char err[256];
+	__u8 in[256], out[512];
+
+	assert_int_equal(chlb_dp_open(NULL, &dp, err, sizeof(err)), 0);
+	for (i = 1; i <= 4; i++) {
+		fx_backend(&be, i, CHLB_AF_INET, 1);
+		assert_int_equal(chlb_dp_set_backend(dp, i, &be), 0);
+	}
+	assert_int_equal(chlb_dp_prealloc_table(dp, 0, 65536), 0);
+	cap = chlb_dp_table_capacity(dp, 0);
+	assert_int_equal(fx_table(dp, 0, CHLB_ALGO_MAGLEV, slots, 3, CHLB_AF_INET, &t), 0);
+	assert_int_equal(chlb_dp_table_capacity(dp, 0), cap); /* reused, not replaced */
+	assert_int_equal(
+	    fx_service(dp, CHLB_AF_INET, "10.0.0.1", 80, IPPROTO_TCP, 0, CHLB_FWD_IPIP, 0, 0), 0);
+	for (i = 0; i < 200; i++) {
+		struct fx_pkt s = { .family = CHLB_AF_INET,
+				    .proto = IPPROTO_TCP,
+				    .src = "198.51.100.1",
+				    .dst = "10.0.0.1",
+				    .sport = 1000 + i,
+				    .dport = 80,
+				    .flags = FX_SYN };
+		struct chlb_flow f;
+		__u32 want, len = sizeof(out), v;
+		int n = fx_build(in, &s);
+
+		fx_flow(&f, &s);
+		assert_int_equal(chlb_table_decide(&t, chlb_flow_crc(&f, 0), &want), 0);
+		assert_int_equal(chlb_dp_test_run(dp, CHLB_PROG_XDP, in, n, out, &len, &v), 0);
+		assert_int_equal(fx_slot_of(out + 30, CHLB_AF_INET), want);
+	}
+	chlb_table_free(&t);
+	chlb_dp_close(dp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lifecycle),
+		cmocka_unit_test(test_write_in_place),
+	};
+
+	return cmocka_run_group_tests_name("dp_pin", tests, setup, NULL);
+}
