@@ -88,12 +88,13 @@ lib_bg() {
 	LIB_PIDS+=("$LIB_LASTPID")
 }
 
-# lib_pindir SUFFIX: a fresh pin directory in the host's bpffs, removed at exit.
+# lib_pindir SUFFIX: a fresh pin directory in the host's bpffs, removed at
+# exit; its path in $LIB_PINDIR. (Not for $(...): the registration must
+# happen in this shell.)
 lib_pindir() {
-	local d=/sys/fs/bpf/chlb-test-$LIB_ID-$1
-	mkdir -p "$d" || die "couldn't create $d"
-	LIB_PINS+=("$d")
-	echo "$d"
+	LIB_PINDIR=/sys/fs/bpf/chlb-test-$LIB_ID-$1
+	mkdir -p "$LIB_PINDIR" || die "couldn't create $LIB_PINDIR"
+	LIB_PINS+=("$LIB_PINDIR")
 }
 
 # ---- preconditions ----
@@ -105,10 +106,19 @@ lib_require_root() {
 }
 
 # lib_require_bins PATH...: every path must exist (built by `make all`).
+# The run then uses private copies, so a rebuild while it runs (parallel
+# development) cannot swap a binary under it.
 lib_require_bins() {
 	local f
 	for f in "$@"; do
 		[ -x "$f" ] || [ -f "$f" ] || die "missing $f (run make all)"
+	done
+	mkdir -p "$LIB_DIR/bin"
+	for v in CHLBD CHLBCTL ECHO_BIN CLIENT_BIN XDP_PASS_OBJ; do
+		f=${!v}
+		[ -f "$f" ] || continue
+		cp "$f" "$LIB_DIR/bin/" || die "couldn't copy $f"
+		printf -v "$v" '%s' "$LIB_DIR/bin/$(basename "$f")"
 	done
 }
 
@@ -295,10 +305,14 @@ CHLBD_PIN=
 CHLBD_SOCK=$LIB_DIR/chlbd.sock
 CHLBD_STATE=$LIB_DIR/chlbd.state
 CHLBD_PID=
+CHLBD_MODE=
 chlbd_start() {
 	local mode=$1
 	shift
-	[ -n "$CHLBD_PIN" ] || CHLBD_PIN=$(lib_pindir lb)
+	if [ -z "$CHLBD_PIN" ]; then
+		lib_pindir lb
+		CHLBD_PIN=$LIB_PINDIR
+	fi
 	CHLBD_MODE=$mode
 	CHLBD_STARTS=$((${CHLBD_STARTS:-0} + 1))
 	lib_bg "chlbd.$CHLBD_STARTS" "$CHLBD" -i eth0 --netns "$NS_LB" -m "$mode" -s "$CHLBD_SOCK" \
@@ -372,8 +386,8 @@ svc_setup() {
 	done
 }
 
-# which_backend FAMILY SPORT [PROTO]: the backend name chlbctl which gives for
-# the client's flow from SPORT to the VIP.
+# which_backend FAMILY SPORT [PROTO]: the backend chlbctl which names as
+# serving ("established:") the client's flow from SPORT to the VIP.
 which_backend() {
 	local fam=$1 sport=$2 proto=${3:-tcp} src dst out
 	if [ "$fam" = 6 ]; then
@@ -384,7 +398,8 @@ which_backend() {
 		dst="$VIP4:80"
 	fi
 	out=$(ctl which "$src" "$dst" "$proto") || return 1
-	be_name "$(printf '%s\n' "$out" | grep -oE '10\.0\.2\.[0-9]+|fd00:2::[0-9a-f]+' | head -1)"
+	be_name "$(printf '%s\n' "$out" | grep '^established:' |
+		grep -oE '10\.0\.2\.[0-9]+|fd00:2::[0-9a-f]+' | head -1)"
 }
 
 # sim_shares ALGO "ADDR ..." -> "MIN MAX": lowest and highest keyspace share of
@@ -394,7 +409,7 @@ sim_shares() {
 	local algo=$1 names n out
 	names=$(echo $2 | tr ' ' ',')
 	n=$(echo $2 | wc -w)
-	out=$("$CHLBCTL" sim --algo "$algo" --backends "$n" --names "$names" --flows 10000 --json) ||
+	out=$("$CHLBCTL" sim --algo "$algo" --backends "$n" --names "$names" --flows 10000 --samples 1000 --json) ||
 		return 1
 	printf '%s\n' "$out" | awk -v n="$n" '{
 		match($0, /"balance_max": *[0-9.]+/); mx = substr($0, RSTART, RLENGTH); sub(/.*: */, "", mx)

@@ -24,8 +24,9 @@ claim() { # claim TEXT CMD...: print TEXT with a verdict
 	fi
 }
 table() { # table FILE TOTAL: requests per backend
-	awk -v n="$2" 'BEGIN { printf "     %-9s %9s %8s\n", "backend", "requests", "share" }
-		$1 == "backend" { printf "     %-9s %9d %7.1f%%\n", $2, $3, 100 * $3 / n }' "$1" | sort -k1,1
+	printf '     %-9s %9s %8s\n' backend requests share
+	awk -v n="$2" '$1 == "backend" { printf "     %-9s %9d %7.1f%%\n", $2, $3, 100 * $3 / n }' "$1" |
+		sort -k1,1
 }
 
 lib_require_root

@@ -78,6 +78,9 @@ test_churn_with_membership_changes() {
 	grep '^failcause' "$LIB_DIR/churn.log" | sed 's/^/# /'
 	check "at least $MIN_CONNS connections ($total)" [ "$total" -ge "$MIN_CONNS" ] || rc=1
 	check "no failed connection ($fails)" [ "$fails" = 0 ] || rc=1
+	check "the backends that came and went served connections too ($(backend_counts "$LIB_DIR/churn.log" | sort | tr '\n' ' '))" \
+		grep -q '^backend b4 ' "$LIB_DIR/churn.log" &&
+		grep -q '^backend b5 ' "$LIB_DIR/churn.log" || rc=1
 	held_ok held || rc=1
 	hold_stop held
 	return $rc

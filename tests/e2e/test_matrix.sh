@@ -30,6 +30,13 @@ combo() {
 	done
 	for fam in 4 6; do
 		out=$LIB_DIR/$mode-$fwd-$algo-$fam.out
+		# A dead path fails in seconds, not after FLOWS timeouts.
+		client once -t "$(vip_addr "$fam")" -n 4 -k 4 -T 1500 -q >"$out"
+		if [ "$(summary_field "$out" ok)" = 0 ]; then
+			diag "IPv$fam: no answer at all through chlb; not trying $FLOWS flows"
+			rc=1
+			continue
+		fi
 		client once -t "$(vip_addr "$fam")" -n "$FLOWS" -k 16 -T 2000 >"$out"
 		check "IPv$fam: all $FLOWS requests answered ($(summary_field "$out" fail) failed)" \
 			[ "$(summary_field "$out" ok)" = "$FLOWS" ] || rc=1
@@ -50,7 +57,7 @@ combo() {
 # chlbd_fresh MODE: (re)start chlbd attached in MODE with empty state.
 chlbd_fresh() {
 	if [ -n "$CHLBD_PID" ]; then
-		ctl_quiet shutdown detach
+		ctl_quiet shutdown --detach
 		chlbd_stop TERM
 	fi
 	[ -z "$CHLBD_PIN" ] || rm -rf "${CHLBD_PIN:?}"/*

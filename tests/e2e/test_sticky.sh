@@ -16,7 +16,7 @@ NEW=${NEW:-400}
 lib_require_root
 lib_require_bins "$CHLBD" "$CHLBCTL" "$ECHO_BIN" "$CLIENT_BIN" "$XDP_PASS_OBJ"
 topo_build 4
-chlbd_start xdp || die "chlbd did not start"
+chlbd_start xdp --history-ms "${HISTORY_MS:-3000}" || die "chlbd did not start"
 
 # conns_on FILE NAME: indexes of round-0 connections served by NAME.
 conns_on() { awk -v b="$2" '$1 == "conn" && $4 == b { print $2 }' "$1" | sort -n; }
@@ -90,6 +90,7 @@ test_remove_breaks_only_its_own() {
 	svc_setup 4 ring l2dsr "1 2 3 4" || return 1
 	hold_start rm 4 "$HELD" || return 1
 	own=$(conns_on "$LIB_DIR/rm.r0" b2)
+	check "b2 serves some of the held connections" [ -n "$own" ] || return 1
 	ctl backend del "$vip" "$(be_addr4 2)" >/dev/null || return 1
 	broken_after_del rm "$own" || rc=1
 	bad=$BROKE
@@ -105,6 +106,7 @@ test_drain_keeps_established() {
 	svc_setup 4 jump l2dsr "1 2 3 4" || return 1
 	hold_start dr 4 "$HELD" || return 1
 	own=$(conns_on "$LIB_DIR/dr.r0" b1)
+	check "b1 serves some of the held connections" [ -n "$own" ] || return 1
 	ctl backend set "$vip" "$(be_addr4 1)" weight 0 >/dev/null || return 1
 	hold_round dr || return 1
 	check "drained: all $HELD still answered by their backend ($(summary_field "$HOLD_LAST" fail) failed, $(summary_field "$HOLD_LAST" moved) moved)" \

@@ -12,7 +12,7 @@ UDP_IDLE_MS=${UDP_IDLE_MS:-2000}
 lib_require_root
 lib_require_bins "$CHLBD" "$CHLBCTL" "$ECHO_BIN" "$CLIENT_BIN" "$XDP_PASS_OBJ"
 topo_build 4
-chlbd_start xdp-generic --udp-timeout "$UDP_IDLE_MS" || die "chlbd did not start"
+chlbd_start xdp-generic --udp-timeout-ms "$UDP_IDLE_MS" || die "chlbd did not start"
 
 # udp_case FAMILY ALGO FWD
 udp_case() {

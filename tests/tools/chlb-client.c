@@ -451,6 +451,8 @@ static int send_icmp(unsigned sport, unsigned dport)
 		n = sizeof(*ic) + sizeof(*in) + 8;
 		fd = socket(AF_INET6, SOCK_RAW, IPPROTO_ICMPV6); /* kernel sums it */
 	}
+	/* Raw IPv6 sockets take the port field as the protocol: zero it. */
+	((struct sockaddr_in *)&dst)->sin_port = 0;
 	if (fd < 0 || sendto(fd, pkt, n, 0, (struct sockaddr *)&dst, dst_len) != (ssize_t)n) {
 		perror("chlb-client: icmp");
 		return -1;
