@@ -49,7 +49,9 @@ check() {
 # ---- cleanup ----
 lib_cleanup() {
 	local pid ns d
-	trap - EXIT INT TERM
+	# Ignore INT/TERM from here on: a second Ctrl-C must not cut the cleanup short.
+	trap "" INT TERM
+	trap - EXIT
 	for pid in "${LIB_PIDS[@]}"; do
 		kill -TERM "$pid" 2>/dev/null
 	done
