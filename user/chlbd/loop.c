@@ -49,6 +49,8 @@ void loop_kick_timer(void)
 	struct itimerspec its = { 0 };
 
 	server_expire(now);
+	if (chlb_rt_verify_next(D.rt, &D.state))
+		next = now; /* one adopted service per loop iteration: requests interleave */
 	if (!next || next > now + HOUSEKEEPING_NS)
 		next = now + HOUSEKEEPING_NS;
 	if (next <= now)

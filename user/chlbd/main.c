@@ -335,8 +335,11 @@ int main(int argc, char **argv)
 		pr_info("adopted pinned maps in %s: %d services", D.pin_dir,
 			chlb_rt_adopt(D.rt, &aops, &next));
 	}
+	/* adopted services keep serving their pinned tables; the loop verifies them */
+	D.rt->defer_adopted = true;
 	if (chlbd_commit(&next, err, sizeof(err)))
 		pr_err("restoring state: %s", err);
+	D.rt->defer_adopted = false;
 	if (attach_all())
 		goto out;
 	pr_info("ready: %u services, socket %s, %.1f ms after start", D.state.nsvc, D.socket_path,

@@ -59,6 +59,8 @@ static json_object *svc_json(const struct chlb_svc_cfg *s)
 
 		if (cur->t.nwords)
 			add_hex(o, "fingerprint", chlb_table_header(&cur->t)->fingerprint);
+		else if (r->adopted)
+			add_hex(o, "fingerprint", r->adopted_hdr.fingerprint);
 		add_int(o, "tables", r->nview);
 		add_int(o, "swaps", (int64_t)r->swaps);
 		json_object_object_add(o, "last_swap_ms", json_object_new_double(r->last_swap_ms));

@@ -44,6 +44,10 @@ struct chlb_rt *chlb_rt_new(const struct chlb_dp_ops *ops, __u64 history_ms, __u
 	if (!rt)
 		return NULL;
 	rt->ops = *ops;
+	for (int i = 0; i < CHLB_BE_HASH; i++)
+		rt->be_head[i] = -1;
+	for (int i = 0; i < CHLB_MAX_BACKENDS; i++)
+		rt->be_next[i] = -1;
 	rt->history_ns = history_ms * NS_PER_MS;
 	rt->grace_ns = grace_ms * NS_PER_MS;
 	return rt;
@@ -101,51 +105,102 @@ int chlb_rt_svc_id(struct chlb_rt *rt, const struct chlb_vip *vip)
 	return s ? (int)(s - rt->svc) : -1;
 }
 
-int chlb_rt_be_slot(const struct chlb_rt *rt, const struct chlb_addr *a)
+static __u32 be_hash(const struct chlb_addr *a)
 {
-	for (int i = 0; i < CHLB_MAX_BACKENDS; i++)
-		if (rt->be[i].state == CHLB_BE_LIVE && !chlb_addr_cmp(&rt->be[i].addr, a))
-			return i;
+	return chlb_crc32c(a, sizeof(*a)) & (CHLB_BE_HASH - 1);
+}
+
+static void be_link(struct chlb_rt *rt, __u32 slot)
+{
+	__u32 h = be_hash(&rt->be[slot].addr);
+
+	rt->be_next[slot] = rt->be_head[h];
+	rt->be_head[h] = (__s32)slot;
+}
+
+static void be_unlink(struct chlb_rt *rt, __u32 slot)
+{
+	__s32 *p = &rt->be_head[be_hash(&rt->be[slot].addr)];
+
+	while (*p >= 0 && *p != (__s32)slot)
+		p = &rt->be_next[*p];
+	if (*p >= 0)
+		*p = rt->be_next[slot];
+	rt->be_next[slot] = -1;
+}
+
+/* Slot holding addr (LIVE or DEAD), or -1. */
+static int be_find(const struct chlb_rt *rt, const struct chlb_addr *a)
+{
+	for (__s32 s = rt->be_head[be_hash(a)]; s >= 0; s = rt->be_next[s])
+		if (rt->be[s].state != CHLB_BE_EMPTY && !chlb_addr_cmp(&rt->be[s].addr, a))
+			return s;
 	return -1;
 }
 
+int chlb_rt_be_slot(const struct chlb_rt *rt, const struct chlb_addr *a)
+{
+	int s = be_find(rt, a);
+
+	return s >= 0 && rt->be[s].state == CHLB_BE_LIVE ? s : -1;
+}
+
+/*
+ * Writes the slot from its bookkeeping. A removal (DEAD/EMPTY) only flips the
+ * state and keeps the next hop: a packet that read "LIVE" just before may
+ * read the rest of the value just after (an array update is a plain copy).
+ */
 static int be_write(struct chlb_rt *rt, __u32 slot)
 {
 	struct chlb_rt_be *b = &rt->be[slot];
-	struct chlb_backend v = { 0 };
+	struct chlb_backend v = b->last;
 
 	memcpy(v.addr, b->addr.a, 16);
-	v.family = b->state == CHLB_BE_EMPTY ? 0 : b->addr.family;
+	v.family = b->addr.family;
 	v.state = b->state;
 	v.gen = b->gen;
-	if (b->state == CHLB_BE_LIVE && rt->ops.resolve && rt->ops.resolve(rt->ops.ctx, &v))
-		v.flags &= (__u16)~CHLB_BE_F_NH_VALID; /* data plane resolves per packet */
+	if (b->state == CHLB_BE_LIVE && rt->ops.resolve) {
+		struct chlb_backend r = v;
+
+		if (!rt->ops.resolve(rt->ops.ctx, &r))
+			v = r; /* unresolved: keep what we had; the data plane falls back to the FIB */
+	}
+	b->last = v;
 	return rt->ops.set_backend(rt->ops.ctx, slot, &v);
 }
 
 /* Slot for addr: the one it holds (LIVE or DEAD: same occupant, same gen), else a free one. */
 static int be_acquire(struct chlb_rt *rt, const struct chlb_addr *a, __u64 now)
 {
-	int free_slot = -1;
+	int i = be_find(rt, a), free_slot = -1;
 
-	for (int i = 0; i < CHLB_MAX_BACKENDS; i++) {
+	if (i >= 0) {
 		struct chlb_rt_be *b = &rt->be[i];
 
-		if (b->state != CHLB_BE_EMPTY && !chlb_addr_cmp(&b->addr, a)) {
-			if (b->state != CHLB_BE_LIVE) {
-				b->state = CHLB_BE_LIVE;
-				if (be_write(rt, (__u32)i))
-					return -1;
-			}
-			b->wanted = true;
-			return i;
+		b->wanted = true;
+		if (b->state != CHLB_BE_LIVE) {
+			b->state = CHLB_BE_LIVE;
+			if (be_write(rt, (__u32)i))
+				return -1;
 		}
-		if (free_slot < 0 && b->state == CHLB_BE_EMPTY && !b->trefs && b->hold_until <= now)
-			free_slot = i;
+		return i;
+	}
+	for (__u32 k = 0; k < CHLB_MAX_BACKENDS; k++) {
+		__u32 j = (rt->free_hint + k) % CHLB_MAX_BACKENDS;
+		const struct chlb_rt_be *b = &rt->be[j];
+
+		if (b->state == CHLB_BE_EMPTY && !b->trefs && b->hold_until <= now) {
+			free_slot = (int)j;
+			break;
+		}
 	}
 	if (free_slot < 0)
 		return -2;
+	rt->free_hint = (__u32)free_slot + 1;
+	be_unlink(rt, (__u32)free_slot);
 	rt->be[free_slot].addr = *a;
+	be_link(rt, (__u32)free_slot);
+	memset(&rt->be[free_slot].last, 0, sizeof(rt->be[free_slot].last));
 	rt->be[free_slot].state = CHLB_BE_LIVE;
 	rt->be[free_slot].gen++; /* new occupant: old conn entries become stale */
 	rt->be[free_slot].wanted = true;
@@ -282,13 +337,15 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 			char *err, size_t errlen)
 {
 	struct chlb_rt_svc *s = chlb_rt_find(rt, &c->vip);
-	__u64 t0 = chlb_now_ns(), now;
+	__u64 t0 = chlb_now_ns(), t_built, t_written, now;
 	struct chlb_table t = { 0 };
 	__u32 *bes = NULL, nbes = 0;
 	char vip[CHLB_ADDRSTR];
 	int id, k;
 
 	chlb_fmt_vip(&c->vip, vip, sizeof(vip));
+	if (s)
+		s->verify = false; /* whatever comes next checks the adopted table */
 	if (!s) {
 		id = alloc_id(rt);
 		if (id < 0)
@@ -306,6 +363,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	}
 	if (build_table(rt, c, &t, &bes, &nbes, t0, err, errlen))
 		return -1;
+	t_built = chlb_now_ns();
 	if (s->adopted && s->nview &&
 	    !memcmp(&s->adopted_hdr, chlb_table_header(&t), sizeof(s->adopted_hdr))) {
 		/* restart: the pinned current table is this one, bit for bit; keep serving it */
@@ -335,6 +393,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 		free(bes);
 		return fail(err, errlen, "'%s': couldn't write table slot %d", vip, k);
 	}
+	t_written = chlb_now_ns();
 	s->slot[k].used = true;
 	s->slot[k].t = t;
 	s->slot[k].bes = bes;
@@ -372,9 +431,10 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	s->last_swap_ms = (double)(chlb_now_ns() - t0) / 1e6;
 	rt_log(rt, LOG_INFO,
 	       "service %s: swapped to table slot %d: %s, %u backends, %u words, fingerprint "
-	       "%08x, %.3f ms",
+	       "%08x, %.3f ms (build %.3f, write %.3f, publish %.3f)",
 	       vip, k, chlb_algo_name(c->algo), c->nbe, t.nwords,
-	       chlb_table_header(&t)->fingerprint, s->last_swap_ms);
+	       chlb_table_header(&t)->fingerprint, s->last_swap_ms, (double)(t_built - t0) / 1e6,
+	       (double)(t_written - t_built) / 1e6, (double)(chlb_now_ns() - t_written) / 1e6);
 	return 0;
 }
 
@@ -442,17 +502,17 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 
 		/* mark wanted so no slot of a backend still in use gets released */
 		for (__u32 j = 0; j < n->nbe; j++) {
-			int slot = -1;
+			int slot = be_find(rt, &n->be[j].addr);
 
-			for (int b = 0; b < CHLB_MAX_BACKENDS && slot < 0; b++)
-				if (rt->be[b].state != CHLB_BE_EMPTY &&
-				    !chlb_addr_cmp(&rt->be[b].addr, &n->be[j].addr))
-					slot = b;
 			if (slot >= 0)
 				rt->be[slot].wanted = true;
 		}
 		if (o && s && chlb_svc_equal(o, n))
 			continue;
+		if (!o && s && s->adopted && rt->defer_adopted) {
+			s->verify = true; /* keeps serving what it served; checked later */
+			continue;
+		}
 		bool table_changed = !o || !s || o->algo != n->algo || o->nbe != n->nbe ||
 				     o->vnodes != n->vnodes || o->table_size != n->table_size ||
 				     !chlb_svc_equal(o, n) || o->hash != n->hash;
@@ -485,6 +545,28 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 	}
 	if (bad)
 		return fail(err, errlen, "%s%s", first, bad > 1 ? " (and more; see the log)" : "");
+	return 0;
+}
+
+int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st)
+{
+	char err[CHLB_ERR_MAX];
+
+	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
+		struct chlb_rt_svc *s = &rt->svc[i];
+		const struct chlb_svc_cfg *c;
+
+		if (!s->used || !s->verify)
+			continue;
+		s->verify = false;
+		c = chlb_state_find(st, &s->vip);
+		if (c && swap_service(rt, c, true, err, sizeof(err)))
+			rt_log(rt, LOG_ERR, "%s", err);
+		for (int j = i + 1; j < CHLB_MAX_SERVICES; j++)
+			if (rt->svc[j].used && rt->svc[j].verify)
+				return 1;
+		return 0;
+	}
 	return 0;
 }
 
@@ -576,6 +658,8 @@ int chlb_rt_adopt(struct chlb_rt *rt, const struct chlb_adopt_ops *aops,
 		r->state = b.state;
 		r->addr.family = b.family;
 		memcpy(r->addr.a, b.addr, 16);
+		r->last = b;
+		be_link(rt, i);
 		r->hold_until = hold; /* tables we did not build may name it */
 	}
 	for (__u32 i = 0; i < st->nsvc; i++) {

@@ -33,6 +33,8 @@ struct chlb_dp_ops {
 	int (*prealloc)(void *ctx, __u32 tslot, __u32 nwords);
 };
 
+#define CHLB_BE_HASH 16384
+
 struct chlb_rt_slot {
 	bool used;     /* holds a table that is in the view or within grace */
 	__u64 free_at; /* ns: reusable after (when not in the view) */
@@ -51,6 +53,7 @@ struct chlb_rt_svc {
 	__u64 replaced[CHLB_HISTORY_MAX];  /* ns when view[i] stopped being current */
 	struct chlb_service sv;		   /* last published view */
 	bool adopted;			   /* view[0] came from a previous chlbd */
+	bool verify;			   /* adopted, not yet rebuilt and compared */
 	struct chlb_table_hdr adopted_hdr; /* its header, to skip an identical rebuild */
 	struct chlb_rt_slot slot[CHLB_SLOTS_PER_SERVICE];
 	__u64 swaps;
@@ -61,9 +64,10 @@ struct chlb_rt_be {
 	struct chlb_addr addr;
 	__u8 state; /* enum chlb_backend_state */
 	__u32 gen;
-	__u32 trefs;	  /* table slots (used) naming this backend */
-	__u64 hold_until; /* ns: adopted leftovers are kept this long */
-	bool wanted;	  /* in the desired state */
+	__u32 trefs;		  /* table slots (used) naming this backend */
+	__u64 hold_until;	  /* ns: adopted leftovers are kept this long */
+	bool wanted;		  /* in the desired state */
+	struct chlb_backend last; /* as last written: removal keeps its next hop for readers */
 };
 
 struct chlb_rt {
@@ -73,6 +77,11 @@ struct chlb_rt {
 	struct chlb_rt_svc svc[CHLB_MAX_SERVICES];
 	struct chlb_rt_be be[CHLB_MAX_BACKENDS];
 	void (*log)(int level, const char *fmt, ...); /* optional; LOG_* levels */
+	/* address -> backend slot (chained hash), so big sets cost no scans */
+	__s32 be_head[CHLB_BE_HASH];
+	__s32 be_next[CHLB_MAX_BACKENDS];
+	__u32 free_hint;    /* next slot to try for a new occupant */
+	bool defer_adopted; /* apply: leave adopted views serving; verify them later */
 };
 
 struct chlb_rt *chlb_rt_new(const struct chlb_dp_ops *ops, __u64 history_ms, __u64 grace_ms);
@@ -106,6 +115,13 @@ struct chlb_adopt_ops {
 };
 int chlb_rt_adopt(struct chlb_rt *rt, const struct chlb_adopt_ops *aops,
 		  const struct chlb_state *st);
+
+/*
+ * Restart: services adopted with defer_adopted set keep serving their pinned
+ * tables; this rebuilds one of them and compares (identical: adopted as is,
+ * else swapped). Returns 1 while more are pending, 0 when done.
+ */
+int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st);
 
 struct chlb_rt_svc *chlb_rt_find(struct chlb_rt *rt, const struct chlb_vip *vip);
 /* id of a service (its stats index), or -1 */

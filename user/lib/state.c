@@ -512,8 +512,11 @@ bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 	if (a->algo == CHLB_ALGO_MAGLEV && a->table_size != b->table_size)
 		return false;
 	for (__u32 i = 0; i < a->nbe; i++) {
-		const struct chlb_be_cfg *o = chlb_svc_find_be(b, &a->be[i].addr);
+		/* copies keep the order: compare in place first, search only on a mismatch */
+		const struct chlb_be_cfg *o = &b->be[i];
 
+		if (chlb_addr_cmp(&o->addr, &a->be[i].addr))
+			o = chlb_svc_find_be(b, &a->be[i].addr);
 		if (!o || o->weight != a->be[i].weight)
 			return false;
 	}

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Control-plane benchmark -> $BUILD/bench/control.json:
+#   swap_{ring_n1000_k160,jump_n1000,maglev_n1000_m65537}_ms: median time from a
+#     membership change request to the pinned view naming the new table
+#     (tests/bench/control.c), 21 changes each;
+#   restart_ms: chlbd start (TERM'd before) -> answering its socket, adopting
+#     pinned state with 100 services x 100 backends (wall clock, polled every 2 ms);
+#     restart_ready_ms: the same as chlbd logs it (process start -> ready).
+. "$(dirname "$0")/../lib.sh"
+lib_require_root
+OUT=${1:-$BUILD/bench/control.json}
+BENCH=$BUILD/tests/bench/control
+lib_require_bins "$CHLBD" "$CHLBCTL" "$BENCH"
+
+NS=chlb-$LIB_ID-bench
+lib_ns_add "$NS"
+ip -n "$NS" link add v0 type veth peer name v1 || die veth
+ip -n "$NS" link set v0 up
+ip -n "$NS" link set v1 up
+ip -n "$NS" addr add 10.2.0.1/16 dev v0
+be() { echo "10.2.$(($1 / 250)).$(($1 % 250 + 2))"; }
+for i in $(seq 0 999); do
+	echo "neigh replace $(be "$i") lladdr 02:00:00:00:$(printf %02x:%02x $((i / 256)) $((i % 256))) dev v0 nud permanent"
+done >"$LIB_DIR/neigh"
+ip -n "$NS" -batch "$LIB_DIR/neigh" || die "neighbours"
+lib_pindir bench
+PIN=$LIB_PINDIR
+SOCK=$LIB_DIR/sock
+STATE=$LIB_DIR/state
+c() { "$CHLBCTL" -s "$SOCK" "$@"; }
+start() {
+	lib_bg "chlbd$1" "$CHLBD" -i v0 --netns "$NS" -m xdp-generic -s "$SOCK" --pin-dir "$PIN" \
+		--state "$STATE" -f
+	PID=$LIB_LASTPID
+}
+
+start 1
+lib_wait_for 10 c service list >/dev/null || die "chlbd did not start"
+{
+	echo "service add 10.0.0.10:80/tcp algo ring vnodes 160"
+	echo "service add 10.0.0.10:81/tcp algo jump"
+	echo "service add 10.0.0.10:82/tcp algo maglev table 65537"
+	for p in 80 81 82; do
+		for i in $(seq 0 999); do echo "backend add 10.0.0.10:$p/tcp $(be "$i")"; done
+	done
+} >"$LIB_DIR/n1000.conf"
+c apply -f "$LIB_DIR/n1000.conf" || die "apply n1000"
+sleep 0.3 # let the timer preallocate the next table slots
+declare -A R
+for p in 80:swap_ring_n1000_k160_ms 81:swap_jump_n1000_ms 82:swap_maglev_n1000_m65537_ms; do
+	out=$("$BENCH" "$SOCK" "$PIN" "10.0.0.10:${p%%:*}/tcp" "$(be 500)" 21) || die "$out"
+	echo "  ${p#*:}: $out"
+	R[${p#*:}]=$(awk '{ print $2 }' <<<"$out")
+done
+
+# 100 services x 100 backends, then a restart that adopts them
+{
+	for s in $(seq 0 99); do
+		echo "service add 10.0.1.$s:80/tcp algo ring vnodes 160"
+		for i in $(seq 0 99); do echo "backend add 10.0.1.$s:80/tcp $(be "$i")"; done
+	done
+} >"$LIB_DIR/s100.conf"
+c apply -f "$LIB_DIR/s100.conf" || die "apply s100"
+sleep 0.5
+kill -TERM "$PID"
+wait "$PID"
+t0=$(date +%s%N)
+start 2
+until c service list >/dev/null 2>&1; do sleep 0.002; done
+restart=$((($(date +%s%N) - t0) / 1000))
+ready=$(sed -n 's/.*ready: .*, \([0-9.]*\) ms after start.*/\1/p' "$LIB_DIR/chlbd2.log")
+grep -q "adopted pinned maps" "$LIB_DIR/chlbd2.log" || die "restart did not adopt the pinned maps"
+echo "  restart_ms: $((restart / 1000)).$(printf %03d $((restart % 1000))) (chlbd: ready after $ready ms)"
+# chlbd's own split of each swap: build (the table builder) vs write + publish
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+split() {
+	grep "service 10.0.0.10:$1/tcp: swapped" "$LIB_DIR/chlbd1.log" | tail -20 |
+		sed 's/.*(build \([0-9.]*\), write \([0-9.]*\), publish \([0-9.]*\)).*/\1 \2 \3/' \
+		>"$LIB_DIR/split"
+	echo "$(awk '{ print $1 }' "$LIB_DIR/split" | median) $(awk '{ print $2 + $3 }' "$LIB_DIR/split" | median)"
+}
+read -r RB RW <<<"$(split 80)"
+read -r JB JW <<<"$(split 81)"
+read -r MB MW <<<"$(split 82)"
+echo "  build / write+publish medians (ms): ring $RB / $RW, jump $JB / $JW, maglev $MB / $MW"
+c shutdown --detach >/dev/null
+
+cat >"$OUT" <<EOF
+{
+  "swap_ring_n1000_k160_ms": ${R[swap_ring_n1000_k160_ms]},
+  "swap_jump_n1000_ms": ${R[swap_jump_n1000_ms]},
+  "swap_maglev_n1000_m65537_ms": ${R[swap_maglev_n1000_m65537_ms]},
+  "swap_ring_build_ms": ${RB:-null},
+  "swap_ring_write_publish_ms": ${RW:-null},
+  "swap_jump_build_ms": ${JB:-null},
+  "swap_jump_write_publish_ms": ${JW:-null},
+  "swap_maglev_build_ms": ${MB:-null},
+  "swap_maglev_write_publish_ms": ${MW:-null},
+  "restart_ms": $((restart / 1000)).$(printf %03d $((restart % 1000))),
+  "restart_ready_ms": ${ready:-null},
+  "restart_services": 100,
+  "restart_backends_per_service": 100
+}
+EOF
+echo "  -> $OUT"
