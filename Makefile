@@ -149,6 +149,21 @@ $(BUILD)/tests/bench/%: $(BUILD)/tests/bench/%.o $(LIB)
 $(BUILD):
 	$(Q)mkdir -p $@
 
+# ---- fuzzing: the command parser under libFuzzer + ASan/UBSan (clang) ----
+FUZZ_TIME ?= 60
+FUZZ_LIB_SRCS := user/lib/grammar.c user/lib/state.c user/lib/state_io.c $(wildcard user/lib/build_*.c)
+
+$(BUILD)/fuzz/fuzz_grammar: tests/fuzz/fuzz_grammar.c $(FUZZ_LIB_SRCS) $(USER_HDRS)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser/lib \
+		-fsanitize=fuzzer,address,undefined $< $(FUZZ_LIB_SRCS) -o $@
+
+fuzz: $(BUILD)/fuzz/fuzz_grammar
+	$(Q)mkdir -p $(BUILD)/fuzz/corpus && cp -n tests/fuzz/corpus/* $(BUILD)/fuzz/corpus/
+	$(Q)$(BUILD)/fuzz/fuzz_grammar -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+		$(BUILD)/fuzz/corpus
+
 # ---- checks ----
 FORMAT_SRCS = $(filter-out include/chlb_crc32c_table.h,$(wildcard bpf/*.c bpf/*.h include/*.h user/*/*.c user/*/*.h tests/*/*.c tests/*/*.h))
 

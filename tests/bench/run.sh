@@ -8,3 +8,6 @@ mkdir -p "$BUILD/bench"
 
 echo "== data plane (XDP, BPF_PROG_TEST_RUN, one CPU)"
 "$BUILD/tests/bench/dataplane" "$BUILD/bench/dataplane.json"
+
+echo "== control plane (chlbd swaps and restart, network namespace)"
+BUILD=$BUILD bash tests/bench/control.sh "$BUILD/bench/control.json"
