@@ -293,6 +293,59 @@ topo_add_backend() {
 	TOPO_N=$((TOPO_N > i ? TOPO_N : i))
 }
 
+# topo_add_routed_backend I: backend I one IP hop further, for ipip: behind a
+# router (namespace -rt, 10.0.2.254 / fd00:2::fe on the switch) on its own
+# segment 10.0.3.0/24 / fd00:3::/64, at 10.0.3.1I / fd00:3::1I. The LB reaches
+# it through the router (the FIB gives the router's MAC); l2dsr cannot.
+NS_RT=chlb-$LIB_ID-rt
+be_raddr4() { echo "10.0.3.$((10 + $1))"; }
+be_raddr6() { echo "fd00:3::$((10 + $1))"; }
+topo_add_routed_backend() {
+	local i=$1 ns mac
+	ns=$(ns_b "$i")
+	if [ -z "${TOPO_RT:-}" ]; then
+		lib_ns_add "$NS_RT"
+		ip -n "$NS_RT" link add eth0 type veth peer name rt netns "$NS_SW" || die "veth rt"
+		ip -n "$NS_RT" link set eth0 mtu 1600
+		ip -n "$NS_RT" addr add 10.0.2.254/24 dev eth0
+		ip -n "$NS_RT" addr add fd00:2::fe/64 dev eth0 nodad
+		ip -n "$NS_RT" link set eth0 up
+		ip -n "$NS_SW" link set dev rt mtu 1600 master br0 up
+		ip -n "$NS_RT" link add br1 type bridge
+		ip -n "$NS_RT" addr add 10.0.3.254/24 dev br1
+		ip -n "$NS_RT" addr add fd00:3::fe/64 dev br1 nodad
+		ip -n "$NS_RT" link set br1 mtu 1600 up
+		ip -n "$NS_RT" route add default via $LB_BACK4
+		ip -n "$NS_RT" -6 route add default via fd00:2::1
+		ip netns exec "$NS_RT" sysctl -qw net.ipv4.ip_forward=1 \
+			net.ipv6.conf.all.forwarding=1
+		ip -n "$NS_LB" route add 10.0.3.0/24 via 10.0.2.254
+		ip -n "$NS_LB" -6 route add fd00:3::/64 via fd00:2::fe
+		mac=$(ip -n "$NS_RT" -br link show eth0 | awk '{ print $3 }')
+		ip -n "$NS_LB" neigh replace 10.0.2.254 lladdr "$mac" dev eth1 nud permanent
+		ip -n "$NS_LB" neigh replace fd00:2::fe lladdr "$mac" dev eth1 nud permanent
+		TOPO_RT=1
+	fi
+	lib_ns_add "$ns"
+	ip -n "$ns" link add eth0 type veth peer name "b$i" netns "$NS_RT" || die "veth b$i"
+	ip -n "$ns" link set eth0 mtu 1600
+	ip -n "$ns" addr add "$(be_raddr4 "$i")/24" dev eth0
+	ip -n "$ns" addr add "$(be_raddr6 "$i")/64" dev eth0 nodad
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" route add default via 10.0.3.254
+	ip -n "$ns" -6 route add default via fd00:3::fe
+	ip -n "$NS_RT" link set "b$i" mtu 1600 master br1 up
+	ip -n "$ns" addr add $VIP4/32 dev lo
+	ip -n "$ns" addr add $VIP6/128 dev lo nodad
+	ip netns exec "$ns" sysctl -qw net.core.somaxconn=4096
+	topo_decap attach "$i" || die "couldn't attach decap on backend $i"
+	lib_bg "echo-b$i" ip netns exec "$ns" "$ECHO_BIN" -n "b$i" -p 80
+	lib_wait_for 5 tcp_probe "$NS_LB" "$(be_raddr4 "$i")" 80 ||
+		die "LB can't reach routed backend $i"
+	lib_wait_for 5 tcp_probe "$NS_LB" "$(be_raddr6 "$i")" 80 ||
+		die "LB can't reach routed backend $i over IPv6"
+}
+
 # topo_decap attach|detach I: chlb's decap on backend I's eth0, through
 # `chlbctl decap` (the same command an operator runs on a real backend).
 topo_decap() {
@@ -363,8 +416,8 @@ be_name() {
 	local a=${1#[}
 	a=${a%]}
 	case $a in
-	10.0.2.*) echo "b$((${a##*.} - 10))" ;;
-	fd00:2::*) echo "b$((${a##*:} - 10))" ;;
+	10.0.[23].*) echo "b$((${a##*.} - 10))" ;;
+	fd00:[23]::*) echo "b$((${a##*:} - 10))" ;;
 	*) echo "?$a" ;;
 	esac
 }
@@ -375,7 +428,13 @@ vip_spec() {
 	if [ "$1" = 6 ]; then echo "[$VIP6]:$port/$proto"; else echo "$VIP4:$port/$proto"; fi
 }
 vip_addr() { if [ "$1" = 6 ]; then echo "$VIP6"; else echo "$VIP4"; fi; }
-be_addr() { if [ "$1" = 6 ]; then be_addr6 "$2"; else be_addr4 "$2"; fi; }
+# be_addr FAMILY I: backend I's address; I = rN: routed backend N.
+be_addr() {
+	case $2 in
+	r*) if [ "$1" = 6 ]; then be_raddr6 "${2#r}"; else be_raddr4 "${2#r}"; fi ;;
+	*) if [ "$1" = 6 ]; then be_addr6 "$2"; else be_addr4 "$2"; fi ;;
+	esac
+}
 
 # svc_setup FAMILY ALGO FWD "I J K" [PROTO]: (re)create the service with backends I J K.
 svc_setup() {
@@ -401,7 +460,7 @@ which_backend() {
 	fi
 	out=$(ctl which "$src" "$dst" "$proto") || return 1
 	be_name "$(printf '%s\n' "$out" | grep '^established:' |
-		grep -oE '10\.0\.2\.[0-9]+|fd00:2::[0-9a-f]+' | head -1)"
+		grep -oE '10\.0\.[23]\.[0-9]+|fd00:[23]::[0-9a-f]+' | head -1)"
 }
 
 # sim_shares ALGO "ADDR ..." -> "MIN MAX": lowest and highest keyspace share of
@@ -435,6 +494,7 @@ within_share() {
 spread_ok() {
 	local file=$1 algo=$2 list=$3 fam=$4 addrs="" i total shares c rc=0
 	for i in $list; do addrs="$addrs $(be_addr "$fam" "$i")"; done
+	list=${list//r/}
 	shares=$(sim_shares "$algo" "$addrs") || return 1
 	total=$(summary_field "$file" ok)
 	for i in $list; do

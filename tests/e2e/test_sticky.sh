@@ -7,7 +7,8 @@
 #     for connections the current table alone would send elsewhere;
 #   - removing a backend breaks only its own connections; draining (weight 0)
 #     first keeps them while no new ones arrive;
-#   - an ICMP frag-needed / packet-too-big for a flow reaches its backend.
+#   - an ICMP frag-needed / packet-too-big for a flow reaches its backend;
+#   - ipip reaches a backend behind a router.
 . "$(dirname "$0")/../lib.sh"
 
 HELD=${HELD:-240}
@@ -154,5 +155,25 @@ icmp_check() {
 
 test_icmp_frag_needed_ipv4_l2dsr() { icmp_check 4 l2dsr IcmpInDestUnreachs; }
 test_icmp_packet_too_big_ipv6_ipip() { icmp_check 6 ipip Icmp6InPktTooBigs; }
+
+# ipip to a backend one router away (the issue's routed topology): the LB's
+# FIB lookup yields the router's MAC, the outer header the backend's address.
+test_ipip_through_a_router() {
+	local fam out rc=0 sport be w
+	topo_add_routed_backend 5
+	for fam in 4 6; do
+		svc_setup "$fam" ring ipip "1 2 r5" || return 1
+		out=$LIB_DIR/routed$fam.out
+		client once -t "$(vip_addr "$fam")" -n 300 -k 16 -T 2000 >"$out"
+		diag "IPv$fam: $(backend_counts "$out" | sort | tr '\n' ' ')"
+		check "IPv$fam: all 300 answered ($(summary_field "$out" fail) failed)" \
+			[ "$(summary_field "$out" ok)" = 300 ] || rc=1
+		spread_ok "$out" ring "1 2 r5" "$fam" || rc=1
+		read -r _ _ sport be < <(grep " b5$" "$out" | head -1)
+		w=$(which_backend "$fam" "$sport")
+		check "which names the routed backend for sport $sport: $w" [ "$w" = b5 ] || rc=1
+	done
+	return $rc
+}
 
 lib_run
