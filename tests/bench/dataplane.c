@@ -17,6 +17,7 @@
  */
 #include <sched.h>
 #include <unistd.h>
+#include <net/if.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -25,7 +26,7 @@
 
 #define BENCH_LEN 128
 #define RUNS	  1000000 /* per case, in BATCHES batches */
-#define BATCHES	  50
+#define BATCHES	  200
 #define NBE	  1000
 #define V6_BASE	  2000
 
@@ -376,6 +377,43 @@ int main(int argc, char **argv)
 	frame(pkt, &s4);
 	e.svc_id = 6;
 	run_case("syn_flood_cold_history", pipe_fd, pkt, src4, &e, RUNS);
+
+	/* next hop: cached per backend by the control plane vs bpf_fib_lookup per packet */
+	{
+		struct chlb_backend be;
+		__u32 slot = 3500;
+		int ifindex;
+
+		if (system(
+			"ip link add chlbb0 type veth peer name chlbb1 && "
+			"ip addr add 192.0.2.1/24 dev chlbb0 && ip link set chlbb0 up && "
+			"ip link set chlbb1 up && ip neigh add 192.0.2.78 lladdr 02:00:00:00:00:78 "
+			"dev chlbb0 nud permanent && echo 1 > /proc/sys/net/ipv4/ip_forward"))
+			die("veth for the FIB case", -EIO);
+		ifindex = if_nametoindex("chlbb0");
+		memset(&be, 0, sizeof(be));
+		be.family = CHLB_AF_INET;
+		be.state = CHLB_BE_LIVE;
+		be.gen = 1;
+		inet_pton(AF_INET, "192.0.2.78", be.addr);
+		must(chlb_dp_set_backend(dp, slot, &be), "fib backend");
+		must(fx_table(dp, 7 * CHLB_SLOTS_PER_SERVICE, CHLB_ALGO_MAGLEV, &slot, 1,
+			      CHLB_AF_INET, &t[7]),
+		     "fib table");
+		must(fx_service(dp, CHLB_AF_INET, "10.0.0.7", 80, IPPROTO_TCP, 7, CHLB_FWD_IPIP, 0,
+				7 * CHLB_SLOTS_PER_SERVICE),
+		     "fib service");
+		s4.dst = "10.0.0.7";
+		s4.flags = FX_ACK;
+		frame(pkt, &s4);
+		e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_REDIRECT, 0, 7 };
+		run_case("nexthop_fib_lookup_maglev_n1", pipe_fd, pkt, 0, &e, RUNS);
+		be.flags = CHLB_BE_F_NH_VALID;
+		be.ifindex = ifindex;
+		memcpy(be.dmac, (const __u8[]){ 2, 0, 0, 0, 0, 0x78 }, 6);
+		must(chlb_dp_set_backend(dp, slot, &be), "cached backend");
+		run_case("nexthop_cached_maglev_n1", pipe_fd, pkt, 0, &e, RUNS);
+	}
 
 	/* not for a VIP */
 	s4.dst = "10.9.9.9";
