@@ -224,6 +224,31 @@ test_sighup_reloads_config() {
 	lib_wait_for 5 bash -c "[ \"\$($CHLBCTL -s $D_SOCK -j backend list | jq '.backends | length')\" = 2 ]"
 }
 
+test_two_daemons_side_by_side() {
+	local ns2=chlb-$LIB_ID-d2 pin2 sock2=$LIB_DIR/d2.sock pid2 rc=0
+	lib_ns_add "$ns2"
+	ip -n "$ns2" link add v0 type veth peer name v1 && ip -n "$ns2" link set v0 up &&
+		ip -n "$ns2" link set v1 up || return 1
+	lib_pindir d2
+	pin2=$LIB_PINDIR
+	lib_bg chlbd-d2 "$CHLBD" -i v0 --netns "$ns2" -m xdp-generic -s "$sock2" --pin-dir "$pin2" \
+		--state "$LIB_DIR/d2.state" -f
+	pid2=$LIB_LASTPID
+	lib_wait_for 10 "$CHLBCTL" -s "$sock2" service list >/dev/null || return 1
+	"$CHLBCTL" -s "$sock2" service add 10.9.9.9:80/tcp || rc=1
+	check "second daemon has its own state" \
+		[ "$("$CHLBCTL" -s "$sock2" -j service list | jq '.services | length')" = 1 ] || rc=1
+	if c service list 10.9.9.9:80/tcp >/dev/null 2>&1; then
+		diag "the first daemon sees the second one's service"
+		rc=1
+	fi
+	check "both programs attached" ip -n "$ns2" link show v0 | grep -q xdpgeneric || rc=1
+	"$CHLBCTL" -s "$sock2" shutdown --detach >/dev/null || rc=1
+	wait "$pid2"
+	check "first daemon unaffected" c service list >/dev/null || rc=1
+	return $rc
+}
+
 test_shutdown_detach() {
 	c shutdown --detach || return 1
 	for _ in $(seq 50); do kill -0 "$D_PID" 2>/dev/null || break; sleep 0.1; done
