@@ -225,7 +225,7 @@ test_sighup_reloads_config() {
 }
 
 test_two_daemons_side_by_side() {
-	local ns2=chlb-$LIB_ID-d2 pin2 sock2=$LIB_DIR/d2.sock pid2 rc=0
+	local ns2=chlb-$LIB_ID-d2 pin2 sock2=$LIB_DIR/d2.sock pid2 rc=0 out
 	lib_ns_add "$ns2"
 	ip -n "$ns2" link add v0 type veth peer name v1 && ip -n "$ns2" link set v0 up &&
 		ip -n "$ns2" link set v1 up || return 1
@@ -246,6 +246,9 @@ test_two_daemons_side_by_side() {
 	"$CHLBCTL" -s "$sock2" shutdown --detach >/dev/null || rc=1
 	wait "$pid2"
 	check "first daemon unaffected" c service list >/dev/null || rc=1
+	out=$(timeout 10 "$CHLBD" -i v0 --netns "$ns2" -m xdp-generic -s "$LIB_DIR/d3.sock" \
+		--pin-dir "$D_PIN" --state "$LIB_DIR/d3.state" -f 2>&1)
+	check "a second chlbd on the same pin dir refuses: $out" grep -q "in use by another chlbd" <<<"$out" || rc=1
 	return $rc
 }
 

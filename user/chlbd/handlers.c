@@ -87,6 +87,8 @@ static json_object *do_apply(const char *body, bool dry_run, __u64 t0)
 		return jerr(err);
 	}
 	chlb_state_inherit(&next, &D.state);
+	if (!dry_run)
+		pr_info("request: apply (%u services)", next.nsvc);
 	return finish(&next, dry_run, t0);
 }
 
@@ -165,6 +167,17 @@ static int first_stmt(const char *text, struct chlb_cmd *c, const char **rest, c
 	return 0;
 }
 
+/* "what changed": the request's first statement, and how many there were */
+static void log_request(const char *text)
+{
+	const char *p = text + strspn(text, " \t\r\n");
+	int n = 0, len = (int)strcspn(p, "\n");
+
+	for (const char *q = p; *q; q++)
+		n += *q == '\n';
+	pr_info("request: %.*s%s", len > 200 ? 200 : len, p, n > 1 ? " (and more lines)" : "");
+}
+
 char *handle_request(const char *req, size_t len)
 {
 	struct chlb_cmd c;
@@ -205,5 +218,7 @@ char *handle_request(const char *req, size_t len)
 	}
 	if (!chlb_cmd_is_change(c.kind))
 		return to_reply(jerr("'dry-run' must be followed by changes"));
+	if (!dry_run)
+		log_request(stmt);
 	return to_reply(do_changes(stmt, dry_run, t0));
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "chlbd.h"
@@ -283,8 +284,26 @@ static void teardown(void)
 	pr_info("detached and unpinned");
 }
 
-static void libbpf_quiet(void)
+/* One chlbd per pin directory: a second one would fight over the same maps. */
+static int lock_pin_dir(const char *dir)
 {
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/x", dir);
+	if (mkdir_parent(path))
+		return -1;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		pr_err("couldn't open pin directory '%s': %s (-%d)", dir, strerror(errno), errno);
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		pr_err("pin directory '%s' is in use by another chlbd", dir);
+		close(fd);
+		return -1;
+	}
+	return fd; /* held until exit */
 }
 
 int main(int argc, char **argv)
@@ -299,7 +318,6 @@ int main(int argc, char **argv)
 	D.started_ns = chlb_now_ns();
 	if (parse_args(argc, argv))
 		return 2;
-	(void)libbpf_quiet;
 	if (D.netns && join_netns(D.netns))
 		return 1;
 	if (mkdir_parent(D.state_path)) {
@@ -313,7 +331,9 @@ int main(int argc, char **argv)
 	dopts.udp_idle_ms = D.udp_timeout_ms;
 	dopts.pin_dir = D.pin_dir;
 	dopts.verbose = D.verbose > 1;
-	if (mkdir_parent(D.pin_dir) || chlb_dp_open(&dopts, &D.dp, err, sizeof(err))) {
+	if (lock_pin_dir(D.pin_dir) < 0)
+		goto out;
+	if (chlb_dp_open(&dopts, &D.dp, err, sizeof(err))) {
 		pr_err("data plane: %s", err);
 		goto out;
 	}
