@@ -6,6 +6,7 @@
 #   . "$(dirname "$0")/../lib.sh"
 #   test_something() { ...; check "what" [ "$a" = "$b" ] || return 1; }
 #   lib_run            # every test_* in file order, or: lib_run test_a test_b
+#                      # (ONLY="test_a" in the environment overrides both)
 #
 # Output is TAP ("1..N", "ok N - name", "not ok N - name") plus a closing
 # "N passed, N failed" line; the exit status is 0 only if every test passed.
@@ -131,6 +132,10 @@ lib_run() {
 	local tests=("$@") t n=0 t0 rc
 	if [ ${#tests[@]} -eq 0 ]; then
 		mapfile -t tests < <(grep -oE '^test_[A-Za-z0-9_]+ *\(\)' "$0" | sed 's/ *()//')
+	fi
+	# ONLY="test_a test_b": run just those (while developing a suite).
+	if [ -n "${ONLY:-}" ]; then
+		read -r -a tests <<<"$ONLY"
 	fi
 	echo "1..${#tests[@]}"
 	for t in "${tests[@]}"; do

@@ -8,7 +8,8 @@
 #   - removing a backend breaks only its own connections; draining (weight 0)
 #     first keeps them while no new ones arrive;
 #   - an ICMP frag-needed / packet-too-big for a flow reaches its backend;
-#   - ipip reaches a backend behind a router.
+#   - ipip reaches a backend behind a router, and IPv6 backends of an IPv4
+#     VIP (IPv4 in IPv6).
 . "$(dirname "$0")/../lib.sh"
 
 HELD=${HELD:-240}
@@ -173,6 +174,25 @@ test_ipip_through_a_router() {
 		w=$(which_backend "$fam" "$sport")
 		check "which names the routed backend for sport $sport: $w" [ "$w" = b5 ] || rc=1
 	done
+	return $rc
+}
+
+# IPv4 VIP, IPv6 backends: the LB sends IPv4-in-IPv6 and the backends'
+# decap turns the frame back into IPv4 (BPF_F_ADJ_ROOM_DECAP_L3_IPV4).
+test_ipip_ipv4_vip_ipv6_backends() {
+	local vip out rc=0 i
+	vip=$(vip_spec 4)
+	ctl_quiet service del "$vip"
+	ctl service add "$vip" algo jump fwd ipip >/dev/null || return 1
+	for i in 1 2 3; do
+		ctl backend add "$vip" "$(be_addr6 $i)" weight 100 >/dev/null || return 1
+	done
+	out=$LIB_DIR/4in6.out
+	client once -t "$VIP4" -n 300 -k 16 -T 2000 >"$out"
+	diag "4in6: $(backend_counts "$out" | sort | tr '\n' ' ')"
+	check "all 300 answered ($(summary_field "$out" fail) failed)" \
+		[ "$(summary_field "$out" ok)" = 300 ] || rc=1
+	spread_ok "$out" jump "1 2 3" 6 || rc=1
 	return $rc
 }
 
