@@ -9,7 +9,8 @@
 #     first keeps them while no new ones arrive;
 #   - an ICMP frag-needed / packet-too-big for a flow reaches its backend;
 #   - ipip reaches a backend behind a router, and IPv6 backends of an IPv4
-#     VIP (IPv4 in IPv6).
+#     VIP (IPv4 in IPv6); a service mtu makes chlb answer oversized packets
+#     with ICMP so the client's path MTU adapts.
 . "$(dirname "$0")/../lib.sh"
 
 HELD=${HELD:-240}
@@ -195,5 +196,35 @@ test_ipip_ipv4_vip_ipv6_backends() {
 	spread_ok "$out" jump "1 2 3" 6 || rc=1
 	return $rc
 }
+
+# A service mtu: an encapsulated packet that would exceed it is answered with
+# ICMP frag-needed / packet-too-big (reduced by the outer header), so the
+# client's path-MTU discovery adapts and big requests still go through.
+mtu_case() {
+	local fam=$1 want=$2 vip out rc=0 i before after pmtu
+	vip=$(vip_spec "$fam")
+	ctl_quiet service del "$vip"
+	ctl service add "$vip" algo ring fwd ipip mtu 1500 >/dev/null || return 1
+	for i in 1 2 3; do
+		ctl backend add "$vip" "$(be_addr "$fam" $i)" weight 100 >/dev/null || return 1
+	done
+	ip -n "$NS_C" route flush cache >/dev/null 2>&1
+	ip -n "$NS_C" -6 route flush cache >/dev/null 2>&1
+	before=$(ctl stats | awk '$1 == "too_big" { print $2 }')
+	out=$LIB_DIR/mtu$fam.out
+	client once -t "$(vip_addr "$fam")" -n 20 -k 4 -P 4000 -T 5000 -q >"$out"
+	after=$(ctl stats | awk '$1 == "too_big" { print $2 }')
+	pmtu=$(ip -n "$NS_C" route get "$(vip_addr "$fam")" | grep -o 'mtu [0-9]*')
+	check "IPv$fam: 20 requests of 4000 bytes answered ($(summary_field "$out" fail) failed)" \
+		[ "$(summary_field "$out" ok)" = 20 ] || rc=1
+	check "IPv$fam: chlb answered too-big packets (too_big ${before:-0} -> ${after:-0})" \
+		[ "${after:-0}" -gt "${before:-0}" ] || rc=1
+	check "IPv$fam: the client learnt path MTU $want ('${pmtu:-none}')" [ "$pmtu" = "mtu $want" ] ||
+		rc=1
+	return $rc
+}
+
+test_ipip_service_mtu_ipv4() { mtu_case 4 1480; }
+test_ipip_service_mtu_ipv6() { mtu_case 6 1460; }
 
 lib_run

@@ -26,7 +26,8 @@
  * Every round (and once/churn at the end) ends with "backend NAME COUNT"
  * lines and one "summary round R total N ok N fail N moved N" line; failures
  * are also counted by cause ("failcause WHY COUNT"). Every wait has a
- * deadline (-T ms, default 3000): the tool never hangs.
+ * deadline (-T ms, default 3000): the tool never hangs. -P BYTES pads every
+ * request (and so its echo) to BYTES, up to 8192: full-size packets.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -49,6 +50,8 @@
 
 #define NAME_LEN 32
 #define MAX_BE	 64
+#define PAD_MAX	 8192 /* -P: largest request padding */
+#define REQ_MAX	 (PAD_MAX + 64)
 
 enum st {
 	S_FREE,
@@ -75,8 +78,8 @@ struct conn {
 	long long deadline;
 	int tries; /* UDP resends */
 	size_t len;
-	char buf[256];
-	char req[64];
+	char buf[REQ_MAX + NAME_LEN + 8];
+	char req[REQ_MAX];
 	char first[NAME_LEN]; /* backend of round 0 (hold) */
 	char cur[NAME_LEN];
 };
@@ -87,7 +90,7 @@ static int udp, timeout_ms = 3000, ep;
 static long long total, ok, failed, moved, fails[W_MAX];
 static char be_name[MAX_BE][NAME_LEN];
 static long long be_count[MAX_BE];
-static int nbe, verbose_conns = 1;
+static int nbe, verbose_conns = 1, pad;
 static volatile sig_atomic_t stop_flag; /* SIGTERM/SIGINT/SIGUSR1: finish and report */
 
 static void on_stop(int sig)
@@ -162,7 +165,13 @@ static int watch(struct conn *c, unsigned events)
 
 static void send_req(struct conn *c, int round)
 {
-	int n = snprintf(c->req, sizeof(c->req), "req %d round %d\n", c->idx, round);
+	int n = snprintf(c->req, sizeof(c->req), "req %d round %d ", c->idx, round);
+
+	/* -P: pad the request (and so the echoed reply) to exercise big packets */
+	for (; n < pad && n < (int)sizeof(c->req) - 2; n++)
+		c->req[n] = 'x';
+	c->req[n++] = '\n';
+	c->req[n] = 0;
 
 	c->len = 0;
 	c->st = S_WAIT;
@@ -486,7 +495,8 @@ static int parse_dst(const char *a, int port)
 static void usage(void)
 {
 	fprintf(stderr, "usage: chlb-client once|hold|churn|icmp -t ADDR [-p PORT] [-n CONNS] "
-			"[-k CONCURRENCY] [-d SECONDS] [-s SPORT] [-T TIMEOUT_MS] [-u] [-q]\n");
+			"[-k CONCURRENCY] [-d SECONDS] [-s SPORT] [-T TIMEOUT_MS] [-P BYTES] [-u] "
+			"[-q]\n");
 	exit(2);
 }
 
@@ -500,7 +510,7 @@ int main(int argc, char **argv)
 		usage();
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "t:p:n:k:d:s:T:uq")) != -1) {
+	while ((opt = getopt(argc, argv, "t:p:n:k:d:s:T:P:uq")) != -1) {
 		switch (opt) {
 		case 't':
 			target = optarg;
@@ -529,11 +539,15 @@ int main(int argc, char **argv)
 		case 'q':
 			verbose_conns = 0;
 			break;
+		case 'P':
+			pad = atoi(optarg);
+			break;
 		default:
 			usage();
 		}
 	}
-	if (!target || parse_dst(target, port) < 0 || k < 1 || timeout_ms < 100)
+	if (!target || parse_dst(target, port) < 0 || k < 1 || timeout_ms < 100 || pad < 0 ||
+	    pad > PAD_MAX)
 		usage();
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_stop);

@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define LINE_MAX_LEN 2048
+#define LINE_MAX_LEN 16384
 
 struct conn {
 	int fd;
