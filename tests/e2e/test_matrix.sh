@@ -18,7 +18,7 @@ topo_build 3
 
 # combo MODE FWD ALGO: one matrix cell, IPv4 and IPv6.
 combo() {
-	local mode=$1 fwd=$2 algo=$3 fam out rc=0 line sport be w n
+	local mode=$1 fwd=$2 algo=$3 fam out rc=0 sport be w n
 	if [ "$CHLBD_MODE" != "$mode" ] || [ -z "$CHLBD_PID" ]; then
 		chlbd_fresh "$mode" || return 1
 	fi

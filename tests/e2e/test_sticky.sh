@@ -31,8 +31,8 @@ conns_on() { awk -v b="$2" '$1 == "conn" && $4 == b { print $2 }' "$1" | sort -n
 # gone) and that nothing else does. Fails if
 # anything moved. Runs in the caller's shell (round counters): result in $BROKE.
 broken_after_del() {
-	local name=$1 own=$2 broke="" moved=0 t
-	for t in $(seq 40); do
+	local name=$1 own=$2 broke="" moved=0
+	for _ in $(seq 40); do
 		hold_round "$name" || return 1
 		broke=$(printf '%s\n%s\n' "$broke" "$(awk '$1 == "fail" { print $2 }' "$HOLD_LAST")" |
 			grep . | sort -n)
