@@ -34,7 +34,13 @@ static struct chlb_dp *dp;
 static struct chlb_bench_bpf *bs;
 static FILE *json;
 static int ncases;
-static double baseline;
+static double baseline = 1e9; /* fastest baseline batch seen anywhere in the run */
+static int restore_fd;
+static struct {
+	const char *name;
+	double ns;
+	__u32 runs;
+} res[32];
 static __u32 counter_base = 1;
 
 static void die(const char *what, int rc)
@@ -91,8 +97,18 @@ static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src
 	counter_base += runs;
 	if (chlb_dp_read_global(dp, &g0) || chlb_dp_read_service_stats(dp, e->svc_id, &c0))
 		die("read stats", -errno);
-	/* BATCHES timed batches; the fastest is the least disturbed by other tenants */
+	/*
+	 * BATCHES timed batches, each right after a baseline batch; the
+	 * fastest of each is the least disturbed by other tenants of the CPU.
+	 */
 	for (b = 0; b < BATCHES; b++) {
+		struct bpf_test_run_opts bo = o;
+
+		bo.repeat = runs / BATCHES;
+		bo.data_size_out = sizeof(out);
+		if (prog_fd != restore_fd && bpf_prog_test_run_opts(restore_fd, &bo) == 0 &&
+		    bo.duration < baseline)
+			baseline = bo.duration;
 		o.repeat = runs / BATCHES;
 		o.data_size_out = sizeof(out);
 		if (bpf_prog_test_run_opts(prog_fd, &o))
@@ -124,13 +140,12 @@ static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src
 		exit(1);
 	}
 	ns = (double)batch_ns[0];
-	fprintf(json, "%s\n  \"%s\": { \"ns_per_pkt\": %.1f, \"runs\": %u", ncases++ ? "," : "",
-		name, ns, runs);
-	if (strncmp(name, "baseline", 8))
-		fprintf(json, ", \"net_ns\": %.1f", ns - baseline);
-	fprintf(json, " }");
-	printf("%-28s %7.1f ns/pkt  net %6.1f  (%u runs)\n", name, ns,
-	       strncmp(name, "baseline", 8) ? ns - baseline : 0.0, runs);
+	if (prog_fd == restore_fd && ns < baseline)
+		baseline = ns;
+	res[ncases].name = name;
+	res[ncases].ns = ns;
+	res[ncases].runs = runs;
+	ncases++;
 	return ns;
 }
 
@@ -238,7 +253,7 @@ int main(int argc, char **argv)
 	cpu_set_t cpus;
 	__u8 pkt[BENCH_LEN];
 	char err[256];
-	int pipe_fd, restore_fd, bare_fd, cpu = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	int pipe_fd, bare_fd, cpu = sysconf(_SC_NPROCESSORS_ONLN) - 1;
 	__u32 slots[NBE + 1], i;
 
 	CPU_ZERO(&cpus);
@@ -285,7 +300,8 @@ int main(int argc, char **argv)
 	if (!json)
 		die(path, -errno);
 	fprintf(json, "{");
-	printf("pinned to CPU %d; XDP via BPF_PROG_TEST_RUN, repeat=%d\n", cpu, RUNS);
+	printf("pinned to CPU %d; XDP via BPF_PROG_TEST_RUN, %d runs per case in %d batches\n", cpu,
+	       RUNS, BATCHES);
 
 	struct fx_pkt s4 = { .family = CHLB_AF_INET,
 			     .proto = IPPROTO_TCP,
@@ -306,7 +322,7 @@ int main(int argc, char **argv)
 	frame(pkt, &s4);
 	e = (struct expect){ CHLB_R_MAX, CHLB_R_MAX, XDP_TX, 0, 0 };
 	run_case("baseline_bare_xdp_tx", bare_fd, pkt, 0, &e, RUNS);
-	baseline = run_case("baseline_xdp_tx", restore_fd, pkt, src4, &e, RUNS);
+	run_case("baseline_xdp_tx", restore_fd, pkt, src4, &e, RUNS);
 
 	/* the SYN of a flow never seen before: a fresh source every run */
 	e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_TX, 1, 1 };
@@ -421,6 +437,18 @@ int main(int argc, char **argv)
 	e = (struct expect){ CHLB_R_PASS_NOT_VIP, CHLB_R_MAX, XDP_PASS, 0, 0 };
 	run_case("pass_non_vip", pipe_fd, pkt, 0, &e, RUNS);
 
+	for (i = 0; i < (__u32)ncases; i++) {
+		bool base = !strncmp(res[i].name, "baseline", 8);
+		double ns = !strcmp(res[i].name, "baseline_xdp_tx") ? baseline : res[i].ns;
+
+		fprintf(json, "%s\n  \"%s\": { \"ns_per_pkt\": %.1f, \"runs\": %u", i ? "," : "",
+			res[i].name, ns, res[i].runs);
+		if (!base)
+			fprintf(json, ", \"net_ns\": %.1f", ns - baseline);
+		fprintf(json, " }");
+		printf("%-30s %7.1f ns/pkt  net %6.1f\n", res[i].name, ns,
+		       base ? 0.0 : ns - baseline);
+	}
 	fprintf(json, "\n}\n");
 	fclose(json);
 	printf("wrote %s\n", path);
