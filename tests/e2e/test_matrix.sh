@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Case 1 (and 6): every algorithm x forwarding mode x attach mode carries real
-# TCP from many source ports to every backend, spread as `chlbctl sim`
+# TCP (HTTP/1.1 GETs) from many source ports to every backend, spread as `chlbctl sim`
 # predicts for those backend names, over IPv4 and IPv6 VIPs; `chlbctl which`
 # names the backend that actually served sampled connections.
 #
@@ -37,7 +37,7 @@ combo() {
 			rc=1
 			continue
 		fi
-		client once -t "$(vip_addr "$fam")" -n "$FLOWS" -k 16 -T 2000 >"$out"
+		client once -t "$(vip_addr "$fam")" -n "$FLOWS" -k 16 -T 2000 -H >"$out"
 		check "IPv$fam: all $FLOWS requests answered ($(summary_field "$out" fail) failed)" \
 			[ "$(summary_field "$out" ok)" = "$FLOWS" ] || rc=1
 		spread_ok "$out" "$algo" "$BACKENDS" "$fam" || rc=1

@@ -27,7 +27,9 @@
  * lines and one "summary round R total N ok N fail N moved N" line; failures
  * are also counted by cause ("failcause WHY COUNT"). Every wait has a
  * deadline (-T ms, default 3000): the tool never hangs. -P BYTES pads every
- * request (and so its echo) to BYTES, up to 8192: full-size packets.
+ * request (and so its echo) to BYTES, up to 8192: full-size packets. -H
+ * speaks HTTP/1.1 instead of lines: "GET /req-I-round-R" on a kept-alive
+ * connection, the body names the backend and echoes the path.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -80,6 +82,7 @@ struct conn {
 	size_t len;
 	char buf[REQ_MAX + NAME_LEN + 8];
 	char req[REQ_MAX];
+	char want[REQ_MAX];   /* what the echo must carry after "NAME " */
 	char first[NAME_LEN]; /* backend of round 0 (hold) */
 	char cur[NAME_LEN];
 };
@@ -90,7 +93,7 @@ static int udp, timeout_ms = 3000, ep;
 static long long total, ok, failed, moved, fails[W_MAX];
 static char be_name[MAX_BE][NAME_LEN];
 static long long be_count[MAX_BE];
-static int nbe, verbose_conns = 1, pad;
+static int nbe, verbose_conns = 1, pad, http;
 static volatile sig_atomic_t stop_flag; /* SIGTERM/SIGINT/SIGUSR1: finish and report */
 
 static void on_stop(int sig)
@@ -165,13 +168,21 @@ static int watch(struct conn *c, unsigned events)
 
 static void send_req(struct conn *c, int round)
 {
-	int n = snprintf(c->req, sizeof(c->req), "req %d round %d ", c->idx, round);
+	int n = snprintf(c->want, sizeof(c->want), "req %d round %d ", c->idx, round);
 
 	/* -P: pad the request (and so the echoed reply) to exercise big packets */
-	for (; n < pad && n < (int)sizeof(c->req) - 2; n++)
-		c->req[n] = 'x';
-	c->req[n++] = '\n';
-	c->req[n] = 0;
+	for (; n < pad && n < (int)sizeof(c->want) - 2; n++)
+		c->want[n] = 'x';
+	c->want[n++] = '\n';
+	c->want[n] = 0;
+	if (http) {
+		/* GET /req-I-round-R HTTP/1.1; the body echoes the path. */
+		n = snprintf(c->want, sizeof(c->want), "/req-%d-round-%d\n", c->idx, round);
+		n = snprintf(c->req, sizeof(c->req), "GET %.*s HTTP/1.1\r\nHost: chlb\r\n\r\n",
+			     n - 1, c->want);
+	} else {
+		memcpy(c->req, c->want, n + 1);
+	}
 
 	c->len = 0;
 	c->st = S_WAIT;
@@ -216,7 +227,7 @@ static void start(struct conn *c, int idx)
 static int on_event(struct conn *c, int round)
 {
 	ssize_t r;
-	char *nl, *sp;
+	char *nl, *sp, *body;
 
 	if (c->st == S_CONNECTING) {
 		int err = 0;
@@ -239,16 +250,31 @@ static int on_event(struct conn *c, int round)
 	}
 	c->len += r;
 	c->buf[c->len] = 0;
-	nl = strchr(c->buf, '\n');
+	body = c->buf;
+	if (http) {
+		/* Wait for the headers and Content-Length bytes of body. */
+		char *eoh = strstr(c->buf, "\r\n\r\n"), *cl = strstr(c->buf, "Content-Length:");
+
+		if (!eoh || !cl)
+			return 0;
+		body = eoh + 4;
+		if (c->len - (body - c->buf) < strtoul(cl + 15, NULL, 10))
+			return 0;
+		if (strncmp(c->buf, "HTTP/1.1 200 ", 13)) {
+			fail(c, W_BADREPLY);
+			return 1;
+		}
+	}
+	nl = strchr(body, '\n');
 	if (!nl && !udp)
 		return 0;
-	sp = strchr(c->buf, ' ');
-	if (!sp || sp - c->buf >= NAME_LEN || strcmp(sp + 1, c->req)) {
+	sp = strchr(body, ' ');
+	if (!sp || sp - body >= NAME_LEN || strcmp(sp + 1, c->want)) {
 		fail(c, W_BADREPLY);
 		return 1;
 	}
 	*sp = 0;
-	snprintf(c->cur, NAME_LEN, "%.31s", c->buf);
+	snprintf(c->cur, NAME_LEN, "%.31s", body);
 	c->st = S_IDLE;
 	ok++;
 	count_backend(c->cur);
@@ -494,9 +520,10 @@ static int parse_dst(const char *a, int port)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: chlb-client once|hold|churn|icmp -t ADDR [-p PORT] [-n CONNS] "
-			"[-k CONCURRENCY] [-d SECONDS] [-s SPORT] [-T TIMEOUT_MS] [-P BYTES] [-u] "
-			"[-q]\n");
+	fprintf(stderr,
+		"usage: chlb-client once|hold|churn|icmp -t ADDR [-p PORT] [-n CONNS] "
+		"[-k CONCURRENCY] [-d SECONDS] [-s SPORT] [-T TIMEOUT_MS] [-P BYTES] [-H | -u] "
+		"[-q]\n");
 	exit(2);
 }
 
@@ -510,7 +537,7 @@ int main(int argc, char **argv)
 		usage();
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "t:p:n:k:d:s:T:P:uq")) != -1) {
+	while ((opt = getopt(argc, argv, "t:p:n:k:d:s:T:P:Huq")) != -1) {
 		switch (opt) {
 		case 't':
 			target = optarg;
@@ -542,12 +569,15 @@ int main(int argc, char **argv)
 		case 'P':
 			pad = atoi(optarg);
 			break;
+		case 'H':
+			http = 1;
+			break;
 		default:
 			usage();
 		}
 	}
 	if (!target || parse_dst(target, port) < 0 || k < 1 || timeout_ms < 100 || pad < 0 ||
-	    pad > PAD_MAX)
+	    pad > PAD_MAX || (http && udp))
 		usage();
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_stop);

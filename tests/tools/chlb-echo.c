@@ -7,8 +7,9 @@
  * Listens on TCP and UDP PORT (default 80) on every address, IPv4 and IPv6.
  * TCP: for every line received it answers "NAME <line>\n", so a client learns
  * which backend serves the connection on every exchange, for as long as the
- * connection lives. UDP: every datagram is answered with "NAME <datagram>",
- * sent FROM the address it was sent to (the VIP on lo, in a DSR setup) so a
+ * connection lives. An HTTP/1.1 GET gets a 200 whose body is "NAME PATH\n"
+ * (so `curl http://VIP/` works too). UDP: every datagram is answered with
+ * "NAME <datagram>", sent FROM the address it was sent to (the VIP on lo, in a DSR setup) so a
  * connected client socket accepts it. One epoll loop; thousands of idle
  * connections cost one fd and a small buffer each.
  */
@@ -78,6 +79,29 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/*
+ * HTTP/1.1 GET (curl, or chlb-client -H): once the header block is complete,
+ * answer 200 with body "NAME PATH\n" and keep the connection open. Returns
+ * the answer's length and in *used the request's; 0 while incomplete.
+ */
+static int http_answer(struct conn *c, char *out, size_t outlen, size_t *used)
+{
+	char *eoh = memmem(c->buf, c->len, "\r\n\r\n", 4);
+	char *sp, body[LINE_MAX_LEN];
+	int blen;
+
+	if (!eoh)
+		return 0;
+	*used = eoh + 4 - c->buf;
+	sp = memchr(c->buf + 4, ' ', eoh - c->buf - 4);
+	blen = snprintf(body, sizeof(body), "%s %.*s\n", name, (int)((sp ? sp : eoh) - c->buf - 4),
+			c->buf + 4);
+	return snprintf(out, outlen,
+			"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+			"X-Backend: %s\r\n\r\n%s",
+			blen, name, body);
+}
+
 /* Answer every complete line; returns -1 when the connection must close. */
 static int serve_tcp(struct conn *c)
 {
@@ -94,8 +118,17 @@ static int serve_tcp(struct conn *c)
 		c->len += r;
 		while ((nl = memchr(c->buf, '\n', c->len))) {
 			size_t l = nl - c->buf + 1;
-			int n = snprintf(out, sizeof(out), "%s %.*s", name, (int)l, c->buf);
+			int n;
 
+			if (c->len >= 4 && !memcmp(c->buf, "GET ", 4)) {
+				n = http_answer(c, out, sizeof(out), &l);
+				if (n == 0)
+					break; /* headers not complete yet */
+			} else {
+				n = snprintf(out, sizeof(out), "%s %.*s", name, (int)l, c->buf);
+			}
+			if (n >= (int)sizeof(out))
+				n = sizeof(out) - 1; /* snprintf truncated: never send past out */
 			if (write_all(c->fd, out, n) < 0)
 				return -1;
 			memmove(c->buf, c->buf + l, c->len - l);
