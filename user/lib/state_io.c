@@ -101,7 +101,8 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 		b->oom = true;
 		return;
 	}
-	memcpy(be, s->be, s->nbe * sizeof(*be));
+	if (s->nbe) /* s->be is NULL for a service without backends */
+		memcpy(be, s->be, s->nbe * sizeof(*be));
 	qsort(be, s->nbe, sizeof(*be), cmp_be);
 	for (__u32 i = 0; i < s->nbe; i++) {
 		bool first = true;
