@@ -224,6 +224,26 @@ test_sighup_reloads_config() {
 	lib_wait_for 5 bash -c "[ \"\$($CHLBCTL -s $D_SOCK -j backend list | jq '.backends | length')\" = 2 ]"
 }
 
+# a backend shared by several services leaves in one batch: one swap per service
+test_batch_burst() {
+	local p before after
+	for p in 90 91 92; do
+		printf 'service add 10.0.0.40:%s/tcp\nbackend add 10.0.0.40:%s/tcp 10.1.0.2\nbackend add 10.0.0.40:%s/tcp 10.1.0.3\n' \
+			$p $p $p
+	done | c batch -f - || return 1
+	before=$(c -j service list | jq -c '[.services[] | select(.service | startswith("10.0.0.40")) | .swaps]')
+	for p in 90 91 92; do echo "backend del 10.0.0.40:$p/tcp 10.1.0.3"; done | c batch -f - || return 1
+	after=$(c -j service list | jq -c '[.services[] | select(.service | startswith("10.0.0.40")) | .swaps]')
+	check "one swap per service ($before -> $after)" \
+		[ "$(jq -n "$after | add") " = "$(jq -n "$before | add + 3") " ] || return 1
+	printf 'backend del 10.0.0.40:90/tcp 10.1.0.2\nbackend del 10.0.0.40:91/tcp 10.1.0.77\n' >"$LIB_DIR/b"
+	if c batch -f "$LIB_DIR/b" 2>/dev/null; then
+		diag "a batch with one bad line was accepted"
+		return 1
+	fi
+	check "first line not applied" [ "$(c -j backend list 10.0.0.40:90/tcp | jq '.backends | length')" = 1 ]
+}
+
 test_two_daemons_side_by_side() {
 	local ns2=chlb-$LIB_ID-d2 pin2 sock2=$LIB_DIR/d2.sock pid2 rc=0 out
 	lib_ns_add "$ns2"

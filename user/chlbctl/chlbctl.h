@@ -60,6 +60,7 @@ int do_stats(int argc, char **argv);
 int do_which(int argc, char **argv);
 int do_save(int argc, char **argv);
 int do_apply(int argc, char **argv);
+int do_batch(int argc, char **argv);
 int do_shutdown(int argc, char **argv);
 void control_usage(void);
 void sim_usage(void);

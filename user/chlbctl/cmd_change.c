@@ -173,6 +173,40 @@ int do_apply(int argc, char **argv)
 	return CHLBCTL_EXIT_OK;
 }
 
+/* Several changes as ONE transaction (one swap per service): a burst. */
+int do_batch(int argc, char **argv)
+{
+	bool dry_run = ctl_take_flag(&argc, argv, "--dry-run", "-n");
+	char err[CHLB_ERR_MAX + 64];
+	json_object *r;
+	char *text, *req;
+	int rc;
+
+	if (argc != 2 || (strcmp(argv[0], "-f") && strcmp(argv[0], "--file")))
+		return p_usage("usage: chlbctl batch -f FILE [--dry-run]");
+	text = chlb_read_file(!strcmp(argv[1], "-") ? "/dev/stdin" : argv[1], CHLB_STATE_MAX_BYTES,
+			      err, sizeof(err));
+	if (!text)
+		return p_usage("%s", err);
+	req = malloc(strlen(text) + 16);
+	if (!req) {
+		free(text);
+		return CHLBCTL_EXIT_FAIL;
+	}
+	sprintf(req, "%s%s", dry_run ? "dry-run\n" : "", text);
+	free(text);
+	rc = ctl_request(req, &r);
+	free(req);
+	if (rc)
+		return rc;
+	if (ctl.json)
+		ctl_print_json(r);
+	else if (dry_run)
+		show_plan(r);
+	json_object_put(r);
+	return CHLBCTL_EXIT_OK;
+}
+
 int do_shutdown(int argc, char **argv)
 {
 	bool detach = ctl_take_flag(&argc, argv, "--detach", "detach");

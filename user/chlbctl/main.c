@@ -23,6 +23,7 @@ static const struct chlbctl_cmd cmds[] = {
 	{ "which", do_which, "SRC:PORT DST:PORT tcp|udp: where a flow goes, and why" },
 	{ "save", do_save, "print the state in the grammar (input for apply -f)" },
 	{ "apply", do_apply, "-f FILE [--dry-run]: converge to FILE, atomically" },
+	{ "batch", do_batch, "-f FILE|- [--dry-run]: several changes as one transaction" },
 	{ "shutdown", do_shutdown, "[--detach]: stop chlbd (--detach: also detach, unpin)" },
 	{ NULL, NULL, NULL },
 };

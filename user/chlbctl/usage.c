@@ -19,6 +19,7 @@ void control_usage(void)
 	       "  which SRC:PORT DST:PORT tcp|udp   table decisions and connection entry\n"
 	       "  save                        the state in this grammar\n"
 	       "  apply -f FILE [--dry-run]   converge to FILE (one bad line: nothing applied)\n"
+	       "  batch -f FILE|- [--dry-run] the changes in FILE as one transaction\n"
 	       "  shutdown [--detach]         stop chlbd; --detach also detaches and unpins\n"
 	       "VIP is ADDR:PORT/PROTO ([v6]:PORT/PROTO); port 0 = every port. Defaults: algo\n"
 	       "ring, vnodes 160, table 65537 (prime, > backends), fwd ipip, hash 5tuple.\n"

@@ -199,34 +199,38 @@ int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *na
 
 char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen)
 {
-	struct stat sb;
-	char *buf;
-	size_t got = 0;
+	size_t got = 0, cap = 4096;
+	char *buf = malloc(cap + 1);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0) {
+	if (fd < 0 || !buf) {
 		fail(err, errlen, "couldn't open '%s': %s (-%d)", path, strerror(errno), errno);
+		free(buf);
+		if (fd >= 0)
+			close(fd);
 		return NULL;
 	}
-	if (fstat(fd, &sb) || (size_t)sb.st_size > max) {
-		fail(err, errlen, "'%s': larger than %zu bytes", path, max);
-		close(fd);
-		return NULL;
-	}
-	buf = malloc((size_t)sb.st_size + 1);
-	if (!buf) {
-		close(fd);
-		fail(err, errlen, "out of memory");
-		return NULL;
-	}
-	while (got < (size_t)sb.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)sb.st_size - got);
+	/* read to EOF: pipes (batch -f -) have no size */
+	for (;;) {
+		ssize_t n;
 
-		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			break;
+		if (got == cap) {
+			char *p = cap >= max ? NULL : realloc(buf, cap * 2 + 1);
+
+			if (!p) {
+				fail(err, errlen, "'%s': larger than %zu bytes", path, max);
+				free(buf);
+				close(fd);
+				return NULL;
+			}
+			buf = p;
+			cap *= 2;
 		}
+		n = read(fd, buf + got, cap - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
 		got += (size_t)n;
 	}
 	close(fd);
