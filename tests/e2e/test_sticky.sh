@@ -19,7 +19,7 @@ NEW=${NEW:-400}
 lib_require_root
 lib_require_bins "$CHLBD" "$CHLBCTL" "$ECHO_BIN" "$CLIENT_BIN" "$XDP_PASS_OBJ"
 topo_build 4
-chlbd_start xdp --history-ms "${HISTORY_MS:-3000}" || die "chlbd did not start"
+chlbd_start xdp ${HISTORY_MS:+--history-ms "$HISTORY_MS"} || die "chlbd did not start"
 
 # conns_on FILE NAME: indexes of round-0 connections served by NAME.
 conns_on() { awk -v b="$2" '$1 == "conn" && $4 == b { print $2 }' "$1" | sort -n; }
