@@ -16,7 +16,7 @@ chlbd_start xdp-generic --udp-timeout-ms "$UDP_IDLE_MS" || die "chlbd did not st
 
 # udp_case FAMILY ALGO FWD
 udp_case() {
-	local fam=$1 algo=$2 fwd=$3 h=u$1 rc=0 m shares to_other vip
+	local fam=$1 algo=$2 fwd=$3 h=u$1 rc=0 m shares to_other vip sport be cur w
 	vip=$(vip_spec "$fam" 80 udp)
 	svc_setup "$fam" "$algo" "$fwd" "1 2 3" udp || return 1
 	hold_start "$h" "$fam" "$FLOWS" -u || return 1
@@ -42,6 +42,13 @@ udp_case() {
 		rc=1
 	# shellcheck disable=SC2086
 	within_share "$m" "$FLOWS" $shares || rc=1
+	# which tells the truth for UDP flows as well: moved and unmoved ones.
+	while read -r _ _ sport be; do
+		cur=$(awk -v s="$sport" '$1 == "moved" && $3 == s { print $5 }' "$HOLD_LAST")
+		w=$(which_backend "$fam" "$sport" udp)
+		check "which for UDP sport $sport says $w, served by ${cur:-$be}" [ "$w" = "${cur:-$be}" ] ||
+			rc=1
+	done < <(grep '^conn ' "$LIB_DIR/$h.r0" | awk 'NR % 20 == 1')
 	hold_round "$h" || return 1
 	check "the new decisions stick ($(summary_field "$HOLD_LAST" moved) moved vs round 0, was $m)" \
 		[ "$(summary_field "$HOLD_LAST" moved)" = "$m" ] || rc=1
