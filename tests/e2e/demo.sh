@@ -84,6 +84,25 @@ say "   Consistent hashing moves about a quarter: 'chlbctl sim' gives one of 4 b
 say "   $(echo "$shares" | awk '{ printf "%.1f%% to %.1f%%", 100 * $1, 100 * $2 }') of the flows for these addresses; the rest stayed where they were."
 # shellcheck disable=SC2086
 claim "the share of new flows on b4 matches the prediction" within_share "${on4:-0}" $NEWFLOWS $shares
+# One long-lived connection that the new table alone would send to b4: which
+# explains why it still reaches its original backend.
+pick=
+while read -r _ _ sport be; do
+	w=$(ctl which "$CLIENT4:$sport" "$VIP4:80" tcp) || continue
+	if printf '%s\n' "$w" | grep -q "^new flow: *$(be_addr4 4) "; then
+		pick=$sport
+		break
+	fi
+done < <(grep '^conn ' "$LIB_DIR/demo.r0" | head -60)
+if [ -n "$pick" ]; then
+	say "   Why one of them (client port $pick, served by $be) did not move:"
+	say "   \$ chlbctl which $CLIENT4:$pick $VIP4:80 tcp"
+	printf '%s\n' "$w" | sed 's/^/     /'
+	say "   The current table (table 0) would pick b4 for this 5-tuple, but the flow"
+	say "   started under an older table, so it keeps its backend."
+	claim "chlbctl which names $be ($(be_addr4 "${be#b}")), the backend that really serves it" \
+		[ "$(which_backend 4 "$pick")" = "$be" ]
+fi
 hold_stop demo
 say
 say "7. chlbctl stats:"
