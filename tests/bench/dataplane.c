@@ -388,6 +388,12 @@ int main(int argc, char **argv)
 	frame(pkt, &s4);
 	e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_TX, 1, 1 };
 	run_case("syn_flood_cold", pipe_fd, pkt, src4, &e, RUNS);
+	/* the same with Maglev: one table word per decision instead of a ring search */
+	s4.dst = "10.0.0.3";
+	frame(pkt, &s4);
+	e.svc_id = 3;
+	run_case("syn_flood_cold_maglev", pipe_fd, pkt, src4, &e, RUNS);
+	e.svc_id = 1;
 	/* the same during a history window (two tables, 1 of 1001 backends added) */
 	s4.dst = "10.0.0.6";
 	frame(pkt, &s4);
