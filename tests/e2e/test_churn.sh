@@ -7,7 +7,8 @@
 #     on their backend;
 #   - hitless restart: chlbd killed (SIGTERM, then SIGKILL) and restarted
 #     while traffic runs: zero failed connections, every established one still
-#     on its backend, and the restarted daemon still controls the data plane.
+#     on its backend, and the restarted daemon still controls the data plane;
+#   - a shorter churn again under TC, ipip over IPv6.
 . "$(dirname "$0")/../lib.sh"
 
 CHANGES=${CHANGES:-100}
@@ -19,9 +20,9 @@ lib_require_bins "$CHLBD" "$CHLBCTL" "$ECHO_BIN" "$CLIENT_BIN" "$XDP_PASS_OBJ"
 topo_build 5
 chlbd_start xdp || die "chlbd did not start"
 
-# churn_start NAME: open/request/close in the background until churn_stop.
+# churn_start NAME [ADDR]: open/request/close in the background until churn_stop.
 churn_start() {
-	lib_bg "$1" ip netns exec "$NS_C" "$CLIENT_BIN" churn -t "$VIP4" -d 600 -k 24 -q -T 3000
+	lib_bg "$1" ip netns exec "$NS_C" "$CLIENT_BIN" churn -t "${2:-$VIP4}" -d 600 -k 24 -q -T 3000
 	eval "CHURN_PID_$1=$LIB_LASTPID"
 }
 
@@ -44,46 +45,52 @@ held_ok() {
 		[ "$fails" = 0 ] && [ "$moved" = 0 ]
 }
 
-test_churn_with_membership_changes() {
-	local vip rc=0 i changes=0 b total fails t0
-	vip=$(vip_spec 4)
-	svc_setup 4 ring l2dsr "1 2 3" || return 1
-	hold_start held 4 "$HELD" || return 1
-	churn_start churn
+# churn FAMILY ALGO FWD CHANGES MIN_CONNS SECS
+churn() {
+	local fam=$1 algo=$2 fwd=$3 nchanges=$4 minconns=$5 secs=$6
+	local vip rc=0 i changes=0 b total fails t0 h=held$1$3 cl=churn$1$3
+	vip=$(vip_spec "$fam")
+	svc_setup "$fam" "$algo" "$fwd" "1 2 3" || return 1
+	hold_start "$h" "$fam" "$HELD" || return 1
+	churn_start "$cl" "$(vip_addr "$fam")"
 	t0=$(date +%s)
 	# Cycle: add a backend, drain it (weight 0), remove it once drained.
 	# b4 and b5 alternate so consecutive tables differ in more than one way.
 	# The held connections exchange data after every change, as busy
 	# connections do.
 	i=0
-	while [ $changes -lt "$CHANGES" ]; do
+	while [ $changes -lt "$nchanges" ]; do
 		b=$((4 + i % 2))
-		ctl backend add "$vip" "$(be_addr4 $b)" weight 100 >/dev/null || rc=1
-		hold_round held || rc=1
+		ctl backend add "$vip" "$(be_addr "$fam" $b)" weight 100 >/dev/null || rc=1
+		hold_round "$h" || rc=1
 		sleep 0.1
-		ctl backend set "$vip" "$(be_addr4 $b)" weight 0 >/dev/null || rc=1
-		hold_round held || rc=1
+		ctl backend set "$vip" "$(be_addr "$fam" $b)" weight 0 >/dev/null || rc=1
+		hold_round "$h" || rc=1
 		sleep 0.2
-		ctl backend del "$vip" "$(be_addr4 $b)" >/dev/null || rc=1
-		hold_round held || rc=1
+		ctl backend del "$vip" "$(be_addr "$fam" $b)" >/dev/null || rc=1
+		hold_round "$h" || rc=1
 		changes=$((changes + 2))
 		i=$((i + 1))
 	done
 	# Keep the load on long enough for the connection count.
-	while [ $(($(date +%s) - t0)) -lt "${CHURN_MIN_SECS:-20}" ]; do sleep 0.5; done
-	churn_stop churn
-	total=$(summary_field "$LIB_DIR/churn.log" total)
-	fails=$(summary_field "$LIB_DIR/churn.log" fail)
-	diag "$changes membership changes (add+remove), $total connections in $(($(date +%s) - t0)) s, $fails failed"
-	grep '^failcause' "$LIB_DIR/churn.log" | sed 's/^/# /'
-	check "at least $MIN_CONNS connections ($total)" [ "$total" -ge "$MIN_CONNS" ] || rc=1
+	while [ $(($(date +%s) - t0)) -lt "$secs" ]; do sleep 0.5; done
+	churn_stop "$cl"
+	total=$(summary_field "$LIB_DIR/$cl.log" total)
+	fails=$(summary_field "$LIB_DIR/$cl.log" fail)
+	diag "IPv$fam $CHLBD_MODE $fwd $algo: $changes membership changes (add+remove), $total connections in $(($(date +%s) - t0)) s, $fails failed"
+	grep '^failcause' "$LIB_DIR/$cl.log" | sed 's/^/# /'
+	check "at least $minconns connections ($total)" [ "$total" -ge "$minconns" ] || rc=1
 	check "no failed connection ($fails)" [ "$fails" = 0 ] || rc=1
-	check "the backends that came and went served connections too ($(backend_counts "$LIB_DIR/churn.log" | sort | tr '\n' ' '))" \
-		grep -q '^backend b4 ' "$LIB_DIR/churn.log" &&
-		grep -q '^backend b5 ' "$LIB_DIR/churn.log" || rc=1
-	held_ok held || rc=1
-	hold_stop held
+	check "the backends that came and went served connections too ($(backend_counts "$LIB_DIR/$cl.log" | sort | tr '\n' ' '))" \
+		grep -q '^backend b4 ' "$LIB_DIR/$cl.log" &&
+		grep -q '^backend b5 ' "$LIB_DIR/$cl.log" || rc=1
+	held_ok "$h" || rc=1
+	hold_stop "$h"
 	return $rc
+}
+
+test_churn_with_membership_changes() {
+	churn 4 ring l2dsr "$CHANGES" "$MIN_CONNS" "${CHURN_MIN_SECS:-20}"
 }
 
 # restart SIGNAL: kill chlbd with SIGNAL under load, restart it, prove it
@@ -123,5 +130,15 @@ restart() {
 
 test_restart_sigterm_under_load() { restart TERM; }
 test_restart_sigkill_under_load() { restart KILL; }
+
+# The same under TC with ipip over IPv6 (skb encapsulation, IP6IP6, decap on
+# the backends), shorter: the full-size run above covers the counts.
+test_churn_tc_ipip_ipv6() {
+	ctl_quiet shutdown --detach
+	chlbd_stop TERM
+	rm -rf "${CHLBD_PIN:?}"/* "$CHLBD_STATE"
+	chlbd_start tc || return 1
+	churn 6 jump ipip 40 5000 8
+}
 
 lib_run
