@@ -57,6 +57,52 @@ int bench_pipeline(struct xdp_md *ctx)
 	return chlb_process(ctx, false);
 }
 
+/*
+ * Profile: the pipeline cut after each stage (same restore), so the
+ * differences between cases show where the time goes.
+ */
+SEC("xdp")
+int bench_upto_vip(struct xdp_md *ctx)
+{
+	struct chlb_pkt p = {};
+
+	if (restore(ctx) || chlb_parse(ctx, false, &p) != CHLB_R_MAX || !vip_lookup(&p))
+		return XDP_ABORTED;
+	return XDP_TX;
+}
+
+SEC("xdp")
+int bench_upto_crc(struct xdp_md *ctx)
+{
+	struct chlb_service *svc;
+	struct chlb_pkt p = {};
+
+	if (restore(ctx) || chlb_parse(ctx, false, &p) != CHLB_R_MAX)
+		return XDP_ABORTED;
+	svc = vip_lookup(&p);
+	if (!svc)
+		return XDP_ABORTED;
+	bench_counter += chlb_flow_crc(&p.flow, svc->hash_fields) & 1;
+	return XDP_TX;
+}
+
+SEC("xdp")
+int bench_upto_decide(struct xdp_md *ctx)
+{
+	struct chlb_service *svc;
+	struct chlb_pkt p = {};
+	__u32 slot, nf;
+
+	if (restore(ctx) || chlb_parse(ctx, false, &p) != CHLB_R_MAX)
+		return XDP_ABORTED;
+	svc = vip_lookup(&p);
+	if (!svc)
+		return XDP_ABORTED;
+	if (!chlb_stick(svc, &p, chlb_flow_crc(&p.flow, svc->hash_fields), &slot, &nf))
+		return XDP_ABORTED;
+	return XDP_TX;
+}
+
 SEC("xdp")
 int bench_bare_tx(struct xdp_md *ctx)
 {

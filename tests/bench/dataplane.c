@@ -344,6 +344,28 @@ int main(int argc, char **argv)
 	e.svc_id = 5;
 	run_case("new_flow_ipv6_ring_n1000", pipe_fd, pkt, 0, &e, RUNS);
 
+	/* profile of the maglev and ring SYN paths: cut after VIP, CRC, stickiness+decision */
+	{
+		int upto[3] = { bpf_program__fd(bs->progs.bench_upto_vip),
+				bpf_program__fd(bs->progs.bench_upto_crc),
+				bpf_program__fd(bs->progs.bench_upto_decide) };
+		static const char *const names[2][3] = {
+			{ "profile_maglev_parse_vip", "profile_maglev_crc",
+			  "profile_maglev_stick_decide" },
+			{ "profile_ring_parse_vip", "profile_ring_crc",
+			  "profile_ring_stick_decide" },
+		};
+		int a, k;
+
+		for (a = 0; a < 2; a++) {
+			s4.dst = a ? "10.0.0.1" : "10.0.0.3";
+			frame(pkt, &s4);
+			e = (struct expect){ CHLB_R_MAX, CHLB_R_MAX, XDP_TX, 0, 0 };
+			for (k = 0; k < 3; k++)
+				run_case(names[a][k], upto[k], pkt, 0, &e, RUNS / 4);
+		}
+	}
+
 	/* a later packet of an established flow, no recent change: no entry, one decision */
 	s4.dst = "10.0.0.1";
 	s4.flags = FX_ACK;
