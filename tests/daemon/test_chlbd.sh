@@ -44,10 +44,17 @@ BAD=(
 	"backend add $VIP 10.1.0.x|2|'10.1.0.x'"
 	"service frob $VIP|2|'frob'"
 	"frobnicate|2|'frobnicate'"
+	"backend add 10.0.0.50:80/tcp 2001:db8::9|1|'2001:db8::9': fwd l2dsr needs an IPv4 backend"
+	"service add [2001:db8::50]:80/tcp|0|"
+	"backend add [2001:db8::50]:80/tcp 10.1.0.2|1|IPv6-in-IPv4 is not supported"
+	"service del [2001:db8::50]:80/tcp|0|"
+	"service set 10.0.0.50:80/tcp algo maglev table 2|1|'2': maglev table size must be larger than"
 )
 
 test_bad_input() {
 	local before after e args code needle out rc
+	c service add 10.0.0.50:80/tcp fwd l2dsr && c backend add 10.0.0.50:80/tcp 10.1.0.2 &&
+		c backend add 10.0.0.50:80/tcp 10.1.0.3 || return 1
 	before=$(saved)
 	for e in "${BAD[@]}"; do
 		IFS='|' read -r args code needle <<<"$e"
@@ -61,7 +68,10 @@ test_bad_input() {
 	# JSON mode: errors are JSON too
 	c -j service add $VIP | jq -e '.error | test("already exists")' >/dev/null || return 1
 	after=$(saved)
-	check "rejected input changed nothing" [ "$before" = "$after" ]
+	check "rejected input changed nothing" [ "$before" = "$after" ] || return 1
+	out=$("$CHLBD" -i v0 -m turbo 2>&1)
+	check "chlbd: unknown mode named, exit 2 ($?): $out" grep -q "'turbo': unknown mode" <<<"$out" || return 1
+	c service del 10.0.0.50:80/tcp
 }
 
 test_dry_run() {

@@ -10,15 +10,24 @@
 #include <cmocka.h>
 #include "state.h"
 
+/* One statement as chlbd runs it: on a copy, kept only when it all passed. */
 static int run(struct chlb_state *st, const char *line, char *err)
 {
+	struct chlb_state next;
 	struct chlb_cmd c;
 
 	if (chlb_parse_line(line, &c, err, CHLB_ERR_MAX))
 		return -1;
-	if (chlb_state_exec(st, &c, err, CHLB_ERR_MAX))
+	if (chlb_state_copy(&next, st))
 		return -1;
-	return chlb_state_finalize(st, err, CHLB_ERR_MAX);
+	if (chlb_state_exec(&next, &c, err, CHLB_ERR_MAX) ||
+	    chlb_state_finalize(&next, err, CHLB_ERR_MAX)) {
+		chlb_state_free(&next);
+		return -1;
+	}
+	chlb_state_free(st);
+	*st = next;
+	return 0;
 }
 
 static void must(struct chlb_state *st, const char *line)
@@ -89,6 +98,32 @@ static void too_many_services(void **unused)
 		must(&st, line);
 	}
 	must_fail(&st, "service add 10.9.9.9:80/tcp", "too many services");
+	for (int i = 0; i < CHLB_MAX_SVC_BACKENDS; i++) {
+		struct chlb_cmd c;
+		char err[CHLB_ERR_MAX];
+
+		snprintf(line, sizeof(line), "backend add 10.0.0.1:80/tcp 10.%d.%d.%d", i >> 16,
+			 (i >> 8) & 255, i & 255);
+		/* no finalize per line: that is the batch path */
+		if (chlb_parse_line(line, &c, err, sizeof(err)) ||
+		    chlb_state_exec(&st, &c, err, sizeof(err)))
+			fail_msg("'%s': %s", line, err);
+	}
+	must_fail(&st, "backend add 10.0.0.1:80/tcp 10.200.0.1",
+		  "too many backends in one service");
+	/* distinct backends over all services: the data plane's 8192 slots */
+	for (int i = 0; i < CHLB_MAX_BACKENDS - CHLB_MAX_SVC_BACKENDS; i++) {
+		struct chlb_cmd c;
+		char err[CHLB_ERR_MAX];
+
+		snprintf(line, sizeof(line), "backend add 10.0.0.2:80/tcp 10.100.%d.%d", i >> 8,
+			 i & 255);
+		if (chlb_parse_line(line, &c, err, sizeof(err)) ||
+		    chlb_state_exec(&st, &c, err, sizeof(err)))
+			fail_msg("'%s': %s", line, err);
+	}
+	must_fail(&st, "backend add 10.0.0.3:80/tcp 10.201.0.1", "too many distinct backends");
+	must(&st, "backend add 10.0.0.3:80/tcp 10.100.0.1"); /* shared: no new slot */
 	chlb_state_free(&st);
 }
 
