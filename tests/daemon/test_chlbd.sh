@@ -234,6 +234,20 @@ test_sighup_reloads_config() {
 	lib_wait_for 5 bash -c "[ \"\$($CHLBCTL -s $D_SOCK -j backend list | jq '.backends | length')\" = 2 ]"
 }
 
+forwards_to_99() { probe which "$D_PIN" "$D_IFINDEX" 10.0.0.60 80 3 5 | grep -q " 10.1.0.99$"; }
+
+# a backend whose neighbour is unknown gets its next hop once the kernel knows it
+test_nexthop_refresh() {
+	c service add 10.0.0.60:80/tcp && c backend add 10.0.0.60:80/tcp 10.1.0.99 || return 1
+	if forwards_to_99; then
+		diag "forwarded before the neighbour was known"
+		return 1
+	fi
+	ip -n "$D_NS" neigh replace 10.1.0.99 lladdr 02:00:00:00:01:99 dev v0 nud permanent
+	check "next hop picked up within 5 s" lib_wait_for 5 forwards_to_99 || return 1
+	c service del 10.0.0.60:80/tcp
+}
+
 # a backend shared by several services leaves in one batch: one swap per service
 test_batch_burst() {
 	local p before after

@@ -548,6 +548,39 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 	return 0;
 }
 
+#define NH_REFRESH_NS  1000000000ull /* a round per second */
+#define NH_REFRESH_MAX 64	     /* resolves per round (each a netlink round trip) */
+
+/*
+ * Next hops change (a neighbour's MAC, a route) and may be unresolved when a
+ * backend is written: re-resolve LIVE backends a few hundred at a time and
+ * write only what changed. An unresolved one keeps what it had (the data
+ * plane asks the FIB per packet meanwhile) and the kernel is nudged to
+ * resolve it.
+ */
+static void refresh_nexthops(struct chlb_rt *rt, __u64 now)
+{
+	if (!rt->ops.resolve || now < rt->nh_next)
+		return;
+	rt->nh_next = now + NH_REFRESH_NS;
+	for (__u32 k = 0, done = 0; k < CHLB_MAX_BACKENDS && done < NH_REFRESH_MAX; k++) {
+		__u32 i = rt->nh_cursor++ % CHLB_MAX_BACKENDS;
+		struct chlb_rt_be *b = &rt->be[i];
+		struct chlb_backend r;
+
+		if (b->state != CHLB_BE_LIVE)
+			continue;
+		done++;
+		r = b->last;
+		if (rt->ops.resolve(rt->ops.ctx, &r) || !memcmp(&r, &b->last, sizeof(r)))
+			continue;
+		b->last = r;
+		rt->ops.set_backend(rt->ops.ctx, i, &r);
+		rt_log(rt, LOG_INFO, "backend slot %u: next hop updated (ifindex %u)", i,
+		       r.ifindex);
+	}
+}
+
 int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st)
 {
 	char err[CHLB_ERR_MAX];
@@ -573,6 +606,10 @@ int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st)
 __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 {
 	__u64 next = ~0ull;
+
+	refresh_nexthops(rt, now);
+	if (rt->ops.resolve)
+		next = rt->nh_next;
 
 	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
 		struct chlb_rt_svc *s = &rt->svc[i];

@@ -82,6 +82,8 @@ struct chlb_rt {
 	__s32 be_next[CHLB_MAX_BACKENDS];
 	__u32 free_hint;    /* next slot to try for a new occupant */
 	bool defer_adopted; /* apply: leave adopted views serving; verify them later */
+	__u64 nh_next;	    /* ns: next next-hop refresh round */
+	__u32 nh_cursor;    /* backend slot the next round starts at */
 };
 
 struct chlb_rt *chlb_rt_new(const struct chlb_dp_ops *ops, __u64 history_ms, __u64 grace_ms);
