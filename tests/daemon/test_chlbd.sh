@@ -108,9 +108,20 @@ test_which_agrees() {
 	which_matches 80 200 7 && which_matches 81 150 81 && which_matches 82 150 82
 }
 
+# connection entries of the probed flows, as chlbctl which reports them
+conns() {
+	awk '{ print $1 }' <<<"$1" | head -60 | while read -r src; do
+		c -j which "$src" 10.0.0.10:80 tcp
+	done | jq -c '.conn'
+}
+
+prog_id() { bpftool -j link show pinned "$D_PIN/link_$D_IFINDEX" | jq .prog_id; }
+
 restart_keeps_flows() {
-	local sig=$1 fp_before fp_after before after
+	local sig=$1 fp_before fp_after before after conn_before prog_before
 	before=$(probe which "$D_PIN" "$D_IFINDEX" 10.0.0.10 80 200 42)
+	conn_before=$(conns "$before")
+	prog_before=$(prog_id)
 	fp_before=$(c -j service list | jq -c '[.services[] | [.service, .fingerprint]]')
 	local state_before
 	state_before=$(saved)
@@ -123,6 +134,10 @@ restart_keeps_flows() {
 	check "adopted pinned maps" grep -q "adopted pinned maps" "$D_LOG" || return 1
 	after=$(probe which "$D_PIN" "$D_IFINDEX" 10.0.0.10 80 200 42)
 	check "no flow re-hashed across the restart" [ "$before" = "$after" ] || return 1
+	check "some probed flows have connection entries" grep -q slot <<<"$conn_before" || return 1
+	check "connection entries survived" [ "$conn_before" = "$(conns "$before")" ] || return 1
+	check "program replaced in place (prog $prog_before -> $(prog_id))" \
+		[ "$(prog_id)" != "$prog_before" ] || return 1
 	fp_after=$(c -j service list | jq -c '[.services[] | [.service, .fingerprint]]')
 	check "same tables ($fp_before vs $fp_after)" [ "$fp_before" = "$fp_after" ] || return 1
 	check "state restored" [ "$state_before" = "$(saved)" ]
