@@ -102,10 +102,16 @@ which_matches() {
 test_which_agrees() {
 	c service add 10.0.0.10:81/tcp algo jump || return 1
 	c service add 10.0.0.10:82/tcp algo maglev table 251 || return 1
+	c service add 10.0.0.10:83/tcp algo jtable table 251 || return 1
 	for i in 2 3 4 5 6 7; do
-		c backend add 10.0.0.10:81/tcp 10.1.0.$i && c backend add 10.0.0.10:82/tcp 10.1.0.$i || return 1
+		c backend add 10.0.0.10:81/tcp 10.1.0.$i && c backend add 10.0.0.10:82/tcp 10.1.0.$i &&
+			c backend add 10.0.0.10:83/tcp 10.1.0.$i weight $((i * 100)) || return 1
 	done
-	which_matches 80 200 7 && which_matches 81 150 81 && which_matches 82 150 82
+	c backend del 10.0.0.10:83/tcp 10.1.0.4 || return 1
+	check "jtable keeps its bucket order in the state" \
+		saved | grep -q "10.0.0.10:83/tcp algo jtable table 251 buckets" || return 1
+	which_matches 80 200 7 && which_matches 81 150 81 && which_matches 82 150 82 &&
+		which_matches 83 150 83
 }
 
 # connection entries of the probed flows, as chlbctl which reports them

@@ -68,7 +68,7 @@ static void validation(void **unused)
 		  "'10.1.0.9': no such backend");
 	must_fail(&st, "backend del 10.0.0.10:80/tcp 10.1.0.9", "'10.1.0.9'");
 	must_fail(&st, "service del 10.0.0.99:80/tcp", "no such service");
-	must_fail(&st, "service set 10.0.0.10:80/tcp table 65537", "maglev only");
+	must_fail(&st, "service set 10.0.0.10:80/tcp table 65537", "maglev and jtable only");
 	must_fail(&st, "service add 10.0.0.20:80/tcp algo maglev table 65536", "'65536'");
 	must(&st, "service add 10.0.0.20:80/tcp algo maglev table 3");
 	must(&st, "backend add 10.0.0.20:80/tcp 10.1.0.2");
@@ -134,7 +134,11 @@ static const char *cfg = "service add 10.0.0.10:80/tcp algo jump fwd ipip\n"
 			 "backend add 10.0.0.10:80/tcp 10.1.0.4\n"
 			 "backend del 10.0.0.10:80/tcp 10.1.0.2\n"
 			 "service add [2001:db8::1]:0/udp algo maglev table 251 hash src\n"
-			 "backend add [2001:db8::1]:0/udp 2001:db8::5 weight 300\n";
+			 "backend add [2001:db8::1]:0/udp 2001:db8::5 weight 300\n"
+			 "service add 10.0.0.12:80/tcp algo jtable table 251\n"
+			 "backend add 10.0.0.12:80/tcp 10.1.0.1 weight 200\n"
+			 "backend add 10.0.0.12:80/tcp 10.1.0.2\n"
+			 "backend del 10.0.0.12:80/tcp 10.1.0.1\n";
 
 static void text_round_trip(void **unused)
 {
@@ -202,12 +206,12 @@ static void files(void **unused)
 	assert_int_equal(chlb_state_save_file(&a, path, err, sizeof(err)), 0);
 	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), 0);
 	assert_false(prev);
-	assert_int_equal(b.nsvc, 1);
-	/* truncate the current file: the last good copy (2 services) is used, loudly */
+	assert_int_equal(b.nsvc, 2);
+	/* truncate the current file: the last good copy (3 services) is used, loudly */
 	assert_int_equal(truncate(path, 40), 0);
 	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), 0);
 	assert_true(prev);
-	assert_int_equal(b.nsvc, 2);
+	assert_int_equal(b.nsvc, 3);
 	assert_non_null(strstr(err, "truncated or corrupt"));
 	/* both bad: refuse */
 	f = fopen(prevp, "w");

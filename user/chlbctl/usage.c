@@ -6,8 +6,9 @@
 void control_usage(void)
 {
 	printf("Daemon commands (talk to chlbd over -s SOCKET):\n"
-	       "  service add VIP [algo ring|jump|maglev] [vnodes K] [table M] [fwd l2dsr|ipip]\n"
-	       "                  [hash 5tuple|src] [mtu N] [encap-src ADDR]   [--dry-run]\n"
+	       "  service add VIP [algo ring|jump|maglev|jtable] [vnodes K] [table M]\n"
+	       "                  [fwd l2dsr|ipip] [hash 5tuple|src] [mtu N] [encap-src ADDR]\n"
+	       "                                                                 [--dry-run]\n"
 	       "  service set VIP OPTION VALUE...                                [--dry-run]\n"
 	       "  service del VIP                                                [--dry-run]\n"
 	       "  service list [VIP]          options, backends, table fingerprint, swaps\n"
@@ -23,5 +24,7 @@ void control_usage(void)
 	       "  shutdown [--detach]         stop chlbd; --detach also detaches and unpins\n"
 	       "VIP is ADDR:PORT/PROTO ([v6]:PORT/PROTO); port 0 = every port. Defaults: algo\n"
 	       "ring, vnodes 160, table 65537 (prime, > backends), fwd ipip, hash 5tuple.\n"
+	       "jtable: jump's bucket order compiled into a Maglev-format table (O(1) lookup,\n"
+	       "jump's disruption), size M like maglev.\n"
 	       "--dry-run prints the share of the keyspace that would move, per backend.\n");
 }

@@ -43,9 +43,9 @@ static json_object *svc_json(const struct chlb_svc_cfg *s)
 	add_str(o, "algo", chlb_algo_name(s->algo));
 	if (s->algo == CHLB_ALGO_RING)
 		add_int(o, "vnodes", s->vnodes);
-	if (s->algo == CHLB_ALGO_MAGLEV)
+	if (chlb_algo_has_table(s->algo))
 		add_int(o, "table", s->table_size);
-	if (s->algo == CHLB_ALGO_JUMP)
+	if (chlb_algo_has_order(s->algo))
 		add_int(o, "buckets", s->order.n);
 	add_str(o, "fwd", chlb_fwd_name(s->fwd));
 	add_str(o, "hash", chlb_hash_name(s->hash));

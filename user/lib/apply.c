@@ -240,7 +240,7 @@ static int build_table(struct chlb_rt *rt, const struct chlb_svc_cfg *s, struct 
 		memcpy(be[i].name, s->be[i].name, sizeof(be[i].name));
 		list[i] = (__u32)slot;
 	}
-	if (s->algo == CHLB_ALGO_JUMP && s->order.n) {
+	if (chlb_algo_has_order(s->algo) && s->order.n) {
 		idx = calloc(s->order.n, sizeof(*idx));
 		if (!idx || chlb_jump_order_map(&s->order, be, s->nbe, idx, err, errlen))
 			goto out;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grammar.h"
+#include "chlb_build.h" /* CHLB_ALGO_JTABLE */
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -191,7 +192,8 @@ static const struct {
 	__u8 val;
 } algos[] = { { "ring", CHLB_ALGO_RING },
 	      { "jump", CHLB_ALGO_JUMP },
-	      { "maglev", CHLB_ALGO_MAGLEV } },
+	      { "maglev", CHLB_ALGO_MAGLEV },
+	      { "jtable", CHLB_ALGO_JTABLE } },
   fwds[] = { { "l2dsr", CHLB_FWD_L2DSR }, { "ipip", CHLB_FWD_IPIP } },
   hashes[] = { { "5tuple", CHLB_HASH_5TUPLE }, { "src", CHLB_HASH_SRC } };
 
@@ -243,8 +245,9 @@ static int parse_svc_opt(const char *key, const char *val, struct chlb_cmd *c, c
 
 	if (!strcmp(key, "algo")) {
 		if (LOOKUP(algos, val, &c->algo))
-			return fail(err, errlen,
-				    "'%s': unknown algorithm (expected ring, jump or maglev)", val);
+			return fail(
+			    err, errlen,
+			    "'%s': unknown algorithm (expected ring, jump, maglev or jtable)", val);
 		c->set |= CHLB_OPT_ALGO;
 	} else if (!strcmp(key, "vnodes")) {
 		if (parse_u32(val, 1, 65536, &v))

@@ -36,7 +36,7 @@ static int build(const struct chlb_svc_cfg *s, struct names *ns, struct chlb_tab
 		be[i].weight = s->be[i].weight;
 		memcpy(be[i].name, s->be[i].name, CHLB_BE_NAME_LEN);
 	}
-	if (s->algo == CHLB_ALGO_JUMP && s->order.n) {
+	if (chlb_algo_has_order(s->algo) && s->order.n) {
 		idx = calloc(s->order.n, sizeof(*idx));
 		if (!idx || chlb_jump_order_map(&s->order, be, s->nbe, idx, err, sizeof(err)))
 			goto out;

@@ -135,7 +135,7 @@ static __u64 ring_vnodes(const struct chlb_svc_cfg *s)
 /* Checks that span a service's options and its backend set. */
 static int check_svc(const struct chlb_svc_cfg *s, const char *vip, char *err, size_t errlen)
 {
-	if (s->algo == CHLB_ALGO_MAGLEV) {
+	if (chlb_algo_has_table(s->algo)) {
 		if (!is_prime(s->table_size))
 			return fail(err, errlen,
 				    "'%u': maglev table size must be prime (e.g. 65537)",
@@ -187,13 +187,13 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 		s->vnodes = c->vnodes;
 	}
 	if (c->set & CHLB_OPT_TABLE) {
-		if (s->algo != CHLB_ALGO_MAGLEV)
-			return fail(err, errlen, "'table': applies to algo maglev only");
+		if (!chlb_algo_has_table(s->algo))
+			return fail(err, errlen, "'table': applies to algo maglev and jtable only");
 		s->table_size = c->table_size;
 	}
 	if (c->set & CHLB_OPT_BUCKETS) {
-		if (s->algo != CHLB_ALGO_JUMP)
-			return fail(err, errlen, "'buckets': applies to algo jump only");
+		if (!chlb_algo_has_order(s->algo))
+			return fail(err, errlen, "'buckets': applies to algo jump and jtable only");
 		/* restoring a saved order: start with tombstones, backends fill them */
 		chlb_jump_order_free(&s->order);
 		s->order.name = calloc(c->buckets, sizeof(*s->order.name));
@@ -214,7 +214,7 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 			return fail(err, errlen, "'encap-src': must be IPv6 for an IPv6 VIP");
 		s->encap_src = c->encap_src;
 	}
-	if (s->algo != CHLB_ALGO_JUMP && s->order.n) {
+	if (!chlb_algo_has_order(s->algo) && s->order.n) {
 		chlb_jump_order_free(&s->order);
 		s->order_explicit = false;
 	}
@@ -285,8 +285,8 @@ bad:
 static int fill_buckets(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const char *name,
 			char *err, size_t errlen)
 {
-	if (s->algo != CHLB_ALGO_JUMP)
-		return fail(err, errlen, "'buckets': applies to algo jump only");
+	if (!chlb_algo_has_order(s->algo))
+		return fail(err, errlen, "'buckets': applies to algo jump and jtable only");
 	if (!s->order_explicit)
 		return fail(err, errlen, "'buckets': the service must declare 'buckets N' first");
 	for (__u32 i = 0; i < c->nbucket; i++) {
@@ -374,7 +374,7 @@ static int sync_order(struct chlb_svc_cfg *s, char *err, size_t errlen)
 	struct chlb_be *be;
 	int r;
 
-	if (s->algo != CHLB_ALGO_JUMP)
+	if (!chlb_algo_has_order(s->algo))
 		return 0;
 	be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
 	if (!be)
@@ -484,7 +484,7 @@ void chlb_state_inherit(struct chlb_state *next, const struct chlb_state *cur)
 		struct chlb_jump_order keep;
 		char err[CHLB_ERR_MAX];
 
-		if (!o || n->algo != CHLB_ALGO_JUMP || o->algo != CHLB_ALGO_JUMP)
+		if (!o || !chlb_algo_has_order(n->algo) || !chlb_algo_has_order(o->algo))
 			continue;
 		if (order_copy(&keep, &o->order))
 			continue;
@@ -509,7 +509,7 @@ bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 		return false;
 	if (a->algo == CHLB_ALGO_RING && a->vnodes != b->vnodes)
 		return false;
-	if (a->algo == CHLB_ALGO_MAGLEV && a->table_size != b->table_size)
+	if (chlb_algo_has_table(a->algo) && a->table_size != b->table_size)
 		return false;
 	for (__u32 i = 0; i < a->nbe; i++) {
 		/* copies keep the order: compare in place first, search only on a mismatch */
@@ -520,7 +520,7 @@ bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 		if (!o || o->weight != a->be[i].weight)
 			return false;
 	}
-	if (a->algo == CHLB_ALGO_JUMP) {
+	if (chlb_algo_has_order(a->algo)) {
 		if (a->order.n != b->order.n)
 			return false;
 		for (__u32 k = 0; k < a->order.n; k++)

@@ -17,6 +17,17 @@
 
 #define CHLB_STATE_MAX_BYTES (64u << 20) /* refuse state/config files larger than this */
 
+/* jump and jtable keep a bucket order; maglev and jtable have a table size M */
+static inline bool chlb_algo_has_order(__u8 a)
+{
+	return a == CHLB_ALGO_JUMP || a == CHLB_ALGO_JTABLE;
+}
+
+static inline bool chlb_algo_has_table(__u8 a)
+{
+	return a == CHLB_ALGO_MAGLEV || a == CHLB_ALGO_JTABLE;
+}
+
 struct chlb_be_cfg {
 	struct chlb_addr addr;
 	char name[CHLB_BE_NAME_LEN]; /* canonical address text: the builders' name */

@@ -86,9 +86,9 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 	sb_printf(b, "service add %s algo %s", vip, chlb_algo_name(s->algo));
 	if (s->algo == CHLB_ALGO_RING)
 		sb_printf(b, " vnodes %u", s->vnodes);
-	else if (s->algo == CHLB_ALGO_MAGLEV)
+	if (chlb_algo_has_table(s->algo))
 		sb_printf(b, " table %u", s->table_size);
-	else if (s->order.n)
+	if (chlb_algo_has_order(s->algo) && s->order.n)
 		sb_printf(b, " buckets %u", s->order.n);
 	sb_printf(b, " fwd %s hash %s", chlb_fwd_name(s->fwd), chlb_hash_name(s->hash));
 	if (s->mtu)
@@ -108,7 +108,7 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 		bool first = true;
 
 		sb_printf(b, "backend add %s %s weight %u", vip, be[i].name, be[i].weight);
-		for (__u32 k = 0; s->algo == CHLB_ALGO_JUMP && k < s->order.n; k++) {
+		for (__u32 k = 0; chlb_algo_has_order(s->algo) && k < s->order.n; k++) {
 			if (strcmp(s->order.name[k], be[i].name))
 				continue;
 			sb_printf(b, "%s%u", first ? " buckets " : ",", k);
