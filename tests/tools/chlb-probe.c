@@ -6,11 +6,12 @@
  *   chlb-probe which PIN_DIR IFINDEX VIP PORT N SEED
  *       N random TCP SYNs to VIP:PORT; prints "SRC:SPORT DST:DPORT BACKEND" per flow
  *       (BACKEND = outer IPv4 destination of the IPIP packet, or "verdict=V").
- *   chlb-probe torture PIN_DIR IFINDEX STOPFILE VIP:PORT...
+ *   chlb-probe torture PIN_DIR IFINDEX STOPFILE VIP:PORT=LO-HI...
  *       until STOPFILE exists: random flows (SYN and non-SYN) to every VIP; each
- *       packet must be forwarded (never passed or dropped) to a backend that was
- *       LIVE just before or just after it (never to one removed before it was
- *       sent). Prints a summary; exit 1 on any violation.
+ *       packet must be forwarded (never passed or dropped) to a backend of that
+ *       VIP's pool (last octet LO..HI) that was LIVE just before or just after
+ *       it (never to one removed before it was sent). Prints a summary; exit 1
+ *       on any violation.
  *
  * Run it in the daemon's network namespace with `nsenter --net=...` (not ip
  * netns exec: that hides the host's /sys/fs/bpf).
@@ -164,7 +165,7 @@ static int do_torture(int pfd, const char *pin_dir, const char *stop, int nvip, 
 	static __u32 before[CHLB_MAX_BACKENDS], after[CHLB_MAX_BACKENDS];
 	unsigned long pkts = 0, bad = 0, notfwd = 0;
 	__u32 dst[16], be, v;
-	int port[16], nb, na, bfd;
+	int port[16], lo[16], hi[16], nb, na, bfd;
 	__u8 pkt[PKT_LEN];
 	char path[512], a[32];
 
@@ -175,8 +176,12 @@ static int do_torture(int pfd, const char *pin_dir, const char *stop, int nvip, 
 		return 2;
 	}
 	for (int i = 0; i < nvip && i < 16; i++) {
-		char *c = strchr(vips[i], ':');
+		char *c = strchr(vips[i], ':'), *eq = strchr(vips[i], '=');
 
+		if (!c || !eq || sscanf(eq + 1, "%d-%d", &lo[i], &hi[i]) != 2) {
+			fprintf(stderr, "chlb-probe: '%s': expected VIP:PORT=LO-HI\n", vips[i]);
+			return 2;
+		}
 		*c = '\0';
 		inet_pton(AF_INET, vips[i], &dst[i]);
 		port[i] = atoi(c + 1);
@@ -184,7 +189,7 @@ static int do_torture(int pfd, const char *pin_dir, const char *stop, int nvip, 
 	nb = live_set(bfd, before);
 	while (access(stop, F_OK)) {
 		__u32 got[64];
-		int ng = 0;
+		int ng = 0, gv[64];
 
 		for (int k = 0; k < 64; k++, pkts++) {
 			int i = (int)(rnd() % (__u32)nvip), r;
@@ -199,11 +204,15 @@ static int do_torture(int pfd, const char *pin_dir, const char *stop, int nvip, 
 						v, r);
 				continue;
 			}
+			gv[ng] = i;
 			got[ng++] = be;
 		}
 		na = live_set(bfd, after);
 		for (int k = 0; k < ng; k++) {
-			if (in_set(before, nb, got[k]) || in_set(after, na, got[k]))
+			int octet = (int)(ntohl(got[k]) & 0xff);
+
+			if (octet >= lo[gv[k]] && octet <= hi[gv[k]] &&
+			    (in_set(before, nb, got[k]) || in_set(after, na, got[k])))
 				continue;
 			if (bad++ < 10)
 				fprintf(stderr,
@@ -213,7 +222,7 @@ static int do_torture(int pfd, const char *pin_dir, const char *stop, int nvip, 
 		memcpy(before, after, (size_t)na * sizeof(*after));
 		nb = na;
 	}
-	printf("packets %lu not_forwarded %lu to_removed %lu\n", pkts, notfwd, bad);
+	printf("packets %lu not_forwarded %lu bad_backend %lu\n", pkts, notfwd, bad);
 	return notfwd || bad ? 1 : 0;
 }
 
@@ -231,6 +240,6 @@ int main(int argc, char **argv)
 		return pfd < 0 ? 2 : do_torture(pfd, argv[2], argv[4], argc - 5, argv + 5);
 	}
 	fprintf(stderr, "usage: chlb-probe which PIN_DIR IFINDEX VIP PORT N SEED\n"
-			"       chlb-probe torture PIN_DIR IFINDEX STOPFILE VIP:PORT...\n");
+			"       chlb-probe torture PIN_DIR IFINDEX STOPFILE VIP:PORT=LO-HI...\n");
 	return 2;
 }
