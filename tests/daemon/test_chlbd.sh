@@ -255,6 +255,16 @@ test_sighup_reloads_config() {
 	lib_wait_for 5 bash -c "[ \"\$($CHLBCTL -s $D_SOCK -j backend list | jq '.backends | length')\" = 2 ]"
 }
 
+test_bad_config_at_start() {
+	local before
+	before=$(saved)
+	printf 'service add 10.0.0.20:80/tcp\nbackend add 10.0.0.20:80/tcp 10.1.0.2 weight heavy\n' >"$LIB_DIR/good"
+	d_stop TERM
+	d_start -c "$LIB_DIR/good" || return 1
+	check "says nothing from the file was applied" grep -q "'heavy'.*nothing from it applied" "$D_LOG" || return 1
+	check "kept the state it had" [ "$before" = "$(saved)" ]
+}
+
 forwards_to_99() { probe which "$D_PIN" "$D_IFINDEX" 10.0.0.60 80 3 5 | grep -q " 10.1.0.99$"; }
 
 # a backend whose neighbour is unknown gets its next hop once the kernel knows it

@@ -240,8 +240,8 @@ static int initial_state(struct chlb_state *st)
 		}
 		free(text);
 		chlb_state_free(st);
-		pr_err("config: %s; refusing to start", err);
-		return -1;
+		/* nothing from a bad file is applied: keep serving the last state */
+		pr_err("config: %s; nothing from it applied, starting from the state file", err);
 	}
 	if (chlb_state_load_file(st, D.state_path, &prev, err, sizeof(err))) {
 		pr_err("state: %s; refusing to start (fix it, or remove it to start empty)", err);
