@@ -30,7 +30,7 @@ static __always_inline int restore(struct xdp_md *ctx)
 	end = (void *)(long)ctx->data_end;
 	if (data + BENCH_LEN > end)
 		return -1;
-	__builtin_memcpy(data, bench_pkt, BENCH_LEN);
+	copy_words(data, bench_pkt, BENCH_LEN);
 	if (bench_src_off) {
 		__u32 off = bench_src_off & 0x7f, c = bench_counter++;
 

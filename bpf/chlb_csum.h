@@ -17,7 +17,8 @@ static __always_inline __u16 csum_fold(__u64 sum)
 /* Sum of n 16-bit words (constant n: fully unrolled). */
 static __always_inline __u64 csum_words(const void *buf, __u32 n)
 {
-	const __u16 *w = buf;
+	/* may_alias: buf is a header struct read as 16-bit words */
+	const __u16 __attribute__((__may_alias__)) *w = buf;
 	__u64 sum = 0;
 	__u32 i;
 

@@ -46,8 +46,7 @@ static __always_inline int chlb_nexthop(void *ctx, bool tc, const struct chlb_ba
 	int rc;
 
 	if (be->flags & CHLB_BE_F_NH_VALID) {
-		__builtin_memcpy(nh->dmac, be->dmac, 6);
-		__builtin_memcpy(nh->smac, be->smac, 6);
+		copy_words(nh->dmac, be->dmac, 12); /* dmac, smac: adjacent in both */
 		nh->ifindex = be->ifindex;
 		return CHLB_R_MAX;
 	}
@@ -77,8 +76,7 @@ static __always_inline int chlb_set_macs(void *ctx, bool tc, const struct chlb_n
 
 	if ((void *)(eth + 1) > end)
 		return -1;
-	__builtin_memcpy(eth->h_dest, nh->dmac, 6);
-	__builtin_memcpy(eth->h_source, nh->smac, 6);
+	copy_words(eth, nh, 12); /* h_dest, h_source <- dmac, smac */
 	return 0;
 }
 
@@ -143,7 +141,7 @@ static __always_inline int chlb_encap(void *ctx, bool tc, const struct chlb_pkt 
 			ip.saddr = bpf_htonl(0xac100000 | (h & 0xffff));
 		__builtin_memcpy(&ip.daddr, be->addr, 4);
 		ip.check = csum_fold(csum_words(&ip, sizeof(ip) / 2));
-		__builtin_memcpy(data + l2, &ip, sizeof(ip));
+		copy_words(data + l2, &ip, sizeof(ip));
 	} else {
 		struct ipv6hdr ip6 = {
 			.version = 6,
@@ -164,7 +162,7 @@ static __always_inline int chlb_encap(void *ctx, bool tc, const struct chlb_pkt 
 			ip6.saddr.in6_u.u6_addr32[3] = bpf_htonl(h);
 		}
 		__builtin_memcpy(&ip6.daddr, be->addr, 16);
-		__builtin_memcpy(data + l2, &ip6, sizeof(ip6));
+		copy_words(data + l2, &ip6, sizeof(ip6));
 	}
 	return 0;
 }

@@ -63,8 +63,8 @@ static __always_inline int chlb_icmp4_too_big(void *ctx, bool tc, const struct c
 	end = ctx_data_end(ctx, tc);
 	if (data + l2 + sizeof(ip) + sizeof(ih) > end)
 		return -1;
-	__builtin_memcpy(data + l2, &ip, sizeof(ip));
-	__builtin_memcpy(data + l2 + sizeof(ip), &ih, sizeof(ih));
+	copy_words(data + l2, &ip, sizeof(ip));
+	copy_words(data + l2 + sizeof(ip), &ih, sizeof(ih));
 	return 0;
 }
 
@@ -103,8 +103,8 @@ static __always_inline int chlb_icmp6_too_big(void *ctx, bool tc, const struct c
 	end = ctx_data_end(ctx, tc);
 	if (data + l2 + sizeof(ip6) + sizeof(ih) > end)
 		return -1;
-	__builtin_memcpy(data + l2, &ip6, sizeof(ip6));
-	__builtin_memcpy(data + l2 + sizeof(ip6), &ih, sizeof(ih));
+	copy_words(data + l2, &ip6, sizeof(ip6));
+	copy_words(data + l2 + sizeof(ip6), &ih, sizeof(ih));
 	return 0;
 }
 

@@ -32,7 +32,7 @@ struct chlb_icmphdr {
 	__sum16 checksum;
 	__be16 unused;
 	__be16 mtu; /* IPv4 frag-needed: next-hop MTU; ICMPv6 too-big: low half of the MTU */
-};
+} __attribute__((aligned(4))); /* copied with 4-byte stack reads (copy_words) */
 
 #define ICMP_DEST_UNREACH   3
 #define ICMP_FRAG_NEEDED    4
@@ -47,7 +47,7 @@ enum chlb_frag {
 	CHLB_FRAG_LATER, /* offset > 0: no L4 header */
 };
 
-/* What the pipeline needs from a packet. */
+/* What the pipeline needs from a packet (flow 4-aligned: copy_words writes it). */
 struct chlb_pkt {
 	__u32 len;     /* frame length */
 	__u32 l2len;   /* 14, 18 or 22 */
@@ -91,8 +91,8 @@ static __always_inline int parse_icmp4_inner(void *data, void *end, __u32 off, s
 	if (ip->version != 4 || ihl < sizeof(*ip) ||
 	    (ip->protocol != IPPROTO_TCP && ip->protocol != IPPROTO_UDP))
 		return CHLB_R_PASS_NOT_VIP;
-	__builtin_memcpy(p->flow.src, &ip->daddr, 4);
-	__builtin_memcpy(p->flow.dst, &ip->saddr, 4);
+	copy_words(p->flow.src, &ip->daddr, 4);
+	copy_words(p->flow.dst, &ip->saddr, 4);
 	p->flow.proto = ip->protocol;
 	if (parse_ports(data, end, off + ihl, &p->flow.dport, &p->flow.sport))
 		return CHLB_R_PARSE_L4;
@@ -109,8 +109,8 @@ static __always_inline int parse_icmp6_inner(void *data, void *end, __u32 off, s
 	/* extension headers inside an error are not walked: TCP/UDP directly */
 	if (ip6->nexthdr != IPPROTO_TCP && ip6->nexthdr != IPPROTO_UDP)
 		return CHLB_R_PASS_NOT_VIP;
-	__builtin_memcpy(p->flow.src, &ip6->daddr, 16);
-	__builtin_memcpy(p->flow.dst, &ip6->saddr, 16);
+	copy_words(p->flow.src, &ip6->daddr, 16);
+	copy_words(p->flow.dst, &ip6->saddr, 16);
 	p->flow.proto = ip6->nexthdr;
 	if (parse_ports(data, end, off + sizeof(*ip6), &p->flow.dport, &p->flow.sport))
 		return CHLB_R_PARSE_L4;
@@ -178,8 +178,8 @@ static __always_inline int parse_ip4(void *data, void *end, struct chlb_pkt *p)
 	p->flow.family = CHLB_AF_INET;
 	p->l4proto = ip->protocol;
 	p->tos = ip->tos;
-	__builtin_memcpy(p->flow.src, &ip->saddr, 4);
-	__builtin_memcpy(p->flow.dst, &ip->daddr, 4);
+	copy_words(p->flow.src, &ip->saddr, 4);
+	copy_words(p->flow.dst, &ip->daddr, 4);
 	p->flow.proto = ip->protocol;
 	p->l4off = p->l2len + ihl;
 	frag = bpf_ntohs(ip->frag_off);
@@ -205,8 +205,8 @@ static __always_inline int parse_ip6(void *data, void *end, struct chlb_pkt *p)
 	p->family = CHLB_AF_INET6;
 	p->flow.family = CHLB_AF_INET6;
 	p->tos = (ip6->priority << 4) | (ip6->flow_lbl[0] >> 4);
-	__builtin_memcpy(p->flow.src, &ip6->saddr, 16);
-	__builtin_memcpy(p->flow.dst, &ip6->daddr, 16);
+	copy_words(p->flow.src, &ip6->saddr, 16);
+	copy_words(p->flow.dst, &ip6->daddr, 16);
 	nh = ip6->nexthdr;
 	off = p->l2len + sizeof(*ip6);
 #pragma unroll

@@ -15,15 +15,15 @@
  */
 static __always_inline struct chlb_service *vip_lookup(const struct chlb_pkt *p)
 {
-	struct chlb_vip_key key = { .proto = p->flow.proto };
+	struct chlb_vip_key key __attribute__((aligned(4))) = { .proto = p->flow.proto };
 	struct chlb_service *svc;
 
 	if (p->family == CHLB_AF_INET) {
 		key.addr[10] = 0xff;
 		key.addr[11] = 0xff;
-		__builtin_memcpy(key.addr + 12, p->flow.dst, 4);
+		copy_words(key.addr + 12, p->flow.dst, 4);
 	} else {
-		__builtin_memcpy(key.addr, p->flow.dst, 16);
+		copy_words(key.addr, p->flow.dst, 16);
 	}
 	if (!p->frag) {
 		key.port = p->flow.dport;
