@@ -300,16 +300,23 @@ test_batch_burst() {
 }
 
 test_two_daemons_side_by_side() {
-	local ns2=chlb-$LIB_ID-d2 pin2 sock2=$LIB_DIR/d2.sock pid2 rc=0 out
+	local ns2=chlb-$LIB_ID-d2 pin2 sock2=$LIB_DIR/pub/d2.sock pid2 rc=0 out
+	# the second one's socket is open to group nogroup: reachable by nobody
+	mkdir -p "$LIB_DIR/pub" && chmod 711 "$LIB_DIR" && chmod 755 "$LIB_DIR/pub"
 	lib_ns_add "$ns2"
 	ip -n "$ns2" link add v0 type veth peer name v1 && ip -n "$ns2" link set v0 up &&
 		ip -n "$ns2" link set v1 up || return 1
 	lib_pindir d2
 	pin2=$LIB_PINDIR
 	lib_bg chlbd-d2 "$CHLBD" -i v0 --netns "$ns2" -m xdp-generic -s "$sock2" --pin-dir "$pin2" \
-		--state "$LIB_DIR/d2.state" -f
+		--state "$LIB_DIR/d2.state" --socket-group nogroup -f
 	pid2=$LIB_LASTPID
 	lib_wait_for 10 "$CHLBCTL" -s "$sock2" service list >/dev/null || return 1
+	check "group socket is 0660 root:nogroup" [ "$(stat -c '%a %G' "$sock2")" = "660 nogroup" ] || rc=1
+	check "a member of the group may talk to chlbd" \
+		setpriv --reuid=nobody --regid=nogroup --clear-groups "$CHLBCTL" -s "$sock2" service list >/dev/null || rc=1
+	out=$(setpriv --reuid=nobody --regid=65533 --clear-groups "$CHLBCTL" -s "$sock2" service list 2>&1)
+	check "others may not: $out" grep -qE "Permission denied|permission denied" <<<"$out" || rc=1
 	"$CHLBCTL" -s "$sock2" service add 10.9.9.9:80/tcp || rc=1
 	check "second daemon has its own state" \
 		[ "$("$CHLBCTL" -s "$sock2" -j service list | jq '.services | length')" = 1 ] || rc=1

@@ -34,6 +34,7 @@ struct chlbd {
 	__u64 history_ms, grace_ms;
 	bool foreground;
 	int verbose;
+	int socket_gid; /* --socket-group, or -1 */
 	/* runtime */
 	struct chlb_dp *dp;
 	struct chlb_rt *rt;

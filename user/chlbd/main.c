@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@
 #include <unistd.h>
 #include "chlbd.h"
 
-struct chlbd D = { .listen_fd = -1, .epfd = -1 };
+struct chlbd D = { .listen_fd = -1, .epfd = -1, .socket_gid = -1 };
 
 static void usage(FILE *f)
 {
@@ -30,6 +31,7 @@ static void usage(FILE *f)
 	    "      --netns NAME        join network namespace NAME (/var/run/netns/NAME) only;\n"
 	    "                          pins stay in the host's bpffs\n"
 	    "  -s, --socket PATH       control socket (default %s), mode 0600\n"
+	    "      --socket-group GRP  also let members of GRP use the socket (mode 0660)\n"
 	    "      --pin-dir DIR       bpffs pin directory (default %s)\n"
 	    "      --state FILE        state file (default %s)\n"
 	    "  -c, --config FILE       config file: applied at start (instead of the state\n"
@@ -72,13 +74,15 @@ static int parse_args(int argc, char **argv)
 		O_CT,
 		O_UDP,
 		O_HIST,
-		O_GRACE
+		O_GRACE,
+		O_GROUP
 	};
 	static const struct option opts[] = {
 		{ "interface", required_argument, NULL, 'i' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "netns", required_argument, NULL, O_NETNS },
 		{ "socket", required_argument, NULL, 's' },
+		{ "socket-group", required_argument, NULL, O_GROUP },
 		{ "pin-dir", required_argument, NULL, O_PIN },
 		{ "state", required_argument, NULL, O_STATE },
 		{ "config", required_argument, NULL, 'c' },
@@ -133,6 +137,16 @@ static int parse_args(int argc, char **argv)
 		case O_PIN:
 			D.pin_dir = optarg;
 			break;
+		case O_GROUP: {
+			struct group *g = getgrnam(optarg);
+
+			if (!g) {
+				fprintf(stderr, "chlbd: '%s': no such group\n", optarg);
+				return -1;
+			}
+			D.socket_gid = (int)g->gr_gid;
+			break;
+		}
 		case O_STATE:
 			D.state_path = optarg;
 			break;

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +88,11 @@ int server_open(const char *path)
 	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 
 	umask(old);
-	if (r || chmod(path, 0600) || listen(fd, 64)) {
+	if (!r && D.socket_gid >= 0) /* --socket-group: members may talk to chlbd too */
+		r = chown(path, (uid_t)-1, (gid_t)D.socket_gid) || chmod(path, 0660);
+	else if (!r)
+		r = chmod(path, 0600);
+	if (r || listen(fd, 64)) {
 		pr_err("couldn't listen on '%s': %s (-%d)", path, strerror(errno), errno);
 		close(fd);
 		return -1;
@@ -139,6 +144,34 @@ static char *error_reply(const char *msg)
 	return s;
 }
 
+/* Is gid among pid's groups (primary or supplementary)? */
+static bool pid_in_group(pid_t pid, gid_t primary, gid_t gid)
+{
+	char path[64], line[4096];
+	bool in = primary == gid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	while (!in && f && fgets(line, sizeof(line), f)) {
+		char *p = line + 7, *end;
+
+		if (strncmp(line, "Groups:", 7))
+			continue;
+		for (;;) {
+			unsigned long g = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			in |= g == gid;
+			p = end;
+		}
+	}
+	if (f)
+		fclose(f);
+	return in;
+}
+
 static bool peer_allowed(int fd)
 {
 	struct ucred cr;
@@ -146,7 +179,9 @@ static bool peer_allowed(int fd)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len))
 		return false;
-	return cr.uid == 0 || cr.uid == getuid();
+	if (cr.uid == 0 || cr.uid == getuid())
+		return true;
+	return D.socket_gid >= 0 && pid_in_group(cr.pid, cr.gid, (gid_t)D.socket_gid);
 }
 
 void server_accept(void)
