@@ -9,7 +9,7 @@
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
-#include "apply.h"
+#include "apply_int.h"
 
 #define NS_PER_MS 1000000ull
 
@@ -22,12 +22,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 	return -1;
 }
-
-#define rt_log(rt, lvl, ...)                         \
-	do {                                         \
-		if ((rt)->log)                       \
-			(rt)->log(lvl, __VA_ARGS__); \
-	} while (0)
 
 __u64 chlb_now_ns(void)
 {
@@ -105,110 +99,6 @@ int chlb_rt_svc_id(struct chlb_rt *rt, const struct chlb_vip *vip)
 	return s ? (int)(s - rt->svc) : -1;
 }
 
-static __u32 be_hash(const struct chlb_addr *a)
-{
-	return chlb_crc32c(a, sizeof(*a)) & (CHLB_BE_HASH - 1);
-}
-
-static void be_link(struct chlb_rt *rt, __u32 slot)
-{
-	__u32 h = be_hash(&rt->be[slot].addr);
-
-	rt->be_next[slot] = rt->be_head[h];
-	rt->be_head[h] = (__s32)slot;
-}
-
-static void be_unlink(struct chlb_rt *rt, __u32 slot)
-{
-	__s32 *p = &rt->be_head[be_hash(&rt->be[slot].addr)];
-
-	while (*p >= 0 && *p != (__s32)slot)
-		p = &rt->be_next[*p];
-	if (*p >= 0)
-		*p = rt->be_next[slot];
-	rt->be_next[slot] = -1;
-}
-
-/* Slot holding addr (LIVE or DEAD), or -1. */
-static int be_find(const struct chlb_rt *rt, const struct chlb_addr *a)
-{
-	for (__s32 s = rt->be_head[be_hash(a)]; s >= 0; s = rt->be_next[s])
-		if (rt->be[s].state != CHLB_BE_EMPTY && !chlb_addr_cmp(&rt->be[s].addr, a))
-			return s;
-	return -1;
-}
-
-int chlb_rt_be_slot(const struct chlb_rt *rt, const struct chlb_addr *a)
-{
-	int s = be_find(rt, a);
-
-	return s >= 0 && rt->be[s].state == CHLB_BE_LIVE ? s : -1;
-}
-
-/*
- * Writes the slot from its bookkeeping. A removal (DEAD/EMPTY) only flips the
- * state and keeps the next hop: a packet that read "LIVE" just before may
- * read the rest of the value just after (an array update is a plain copy).
- */
-static int be_write(struct chlb_rt *rt, __u32 slot)
-{
-	struct chlb_rt_be *b = &rt->be[slot];
-	struct chlb_backend v = b->last;
-
-	memcpy(v.addr, b->addr.a, 16);
-	v.family = b->addr.family;
-	v.state = b->state;
-	v.gen = b->gen;
-	if (b->state == CHLB_BE_LIVE && rt->ops.resolve) {
-		struct chlb_backend r = v;
-
-		if (!rt->ops.resolve(rt->ops.ctx, &r))
-			v = r; /* unresolved: keep what we had; the data plane falls back to the FIB */
-	}
-	b->last = v;
-	return rt->ops.set_backend(rt->ops.ctx, slot, &v);
-}
-
-/* Slot for addr: the one it holds (LIVE or DEAD: same occupant, same gen), else a free one. */
-static int be_acquire(struct chlb_rt *rt, const struct chlb_addr *a, __u64 now)
-{
-	int i = be_find(rt, a), free_slot = -1;
-
-	if (i >= 0) {
-		struct chlb_rt_be *b = &rt->be[i];
-
-		b->wanted = true;
-		if (b->state != CHLB_BE_LIVE) {
-			b->state = CHLB_BE_LIVE;
-			if (be_write(rt, (__u32)i))
-				return -1;
-		}
-		return i;
-	}
-	for (__u32 k = 0; k < CHLB_MAX_BACKENDS; k++) {
-		__u32 j = (rt->free_hint + k) % CHLB_MAX_BACKENDS;
-		const struct chlb_rt_be *b = &rt->be[j];
-
-		if (b->state == CHLB_BE_EMPTY && !b->trefs && b->hold_until <= now) {
-			free_slot = (int)j;
-			break;
-		}
-	}
-	if (free_slot < 0)
-		return -2;
-	rt->free_hint = (__u32)free_slot + 1;
-	be_unlink(rt, (__u32)free_slot);
-	rt->be[free_slot].addr = *a;
-	be_link(rt, (__u32)free_slot);
-	memset(&rt->be[free_slot].last, 0, sizeof(rt->be[free_slot].last));
-	rt->be[free_slot].state = CHLB_BE_LIVE;
-	rt->be[free_slot].gen++; /* new occupant: old conn entries become stale */
-	rt->be[free_slot].wanted = true;
-	if (be_write(rt, (__u32)free_slot))
-		return -1;
-	return free_slot;
-}
-
 static int build_table(struct chlb_rt *rt, const struct chlb_svc_cfg *s, struct chlb_table *t,
 		       __u32 **bes, __u32 *nbes, __u64 now, char *err, size_t errlen)
 {
@@ -226,7 +116,7 @@ static int build_table(struct chlb_rt *rt, const struct chlb_svc_cfg *s, struct 
 		goto out;
 	}
 	for (__u32 i = 0; i < s->nbe; i++) {
-		int slot = be_acquire(rt, &s->be[i].addr, now);
+		int slot = chlb_be_acquire(rt, &s->be[i].addr, now);
 
 		if (slot < 0) {
 			fail(err, errlen, "'%s': %s", s->be[i].name,
@@ -502,7 +392,7 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 
 		/* mark wanted so no slot of a backend still in use gets released */
 		for (__u32 j = 0; j < n->nbe; j++) {
-			int slot = be_find(rt, &n->be[j].addr);
+			int slot = chlb_be_find(rt, &n->be[j].addr);
 
 			if (slot >= 0)
 				rt->be[slot].wanted = true;
@@ -540,45 +430,12 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 
 		if (b->state == CHLB_BE_LIVE && !b->wanted) {
 			b->state = CHLB_BE_DEAD;
-			be_write(rt, (__u32)i);
+			chlb_be_write(rt, (__u32)i);
 		}
 	}
 	if (bad)
 		return fail(err, errlen, "%s%s", first, bad > 1 ? " (and more; see the log)" : "");
 	return 0;
-}
-
-#define NH_REFRESH_NS  1000000000ull /* a round per second */
-#define NH_REFRESH_MAX 64	     /* resolves per round (each a netlink round trip) */
-
-/*
- * Next hops change (a neighbour's MAC, a route) and may be unresolved when a
- * backend is written: re-resolve LIVE backends a few hundred at a time and
- * write only what changed. An unresolved one keeps what it had (the data
- * plane asks the FIB per packet meanwhile) and the kernel is nudged to
- * resolve it.
- */
-static void refresh_nexthops(struct chlb_rt *rt, __u64 now)
-{
-	if (!rt->ops.resolve || now < rt->nh_next)
-		return;
-	rt->nh_next = now + NH_REFRESH_NS;
-	for (__u32 k = 0, done = 0; k < CHLB_MAX_BACKENDS && done < NH_REFRESH_MAX; k++) {
-		__u32 i = rt->nh_cursor++ % CHLB_MAX_BACKENDS;
-		struct chlb_rt_be *b = &rt->be[i];
-		struct chlb_backend r;
-
-		if (b->state != CHLB_BE_LIVE)
-			continue;
-		done++;
-		r = b->last;
-		if (rt->ops.resolve(rt->ops.ctx, &r) || !memcmp(&r, &b->last, sizeof(r)))
-			continue;
-		b->last = r;
-		rt->ops.set_backend(rt->ops.ctx, i, &r);
-		rt_log(rt, LOG_INFO, "backend slot %u: next hop updated (ifindex %u)", i,
-		       r.ifindex);
-	}
 }
 
 int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st)
@@ -607,7 +464,7 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 {
 	__u64 next = ~0ull;
 
-	refresh_nexthops(rt, now);
+	chlb_be_refresh_nexthops(rt, now);
 	if (rt->ops.resolve)
 		next = rt->nh_next;
 
@@ -672,7 +529,7 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 			continue;
 		}
 		b->state = CHLB_BE_EMPTY;
-		be_write(rt, (__u32)i);
+		chlb_be_write(rt, (__u32)i);
 	}
 	return next == ~0ull ? 0 : next;
 }
@@ -696,7 +553,7 @@ int chlb_rt_adopt(struct chlb_rt *rt, const struct chlb_adopt_ops *aops,
 		r->addr.family = b.family;
 		memcpy(r->addr.a, b.addr, 16);
 		r->last = b;
-		be_link(rt, i);
+		chlb_be_link(rt, i);
 		r->hold_until = hold; /* tables we did not build may name it */
 	}
 	for (__u32 i = 0; i < st->nsvc; i++) {
