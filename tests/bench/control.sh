@@ -4,6 +4,8 @@
 #   swap_{ring_n1000_k160,jump_n1000,maglev_n1000_m65537}_ms: median time from a
 #     membership change request to the pinned view naming the new table
 #     (tests/bench/control.c), 21 changes each;
+#   burst_100_services_ms: one backend shared by 100 services (ring, 100 backends
+#     each) leaves in one `chlbctl batch`: request to reply, one swap per service;
 #   restart_ms: chlbd start (TERM'd before) -> answering its socket, adopting
 #     pinned state with 100 services x 100 backends (wall clock, polled every 2 ms);
 #     restart_ready_ms: the same as chlbd logs it (process start -> ready).
@@ -63,6 +65,15 @@ done
 } >"$LIB_DIR/s100.conf"
 c apply -f "$LIB_DIR/s100.conf" || die "apply s100"
 sleep 0.5
+# a burst: one backend shared by all 100 services leaves (one batch: one swap each)
+for s in $(seq 0 99); do echo "backend del 10.0.1.$s:80/tcp $(be 50)"; done >"$LIB_DIR/burst"
+swaps0=$(c -j service list | jq '[.services[].swaps] | add')
+t0=$(date +%s%N)
+c batch -f "$LIB_DIR/burst" || die "burst"
+burst=$((($(date +%s%N) - t0) / 1000))
+swaps1=$(c -j service list | jq '[.services[].swaps] | add')
+echo "  burst_100_services_ms: $((burst / 1000)).$(printf %03d $((burst % 1000))) ($((swaps1 - swaps0)) swaps)"
+sleep 0.3
 kill -TERM "$PID"
 wait "$PID"
 t0=$(date +%s%N)
@@ -97,6 +108,8 @@ cat >"$OUT" <<EOF
   "swap_jump_write_publish_ms": ${JW:-null},
   "swap_maglev_build_ms": ${MB:-null},
   "swap_maglev_write_publish_ms": ${MW:-null},
+  "burst_100_services_ms": $((burst / 1000)).$(printf %03d $((burst % 1000))),
+  "burst_100_services_swaps": $((swaps1 - swaps0)),
   "restart_ms": $((restart / 1000)).$(printf %03d $((restart % 1000))),
   "restart_ready_ms": ${ready:-null},
   "restart_services": 100,
