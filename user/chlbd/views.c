@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Read-only replies: service list, backend list, stats, which. */
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include "chlbd.h"
 
 static json_object *jerr(const char *fmt, const char *arg)
@@ -275,6 +277,19 @@ json_object *view_which(const struct chlb_cmd *c)
 			     D.rt->be[conn.backend].state == CHLB_BE_LIVE &&
 			     D.rt->be[conn.backend].gen == conn.gen;
 
+		if (c->flow.proto == IPPROTO_UDP) {
+			/* the data plane stamps UDP entries with the coarse monotonic clock */
+			struct timespec ts;
+			__u64 now, idle_ms = D.udp_timeout_ms ? D.udp_timeout_ms
+							      : CHLB_DP_DEFAULT_UDP_IDLE_MS;
+
+			clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+			now = (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+			add_int(e, "idle_ms",
+				now > conn.last_ns ? (int64_t)((now - conn.last_ns) / 1000000) : 0);
+			if (now > conn.last_ns && now - conn.last_ns >= idle_ms * 1000000ull)
+				valid = false;
+		}
 		add_int(e, "gen", conn.gen);
 		json_object_object_add(e, "valid", json_object_new_boolean(valid));
 		json_object_object_add(o, "conn", e);
