@@ -4,24 +4,14 @@
  * why it keeps every packet on a complete table).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
 #include "apply_int.h"
+#include "util.h"
 
 #define NS_PER_MS 1000000ull
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 __u64 chlb_now_ns(void)
 {
@@ -112,17 +102,17 @@ static int build_table(struct chlb_rt *rt, const struct chlb_svc_cfg *s, struct 
 
 	chlb_fmt_vip(&s->vip, vip, sizeof(vip));
 	if (!be || !list) {
-		fail(err, errlen, "%s: out of memory", vip);
+		chlb_fail(err, errlen, "%s: out of memory", vip);
 		goto out;
 	}
 	for (__u32 i = 0; i < s->nbe; i++) {
 		int slot = chlb_be_acquire(rt, &s->be[i].addr, now);
 
 		if (slot < 0) {
-			fail(err, errlen, "'%s': %s", s->be[i].name,
-			     slot == -2
-				 ? "no free backend slot (retiring ones are still referenced)"
-				 : "couldn't write the backend slot");
+			chlb_fail(err, errlen, "'%s': %s", s->be[i].name,
+				  slot == -2
+				      ? "no free backend slot (retiring ones are still referenced)"
+				      : "couldn't write the backend slot");
 			goto out;
 		}
 		be[i].slot = (__u32)slot;
@@ -239,7 +229,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	if (!s) {
 		id = alloc_id(rt);
 		if (id < 0)
-			return fail(err, errlen, "'%s': no free service id", vip);
+			return chlb_fail(err, errlen, "'%s': no free service id", vip);
 		s = &rt->svc[id];
 		memset(s, 0, sizeof(*s));
 		s->vip = c->vip;
@@ -247,7 +237,8 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	}
 	if (!table_changed) {
 		if (publish(rt, s, c))
-			return fail(err, errlen, "'%s': couldn't update the service view", vip);
+			return chlb_fail(err, errlen, "'%s': couldn't update the service view",
+					 vip);
 		rt_log(rt, LOG_INFO, "service %s: options updated (no table change)", vip);
 		return 0;
 	}
@@ -269,7 +260,8 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 		for (__u32 i = 0; i < nbes; i++)
 			rt->be[bes[i]].trefs++;
 		if (publish(rt, s, c))
-			return fail(err, errlen, "'%s': couldn't update the service view", vip);
+			return chlb_fail(err, errlen, "'%s': couldn't update the service view",
+					 vip);
 		rt_log(rt, LOG_DEBUG, "service %s: adopted table slot %u (fingerprint %08x)", vip,
 		       s->view[0], chlb_table_header(&t)->fingerprint);
 		return 0;
@@ -281,7 +273,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 					 t.words, t.nwords)) {
 		chlb_table_free(&t);
 		free(bes);
-		return fail(err, errlen, "'%s': couldn't write table slot %d", vip, k);
+		return chlb_fail(err, errlen, "'%s': couldn't write table slot %d", vip, k);
 	}
 	t_written = chlb_now_ns();
 	s->slot[k].used = true;
@@ -315,7 +307,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 		slot_release(rt, &s->slot[k]);
 		if (!s->nview)
 			s->used = false;
-		return fail(err, errlen, "'%s': couldn't publish the service view", vip);
+		return chlb_fail(err, errlen, "'%s': couldn't publish the service view", vip);
 	}
 	s->swaps++;
 	s->last_swap_ms = (double)(chlb_now_ns() - t0) / 1e6;
@@ -434,7 +426,8 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 		}
 	}
 	if (bad)
-		return fail(err, errlen, "%s%s", first, bad > 1 ? " (and more; see the log)" : "");
+		return chlb_fail(err, errlen, "%s%s", first,
+				 bad > 1 ? " (and more; see the log)" : "");
 	return 0;
 }
 

@@ -8,24 +8,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "grammar.h"
 #include "chlb_build.h" /* CHLB_ALGO_JTABLE */
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
+#include "util.h"
 
 bool chlb_cmd_is_change(enum chlb_cmd_kind kind)
 {
@@ -53,7 +41,8 @@ int chlb_tokenize(char *line, char **tok, int max, char *err, size_t errlen)
 		if (*p == '\0' || *p == '#')
 			break;
 		if (n == max)
-			return fail(err, errlen, "'%.32s': too many tokens (at most %d)", p, max);
+			return chlb_fail(err, errlen, "'%.32s': too many tokens (at most %d)", p,
+					 max);
 		tok[n++] = p;
 		while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n' && *p != '#')
 			p++;
@@ -134,31 +123,33 @@ static int split_hostport(const char *s, const char *shown, struct chlb_addr *a,
 		const char *rb = strchr(s, ']');
 
 		if (!rb)
-			return fail(err, errlen, "'%s': missing ']' after IPv6 address", shown);
+			return chlb_fail(err, errlen, "'%s': missing ']' after IPv6 address",
+					 shown);
 		if (rb[1] == ':')
 			colon = rb + 1;
 		else if (rb[1] != '\0')
-			return fail(err, errlen, "'%s': expected ':PORT' after ']'", shown);
+			return chlb_fail(err, errlen, "'%s': expected ':PORT' after ']'", shown);
 		hlen = (size_t)(rb - s) + 1;
 	} else {
 		colon = strchr(s, ':');
 		if (colon && strchr(colon + 1, ':'))
-			return fail(err, errlen, "'%s': IPv6 %s must be in brackets: [ADDR]:PORT",
-				    s, what);
+			return chlb_fail(err, errlen,
+					 "'%s': IPv6 %s must be in brackets: [ADDR]:PORT", s, what);
 		hlen = colon ? (size_t)(colon - s) : strlen(s);
 	}
 	if (hlen == 0 || hlen >= sizeof(host))
-		return fail(err, errlen, "'%s': malformed address in %s", shown, what);
+		return chlb_fail(err, errlen, "'%s': malformed address in %s", shown, what);
 	memcpy(host, s, hlen);
 	host[hlen] = '\0';
 	if (chlb_parse_addr(host, a))
-		return fail(err, errlen, "'%s': malformed address '%s' in %s", shown, host, what);
+		return chlb_fail(err, errlen, "'%s': malformed address '%s' in %s", shown, host,
+				 what);
 	if (colon) {
 		if (parse_u32(colon + 1, 0, 65535, port))
-			return fail(err, errlen, "'%s': malformed port '%s' (0-65535)", shown,
-				    colon + 1);
+			return chlb_fail(err, errlen, "'%s': malformed port '%s' (0-65535)", shown,
+					 colon + 1);
 	} else if (need_port) {
-		return fail(err, errlen, "'%s': missing ':PORT' in %s", shown, what);
+		return chlb_fail(err, errlen, "'%s': missing ':PORT' in %s", shown, what);
 	}
 	return 0;
 }
@@ -172,13 +163,13 @@ int chlb_parse_vip(const char *s, struct chlb_vip *v, char *err, size_t errlen)
 
 	memset(v, 0, sizeof(*v));
 	if (!slash)
-		return fail(err, errlen, "'%s': malformed VIP, expected ADDR:PORT/tcp|udp", s);
+		return chlb_fail(err, errlen, "'%s': malformed VIP, expected ADDR:PORT/tcp|udp", s);
 	if (parse_proto(slash + 1, &v->proto))
-		return fail(err, errlen, "'%s': unknown protocol '%s' (expected tcp or udp)", s,
-			    slash + 1);
+		return chlb_fail(err, errlen, "'%s': unknown protocol '%s' (expected tcp or udp)",
+				 s, slash + 1);
 	len = (size_t)(slash - s);
 	if (len == 0 || len >= sizeof(buf))
-		return fail(err, errlen, "'%s': malformed VIP, expected ADDR:PORT/tcp|udp", s);
+		return chlb_fail(err, errlen, "'%s': malformed VIP, expected ADDR:PORT/tcp|udp", s);
 	memcpy(buf, s, len);
 	buf[len] = '\0';
 	if (split_hostport(buf, s, &v->addr, &port, false, err, errlen, "VIP"))
@@ -245,51 +236,53 @@ static int parse_svc_opt(const char *key, const char *val, struct chlb_cmd *c, c
 
 	if (!strcmp(key, "algo")) {
 		if (LOOKUP(algos, val, &c->algo))
-			return fail(
+			return chlb_fail(
 			    err, errlen,
 			    "'%s': unknown algorithm (expected ring, jump, maglev or jtable)", val);
 		c->set |= CHLB_OPT_ALGO;
 	} else if (!strcmp(key, "vnodes")) {
 		if (parse_u32(val, 1, 65536, &v))
-			return fail(err, errlen, "'%s': vnodes out of range (1-65536)", val);
+			return chlb_fail(err, errlen, "'%s': vnodes out of range (1-65536)", val);
 		c->vnodes = v;
 		c->set |= CHLB_OPT_VNODES;
 	} else if (!strcmp(key, "table")) {
 		if (parse_u32(val, 2, CHLB_MAGLEV_MAX_M, &v))
-			return fail(err, errlen, "'%s': table size out of range (2-%u)", val,
-				    CHLB_MAGLEV_MAX_M);
+			return chlb_fail(err, errlen, "'%s': table size out of range (2-%u)", val,
+					 CHLB_MAGLEV_MAX_M);
 		c->table_size = v;
 		c->set |= CHLB_OPT_TABLE;
 	} else if (!strcmp(key, "fwd")) {
 		if (LOOKUP(fwds, val, &c->fwd))
-			return fail(err, errlen,
-				    "'%s': unknown forwarding mode (expected l2dsr or ipip)", val);
+			return chlb_fail(err, errlen,
+					 "'%s': unknown forwarding mode (expected l2dsr or ipip)",
+					 val);
 		c->set |= CHLB_OPT_FWD;
 	} else if (!strcmp(key, "hash")) {
 		if (LOOKUP(hashes, val, &c->hash))
-			return fail(err, errlen,
-				    "'%s': unknown hash fields (expected 5tuple or src)", val);
+			return chlb_fail(err, errlen,
+					 "'%s': unknown hash fields (expected 5tuple or src)", val);
 		c->set |= CHLB_OPT_HASH;
 	} else if (!strcmp(key, "mtu")) {
 		if (parse_u32(val, 0, 65535, &v) || (v && v < 576))
-			return fail(err, errlen, "'%s': mtu out of range (0 or 576-65535)", val);
+			return chlb_fail(err, errlen, "'%s': mtu out of range (0 or 576-65535)",
+					 val);
 		c->mtu = (__u16)v;
 		c->set |= CHLB_OPT_MTU;
 	} else if (!strcmp(key, "encap-src")) {
 		if (chlb_parse_addr(val, &c->encap_src))
-			return fail(err, errlen, "'%s': malformed address for encap-src", val);
+			return chlb_fail(err, errlen, "'%s': malformed address for encap-src", val);
 		c->set |= CHLB_OPT_ENCAP_SRC;
 	} else if (!strcmp(key, "buckets")) {
 		if (parse_u32(val, 1, CHLB_JUMP_MAX_BUCKETS, &v))
-			return fail(err, errlen, "'%s': buckets out of range (1-%u)", val,
-				    CHLB_JUMP_MAX_BUCKETS);
+			return chlb_fail(err, errlen, "'%s': buckets out of range (1-%u)", val,
+					 CHLB_JUMP_MAX_BUCKETS);
 		c->buckets = v;
 		c->set |= CHLB_OPT_BUCKETS;
 	} else {
-		return fail(err, errlen,
-			    "'%s': unknown service option (expected algo, vnodes, table, fwd, "
-			    "hash, mtu, encap-src)",
-			    key);
+		return chlb_fail(err, errlen,
+				 "'%s': unknown service option (expected algo, vnodes, table, fwd, "
+				 "hash, mtu, encap-src)",
+				 key);
 	}
 	return 0;
 }
@@ -321,19 +314,19 @@ static int parse_be_opt(const char *key, const char *val, struct chlb_cmd *c, ch
 
 	if (!strcmp(key, "weight")) {
 		if (parse_u32(val, 0, CHLB_WEIGHT_MAX, &v))
-			return fail(err, errlen, "'%s': weight out of range (0-%u)", val,
-				    CHLB_WEIGHT_MAX);
+			return chlb_fail(err, errlen, "'%s': weight out of range (0-%u)", val,
+					 CHLB_WEIGHT_MAX);
 		c->weight = v;
 		c->set |= CHLB_OPT_WEIGHT;
 	} else if (!strcmp(key, "buckets")) {
 		if (parse_bucket_list(val, c))
-			return fail(err, errlen,
-				    "'%s': malformed bucket list (B1,B2,... each 0-%u)", val,
-				    CHLB_JUMP_MAX_BUCKETS - 1);
+			return chlb_fail(err, errlen,
+					 "'%s': malformed bucket list (B1,B2,... each 0-%u)", val,
+					 CHLB_JUMP_MAX_BUCKETS - 1);
 		c->set |= CHLB_OPT_BUCKET;
 	} else {
-		return fail(err, errlen,
-			    "'%s': unknown backend option (expected weight or buckets)", key);
+		return chlb_fail(err, errlen,
+				 "'%s': unknown backend option (expected weight or buckets)", key);
 	}
 	return 0;
 }
@@ -350,13 +343,13 @@ static int parse_opts(int i, int ntok, char *const *tok, opt_fn fn, struct chlb_
 			/* let the option parser reject unknown keys first */
 			if (fn(tok[i], "", c, err, errlen) && strstr(err, "option (expected"))
 				return -1;
-			return fail(err, errlen, "'%s': missing value", tok[i]);
+			return chlb_fail(err, errlen, "'%s': missing value", tok[i]);
 		}
 		before = c->set;
 		if (fn(tok[i], tok[i + 1], c, err, errlen))
 			return -1;
 		if (before == c->set)
-			return fail(err, errlen, "'%s': option given twice", tok[i]);
+			return chlb_fail(err, errlen, "'%s': option given twice", tok[i]);
 	}
 	return 0;
 }
@@ -365,7 +358,7 @@ static int need(int i, int ntok, char *const *tok, const char *what, char *err, 
 {
 	if (i < ntok)
 		return 0;
-	return fail(err, errlen, "'%s %s': missing %s", tok[0], ntok > 1 ? tok[1] : "", what);
+	return chlb_fail(err, errlen, "'%s %s': missing %s", tok[0], ntok > 1 ? tok[1] : "", what);
 }
 
 static int parse_service(int ntok, char *const *tok, struct chlb_cmd *c, char *err, size_t errlen)
@@ -373,12 +366,12 @@ static int parse_service(int ntok, char *const *tok, struct chlb_cmd *c, char *e
 	const char *verb;
 
 	if (ntok < 2)
-		return fail(err, errlen, "'service': missing command (add, set, del, list)");
+		return chlb_fail(err, errlen, "'service': missing command (add, set, del, list)");
 	verb = tok[1];
 	if (!strcmp(verb, "list")) {
 		c->kind = CHLB_CMD_SERVICE_LIST;
 		if (ntok > 3)
-			return fail(err, errlen, "'%s': unexpected argument", tok[3]);
+			return chlb_fail(err, errlen, "'%s': unexpected argument", tok[3]);
 		if (ntok == 3) {
 			c->has_vip = true;
 			return chlb_parse_vip(tok[2], &c->vip, err, errlen);
@@ -392,8 +385,9 @@ static int parse_service(int ntok, char *const *tok, struct chlb_cmd *c, char *e
 	else if (!strcmp(verb, "del"))
 		c->kind = CHLB_CMD_SERVICE_DEL;
 	else
-		return fail(err, errlen,
-			    "'%s': unknown service command (expected add, set, del, list)", verb);
+		return chlb_fail(err, errlen,
+				 "'%s': unknown service command (expected add, set, del, list)",
+				 verb);
 	if (need(2, ntok, tok, "VIP (ADDR:PORT/PROTO)", err, errlen))
 		return -1;
 	c->has_vip = true;
@@ -401,7 +395,7 @@ static int parse_service(int ntok, char *const *tok, struct chlb_cmd *c, char *e
 		return -1;
 	if (c->kind == CHLB_CMD_SERVICE_DEL) {
 		if (ntok > 3)
-			return fail(err, errlen, "'%s': unexpected argument", tok[3]);
+			return chlb_fail(err, errlen, "'%s': unexpected argument", tok[3]);
 		return 0;
 	}
 	return parse_opts(3, ntok, tok, parse_svc_opt, c, err, errlen);
@@ -412,12 +406,12 @@ static int parse_backend(int ntok, char *const *tok, struct chlb_cmd *c, char *e
 	const char *verb;
 
 	if (ntok < 2)
-		return fail(err, errlen, "'backend': missing command (add, set, del, list)");
+		return chlb_fail(err, errlen, "'backend': missing command (add, set, del, list)");
 	verb = tok[1];
 	if (!strcmp(verb, "list")) {
 		c->kind = CHLB_CMD_BACKEND_LIST;
 		if (ntok > 3)
-			return fail(err, errlen, "'%s': unexpected argument", tok[3]);
+			return chlb_fail(err, errlen, "'%s': unexpected argument", tok[3]);
 		if (ntok == 3) {
 			c->has_vip = true;
 			return chlb_parse_vip(tok[2], &c->vip, err, errlen);
@@ -431,8 +425,9 @@ static int parse_backend(int ntok, char *const *tok, struct chlb_cmd *c, char *e
 	else if (!strcmp(verb, "del"))
 		c->kind = CHLB_CMD_BACKEND_DEL;
 	else
-		return fail(err, errlen,
-			    "'%s': unknown backend command (expected add, set, del, list)", verb);
+		return chlb_fail(err, errlen,
+				 "'%s': unknown backend command (expected add, set, del, list)",
+				 verb);
 	if (need(2, ntok, tok, "VIP (ADDR:PORT/PROTO)", err, errlen))
 		return -1;
 	c->has_vip = true;
@@ -441,16 +436,16 @@ static int parse_backend(int ntok, char *const *tok, struct chlb_cmd *c, char *e
 	if (need(3, ntok, tok, "backend address", err, errlen))
 		return -1;
 	if (chlb_parse_addr(tok[3], &c->backend))
-		return fail(err, errlen, "'%s': malformed backend address", tok[3]);
+		return chlb_fail(err, errlen, "'%s': malformed backend address", tok[3]);
 	if (c->kind == CHLB_CMD_BACKEND_DEL) {
 		if (ntok > 4)
-			return fail(err, errlen, "'%s': unexpected argument", tok[4]);
+			return chlb_fail(err, errlen, "'%s': unexpected argument", tok[4]);
 		return 0;
 	}
 	if (parse_opts(4, ntok, tok, parse_be_opt, c, err, errlen))
 		return -1;
 	if (c->kind == CHLB_CMD_BACKEND_SET && !(c->set & CHLB_OPT_WEIGHT))
-		return fail(err, errlen, "'backend set': nothing to set (expected weight W)");
+		return chlb_fail(err, errlen, "'backend set': nothing to set (expected weight W)");
 	return 0;
 }
 
@@ -462,14 +457,16 @@ static int parse_which(int ntok, char *const *tok, struct chlb_cmd *c, char *err
 
 	c->kind = CHLB_CMD_WHICH;
 	if (ntok != 4)
-		return fail(err, errlen, "'which': expected SRC:PORT DST:PORT tcp|udp");
+		return chlb_fail(err, errlen, "'which': expected SRC:PORT DST:PORT tcp|udp");
 	if (split_hostport(tok[1], tok[1], &src, &sport, true, err, errlen, "source") ||
 	    split_hostport(tok[2], tok[2], &dst, &dport, true, err, errlen, "destination"))
 		return -1;
 	if (parse_proto(tok[3], &proto))
-		return fail(err, errlen, "'%s': unknown protocol (expected tcp or udp)", tok[3]);
+		return chlb_fail(err, errlen, "'%s': unknown protocol (expected tcp or udp)",
+				 tok[3]);
 	if (src.family != dst.family)
-		return fail(err, errlen, "'%s': address family differs from '%s'", tok[2], tok[1]);
+		return chlb_fail(err, errlen, "'%s': address family differs from '%s'", tok[2],
+				 tok[1]);
 	memcpy(c->flow.src, src.a, 16);
 	memcpy(c->flow.dst, dst.a, 16);
 	c->flow.sport = htons((__u16)sport);
@@ -482,7 +479,7 @@ static int parse_which(int ntok, char *const *tok, struct chlb_cmd *c, char *err
 static int no_args(int ntok, char *const *tok, int max, char *err, size_t errlen)
 {
 	if (ntok > max)
-		return fail(err, errlen, "'%s': unexpected argument", tok[max]);
+		return chlb_fail(err, errlen, "'%s': unexpected argument", tok[max]);
 	return 0;
 }
 
@@ -522,14 +519,15 @@ int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *c, char *err,
 			return 0;
 		}
 		if (ntok >= 2)
-			return fail(err, errlen, "'%s': unexpected argument (expected detach)",
-				    tok[1]);
+			return chlb_fail(err, errlen, "'%s': unexpected argument (expected detach)",
+					 tok[1]);
 		return 0;
 	}
-	return fail(err, errlen,
-		    "'%s': unknown object (expected service, backend, stats, which, save, apply, "
-		    "shutdown)",
-		    tok[0]);
+	return chlb_fail(
+	    err, errlen,
+	    "'%s': unknown object (expected service, backend, stats, which, save, apply, "
+	    "shutdown)",
+	    tok[0]);
 }
 
 int chlb_parse_line(const char *line, struct chlb_cmd *cmd, char *err, size_t errlen)
@@ -540,7 +538,8 @@ int chlb_parse_line(const char *line, struct chlb_cmd *cmd, char *err, size_t er
 
 	memset(cmd, 0, sizeof(*cmd));
 	if (strlen(line) >= sizeof(buf))
-		return fail(err, errlen, "line too long (at most %d bytes)", CHLB_LINE_MAX - 1);
+		return chlb_fail(err, errlen, "line too long (at most %d bytes)",
+				 CHLB_LINE_MAX - 1);
 	strcpy(buf, line);
 	n = chlb_tokenize(buf, tok, CHLB_TOKENS_MAX, err, errlen);
 	if (n < 0)

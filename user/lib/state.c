@@ -7,20 +7,10 @@
  * and the data plane's limits.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "state.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
+#include "util.h"
 
 void chlb_state_init(struct chlb_state *st)
 {
@@ -137,22 +127,22 @@ static int check_svc(const struct chlb_svc_cfg *s, const char *vip, char *err, s
 {
 	if (chlb_algo_has_table(s->algo)) {
 		if (!is_prime(s->table_size))
-			return fail(err, errlen,
-				    "'%u': maglev table size must be prime (e.g. 65537)",
-				    s->table_size);
+			return chlb_fail(err, errlen,
+					 "'%u': maglev table size must be prime (e.g. 65537)",
+					 s->table_size);
 		if (s->table_size <= s->nbe)
-			return fail(
+			return chlb_fail(
 			    err, errlen,
 			    "'%u': maglev table size must be larger than the %u backends of %s",
 			    s->table_size, s->nbe, vip);
 	}
 	if (s->algo == CHLB_ALGO_RING && ring_vnodes(s) > CHLB_RING_MAX_VNODES)
-		return fail(err, errlen, "'%s': ring would hold %llu vnodes (at most %u)", vip,
-			    (unsigned long long)ring_vnodes(s), CHLB_RING_MAX_VNODES);
+		return chlb_fail(err, errlen, "'%s': ring would hold %llu vnodes (at most %u)", vip,
+				 (unsigned long long)ring_vnodes(s), CHLB_RING_MAX_VNODES);
 	if (s->encap_src.family && s->fwd != CHLB_FWD_IPIP)
-		return fail(err, errlen, "'%s': encap-src applies to fwd ipip only", vip);
+		return chlb_fail(err, errlen, "'%s': encap-src applies to fwd ipip only", vip);
 	if (s->mtu && s->fwd != CHLB_FWD_IPIP)
-		return fail(err, errlen, "'%s': mtu applies to fwd ipip only", vip);
+		return chlb_fail(err, errlen, "'%s': mtu applies to fwd ipip only", vip);
 	return 0;
 }
 
@@ -164,15 +154,16 @@ static int check_family(const struct chlb_svc_cfg *s, const struct chlb_addr *be
 	int vf = s->vip.addr.family;
 
 	if (s->fwd == CHLB_FWD_L2DSR && be->family != vf)
-		return fail(
+		return chlb_fail(
 		    err, errlen,
 		    "'%s': fwd l2dsr needs an IPv%d backend for an IPv%d VIP (use fwd ipip)", tok,
 		    vf, vf);
 	if (s->fwd == CHLB_FWD_IPIP && vf == CHLB_AF_INET6 && be->family == CHLB_AF_INET)
-		return fail(err, errlen, "'%s': IPv6-in-IPv4 is not supported; use an IPv6 backend",
-			    tok);
+		return chlb_fail(err, errlen,
+				 "'%s': IPv6-in-IPv4 is not supported; use an IPv6 backend", tok);
 	if (s->encap_src.family && s->encap_src.family != be->family)
-		return fail(err, errlen, "'%s': family differs from the service's encap-src", tok);
+		return chlb_fail(err, errlen, "'%s': family differs from the service's encap-src",
+				 tok);
 	return 0;
 }
 
@@ -183,22 +174,24 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 		s->algo = c->algo;
 	if (c->set & CHLB_OPT_VNODES) {
 		if (s->algo != CHLB_ALGO_RING)
-			return fail(err, errlen, "'vnodes': applies to algo ring only");
+			return chlb_fail(err, errlen, "'vnodes': applies to algo ring only");
 		s->vnodes = c->vnodes;
 	}
 	if (c->set & CHLB_OPT_TABLE) {
 		if (!chlb_algo_has_table(s->algo))
-			return fail(err, errlen, "'table': applies to algo maglev and jtable only");
+			return chlb_fail(err, errlen,
+					 "'table': applies to algo maglev and jtable only");
 		s->table_size = c->table_size;
 	}
 	if (c->set & CHLB_OPT_BUCKETS) {
 		if (!chlb_algo_has_order(s->algo))
-			return fail(err, errlen, "'buckets': applies to algo jump and jtable only");
+			return chlb_fail(err, errlen,
+					 "'buckets': applies to algo jump and jtable only");
 		/* restoring a saved order: start with tombstones, backends fill them */
 		chlb_jump_order_free(&s->order);
 		s->order.name = calloc(c->buckets, sizeof(*s->order.name));
 		if (!s->order.name)
-			return fail(err, errlen, "out of memory");
+			return chlb_fail(err, errlen, "out of memory");
 		s->order.n = s->order.cap = c->buckets;
 		s->order_explicit = true;
 	}
@@ -211,7 +204,7 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 	if (c->set & CHLB_OPT_ENCAP_SRC) {
 		if (c->encap_src.family != s->vip.addr.family &&
 		    s->vip.addr.family == CHLB_AF_INET6)
-			return fail(err, errlen, "'encap-src': must be IPv6 for an IPv6 VIP");
+			return chlb_fail(err, errlen, "'encap-src': must be IPv6 for an IPv6 VIP");
 		s->encap_src = c->encap_src;
 	}
 	if (!chlb_algo_has_order(s->algo) && s->order.n) {
@@ -227,10 +220,11 @@ static int service_add(struct chlb_state *st, const struct chlb_cmd *c, const ch
 	struct chlb_svc_cfg s = { 0 };
 
 	if (chlb_state_find(st, &c->vip))
-		return fail(err, errlen, "'%s': service already exists (use service set)", vip);
+		return chlb_fail(err, errlen, "'%s': service already exists (use service set)",
+				 vip);
 	if (st->nsvc >= CHLB_MAX_SERVICES)
-		return fail(err, errlen, "'%s': too many services (at most %u)", vip,
-			    CHLB_MAX_SERVICES);
+		return chlb_fail(err, errlen, "'%s': too many services (at most %u)", vip,
+				 CHLB_MAX_SERVICES);
 	s.vip = c->vip;
 	s.algo = CHLB_ALGO_RING;
 	s.fwd = CHLB_FWD_IPIP;
@@ -249,7 +243,7 @@ static int service_add(struct chlb_state *st, const struct chlb_cmd *c, const ch
 
 		if (!p) {
 			svc_free(&s);
-			return fail(err, errlen, "out of memory");
+			return chlb_fail(err, errlen, "out of memory");
 		}
 		st->svc = p;
 		st->cap = cap;
@@ -264,7 +258,7 @@ static int service_set(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const c
 	struct chlb_svc_cfg n;
 
 	if (svc_copy(&n, s))
-		return fail(err, errlen, "out of memory");
+		return chlb_fail(err, errlen, "out of memory");
 	if (apply_svc_opts(&n, c, err, errlen) || check_svc(&n, vip, err, errlen))
 		goto bad;
 	for (__u32 i = 0; i < n.nbe; i++) {
@@ -286,18 +280,20 @@ static int fill_buckets(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const 
 			char *err, size_t errlen)
 {
 	if (!chlb_algo_has_order(s->algo))
-		return fail(err, errlen, "'buckets': applies to algo jump and jtable only");
+		return chlb_fail(err, errlen, "'buckets': applies to algo jump and jtable only");
 	if (!s->order_explicit)
-		return fail(err, errlen, "'buckets': the service must declare 'buckets N' first");
+		return chlb_fail(err, errlen,
+				 "'buckets': the service must declare 'buckets N' first");
 	for (__u32 i = 0; i < c->nbucket; i++) {
 		__u32 b = c->bucket[i];
 
 		if (b >= s->order.n)
-			return fail(err, errlen, "'%u': bucket beyond the service's %u buckets", b,
-				    s->order.n);
+			return chlb_fail(err, errlen,
+					 "'%u': bucket beyond the service's %u buckets", b,
+					 s->order.n);
 		if (s->order.name[b][0])
-			return fail(err, errlen, "'%u': bucket already held by %s", b,
-				    s->order.name[b]);
+			return chlb_fail(err, errlen, "'%u': bucket already held by %s", b,
+					 s->order.name[b]);
 		snprintf(s->order.name[b], CHLB_BE_NAME_LEN, "%s", name);
 	}
 	return 0;
@@ -309,11 +305,11 @@ static int backend_add(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const c
 	struct chlb_be_cfg *b;
 
 	if (chlb_svc_find_be(s, &c->backend))
-		return fail(err, errlen, "'%s': backend already in the service (use backend set)",
-			    tok);
+		return chlb_fail(err, errlen,
+				 "'%s': backend already in the service (use backend set)", tok);
 	if (s->nbe >= CHLB_MAX_SVC_BACKENDS)
-		return fail(err, errlen, "'%s': too many backends in one service (at most %u)", tok,
-			    CHLB_MAX_SVC_BACKENDS);
+		return chlb_fail(err, errlen, "'%s': too many backends in one service (at most %u)",
+				 tok, CHLB_MAX_SVC_BACKENDS);
 	if (check_family(s, &c->backend, tok, err, errlen))
 		return -1;
 	if (s->nbe == s->cap) {
@@ -321,7 +317,7 @@ static int backend_add(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const c
 		void *p = realloc(s->be, cap * sizeof(*s->be));
 
 		if (!p)
-			return fail(err, errlen, "out of memory");
+			return chlb_fail(err, errlen, "out of memory");
 		s->be = p;
 		s->cap = cap;
 	}
@@ -347,7 +343,7 @@ static int backend_set(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const c
 	__u32 old;
 
 	if (!b)
-		return fail(err, errlen, "'%s': no such backend in the service", tok);
+		return chlb_fail(err, errlen, "'%s': no such backend in the service", tok);
 	old = b->weight;
 	b->weight = c->weight;
 	if (check_svc(s, tok, err, errlen)) {
@@ -363,7 +359,7 @@ static int backend_del(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const c
 	struct chlb_be_cfg *b = chlb_svc_find_be(s, &c->backend);
 
 	if (!b)
-		return fail(err, errlen, "'%s': no such backend in the service", tok);
+		return chlb_fail(err, errlen, "'%s': no such backend in the service", tok);
 	*b = s->be[--s->nbe];
 	return 0;
 }
@@ -378,7 +374,7 @@ static int sync_order(struct chlb_svc_cfg *s, char *err, size_t errlen)
 		return 0;
 	be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
 	if (!be)
-		return fail(err, errlen, "out of memory");
+		return chlb_fail(err, errlen, "out of memory");
 	for (__u32 i = 0; i < s->nbe; i++) {
 		be[i].weight = s->be[i].weight;
 		memcpy(be[i].name, s->be[i].name, sizeof(be[i].name));
@@ -397,12 +393,12 @@ int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, 
 	chlb_fmt_vip(&c->vip, vip, sizeof(vip));
 	chlb_fmt_addr(&c->backend, tok, sizeof(tok));
 	if (!chlb_cmd_is_change(c->kind))
-		return fail(err, errlen, "not a change statement");
+		return chlb_fail(err, errlen, "not a change statement");
 	if (c->kind == CHLB_CMD_SERVICE_ADD)
 		return service_add(st, c, vip, err, errlen);
 	s = chlb_state_find(st, &c->vip);
 	if (!s)
-		return fail(err, errlen, "'%s': no such service", vip);
+		return chlb_fail(err, errlen, "'%s': no such service", vip);
 	switch (c->kind) {
 	case CHLB_CMD_SERVICE_SET:
 		r = service_set(s, c, vip, err, errlen);
@@ -421,7 +417,7 @@ int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, 
 		r = backend_del(s, c, tok, err, errlen);
 		break;
 	default:
-		return fail(err, errlen, "not a change statement");
+		return chlb_fail(err, errlen, "not a change statement");
 	}
 	if (r || s->order_explicit)
 		return r;
@@ -462,8 +458,8 @@ int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen)
 	__u32 nbe = chlb_state_count_backends(st);
 
 	if (nbe > CHLB_MAX_BACKENDS)
-		return fail(err, errlen, "too many distinct backends: %u (at most %u)", nbe,
-			    CHLB_MAX_BACKENDS);
+		return chlb_fail(err, errlen, "too many distinct backends: %u (at most %u)", nbe,
+				 CHLB_MAX_BACKENDS);
 	for (__u32 i = 0; i < st->nsvc; i++) {
 		struct chlb_svc_cfg *s = &st->svc[i];
 

@@ -14,18 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "state.h"
+#include "util.h"
 
 #define TRAILER "# chlb-state end: crc32c "
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 struct sbuf {
 	char *p;
@@ -175,25 +166,25 @@ int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *na
 
 		lineno++;
 		if (len >= sizeof(line))
-			return fail(err, errlen, "%s:%u: line too long (at most %d bytes)", name,
-				    lineno, CHLB_LINE_MAX - 1);
+			return chlb_fail(err, errlen, "%s:%u: line too long (at most %d bytes)",
+					 name, lineno, CHLB_LINE_MAX - 1);
 		memcpy(line, p, len);
 		line[len] = '\0';
 		p += len + (nl ? 1 : 0);
 		if (chlb_parse_line(line, &c, msg, sizeof(msg)))
-			return fail(err, errlen, "%s:%u: %s", name, lineno, msg);
+			return chlb_fail(err, errlen, "%s:%u: %s", name, lineno, msg);
 		if (c.kind == CHLB_CMD_NONE)
 			continue;
 		if (!chlb_cmd_is_change(c.kind))
-			return fail(err, errlen,
-				    "%s:%u: only service/backend add, set, del belong in a "
-				    "config file",
-				    name, lineno);
+			return chlb_fail(err, errlen,
+					 "%s:%u: only service/backend add, set, del belong in a "
+					 "config file",
+					 name, lineno);
 		if (chlb_state_exec(st, &c, msg, sizeof(msg)))
-			return fail(err, errlen, "%s:%u: %s", name, lineno, msg);
+			return chlb_fail(err, errlen, "%s:%u: %s", name, lineno, msg);
 	}
 	if (chlb_state_finalize(st, msg, sizeof(msg)))
-		return fail(err, errlen, "%s: %s", name, msg);
+		return chlb_fail(err, errlen, "%s: %s", name, msg);
 	return 0;
 }
 
@@ -204,7 +195,8 @@ char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0 || !buf) {
-		fail(err, errlen, "couldn't open '%s': %s (-%d)", path, strerror(errno), errno);
+		chlb_fail(err, errlen, "couldn't open '%s': %s (-%d)", path, strerror(errno),
+			  errno);
 		free(buf);
 		if (fd >= 0)
 			close(fd);
@@ -218,7 +210,7 @@ char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen)
 			char *p = cap >= max ? NULL : realloc(buf, cap * 2 + 1);
 
 			if (!p) {
-				fail(err, errlen, "'%s': larger than %zu bytes", path, max);
+				chlb_fail(err, errlen, "'%s': larger than %zu bytes", path, max);
 				free(buf);
 				close(fd);
 				return NULL;
@@ -236,7 +228,7 @@ char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen)
 	close(fd);
 	buf[got] = '\0';
 	if (strlen(buf) != got) {
-		fail(err, errlen, "'%s': contains a NUL byte", path);
+		chlb_fail(err, errlen, "'%s': contains a NUL byte", path);
 		free(buf);
 		return NULL;
 	}
@@ -281,7 +273,7 @@ int chlb_state_save_file(const struct chlb_state *st, const char *path, char *er
 	int fd, e;
 
 	if (!text)
-		return fail(err, errlen, "out of memory");
+		return chlb_fail(err, errlen, "out of memory");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	snprintf(prev, sizeof(prev), "%s.prev", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -305,15 +297,15 @@ int chlb_state_save_file(const struct chlb_state *st, const char *path, char *er
 	if (rename(tmp, path)) {
 		e = errno;
 		unlink(tmp);
-		return fail(err, errlen, "couldn't rename '%s' to '%s': %s (-%d)", tmp, path,
-			    strerror(e), e);
+		return chlb_fail(err, errlen, "couldn't rename '%s' to '%s': %s (-%d)", tmp, path,
+				 strerror(e), e);
 	}
 	fsync_dir(path);
 	return 0;
 bad:
 	e = errno;
 	free(text);
-	return fail(err, errlen, "couldn't write '%s': %s (-%d)", tmp, strerror(e), e);
+	return chlb_fail(err, errlen, "couldn't write '%s': %s (-%d)", tmp, strerror(e), e);
 }
 
 static int load_one(struct chlb_state *st, const char *path, char *err, size_t errlen)
@@ -325,8 +317,9 @@ static int load_one(struct chlb_state *st, const char *path, char *err, size_t e
 		return -1;
 	if (!chlb_state_text_intact(text)) {
 		free(text);
-		return fail(err, errlen,
-			    "'%s': truncated or corrupt (checksum trailer missing or wrong)", path);
+		return chlb_fail(err, errlen,
+				 "'%s': truncated or corrupt (checksum trailer missing or wrong)",
+				 path);
 	}
 	chlb_state_init(&n);
 	if (chlb_state_exec_text(&n, text, path, err, errlen)) {
@@ -361,5 +354,5 @@ int chlb_state_load_file(struct chlb_state *st, const char *path, bool *used_pre
 		snprintf(err, errlen, "%s", first);
 		return 0;
 	}
-	return fail(err, errlen, "%s; no good copy in '%s' either", first, prev);
+	return chlb_fail(err, errlen, "%s; no good copy in '%s' either", first, prev);
 }
