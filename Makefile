@@ -151,7 +151,8 @@ $(BUILD):
 
 # ---- fuzzing: the command parser under libFuzzer + ASan/UBSan (clang) ----
 FUZZ_TIME ?= 60
-FUZZ_LIB_SRCS := user/lib/grammar.c user/lib/state.c user/lib/state_io.c $(wildcard user/lib/build_*.c)
+FUZZ_LIB_SRCS := user/lib/grammar.c user/lib/state.c user/lib/state_io.c user/lib/util.c \
+	$(wildcard user/lib/build_*.c)
 
 $(BUILD)/fuzz/fuzz_grammar: tests/fuzz/fuzz_grammar.c $(FUZZ_LIB_SRCS) $(USER_HDRS)
 	$(call msg,FUZZ-CC,$@)
