@@ -361,38 +361,66 @@ static int need(int i, int ntok, char *const *tok, const char *what, char *err, 
 	return chlb_fail(err, errlen, "'%s %s': missing %s", tok[0], ntok > 1 ? tok[1] : "", what);
 }
 
-static int parse_service(int ntok, char *const *tok, struct chlb_cmd *c, char *err, size_t errlen)
+/* The verbs `service` and `backend` take, with the command each one means. */
+struct obj_verbs {
+	const char *obj;
+	enum chlb_cmd_kind add, set, del, list;
+};
+
+static const struct obj_verbs service_verbs = { "service", CHLB_CMD_SERVICE_ADD,
+						CHLB_CMD_SERVICE_SET, CHLB_CMD_SERVICE_DEL,
+						CHLB_CMD_SERVICE_LIST },
+			      backend_verbs = { "backend", CHLB_CMD_BACKEND_ADD,
+						CHLB_CMD_BACKEND_SET, CHLB_CMD_BACKEND_DEL,
+						CHLB_CMD_BACKEND_LIST };
+
+/*
+ * What `service` and `backend` share: the verb, then the VIP (optional for
+ * list). Returns 1 when the command is complete (list), 0 when the caller
+ * goes on parsing at tok[3], -1 on error.
+ */
+static int parse_verb_vip(int ntok, char *const *tok, const struct obj_verbs *v, struct chlb_cmd *c,
+			  char *err, size_t errlen)
 {
 	const char *verb;
 
 	if (ntok < 2)
-		return chlb_fail(err, errlen, "'service': missing command (add, set, del, list)");
+		return chlb_fail(err, errlen, "'%s': missing command (add, set, del, list)",
+				 v->obj);
 	verb = tok[1];
 	if (!strcmp(verb, "list")) {
-		c->kind = CHLB_CMD_SERVICE_LIST;
+		c->kind = v->list;
 		if (ntok > 3)
 			return chlb_fail(err, errlen, "'%s': unexpected argument", tok[3]);
 		if (ntok == 3) {
 			c->has_vip = true;
-			return chlb_parse_vip(tok[2], &c->vip, err, errlen);
+			if (chlb_parse_vip(tok[2], &c->vip, err, errlen))
+				return -1;
 		}
-		return 0;
+		return 1;
 	}
 	if (!strcmp(verb, "add"))
-		c->kind = CHLB_CMD_SERVICE_ADD;
+		c->kind = v->add;
 	else if (!strcmp(verb, "set"))
-		c->kind = CHLB_CMD_SERVICE_SET;
+		c->kind = v->set;
 	else if (!strcmp(verb, "del"))
-		c->kind = CHLB_CMD_SERVICE_DEL;
+		c->kind = v->del;
 	else
 		return chlb_fail(err, errlen,
-				 "'%s': unknown service command (expected add, set, del, list)",
-				 verb);
+				 "'%s': unknown %s command (expected add, set, del, list)", verb,
+				 v->obj);
 	if (need(2, ntok, tok, "VIP (ADDR:PORT/PROTO)", err, errlen))
 		return -1;
 	c->has_vip = true;
-	if (chlb_parse_vip(tok[2], &c->vip, err, errlen))
-		return -1;
+	return chlb_parse_vip(tok[2], &c->vip, err, errlen);
+}
+
+static int parse_service(int ntok, char *const *tok, struct chlb_cmd *c, char *err, size_t errlen)
+{
+	int rc = parse_verb_vip(ntok, tok, &service_verbs, c, err, errlen);
+
+	if (rc)
+		return rc < 0 ? -1 : 0;
 	if (c->kind == CHLB_CMD_SERVICE_DEL) {
 		if (ntok > 3)
 			return chlb_fail(err, errlen, "'%s': unexpected argument", tok[3]);
@@ -403,36 +431,10 @@ static int parse_service(int ntok, char *const *tok, struct chlb_cmd *c, char *e
 
 static int parse_backend(int ntok, char *const *tok, struct chlb_cmd *c, char *err, size_t errlen)
 {
-	const char *verb;
+	int rc = parse_verb_vip(ntok, tok, &backend_verbs, c, err, errlen);
 
-	if (ntok < 2)
-		return chlb_fail(err, errlen, "'backend': missing command (add, set, del, list)");
-	verb = tok[1];
-	if (!strcmp(verb, "list")) {
-		c->kind = CHLB_CMD_BACKEND_LIST;
-		if (ntok > 3)
-			return chlb_fail(err, errlen, "'%s': unexpected argument", tok[3]);
-		if (ntok == 3) {
-			c->has_vip = true;
-			return chlb_parse_vip(tok[2], &c->vip, err, errlen);
-		}
-		return 0;
-	}
-	if (!strcmp(verb, "add"))
-		c->kind = CHLB_CMD_BACKEND_ADD;
-	else if (!strcmp(verb, "set"))
-		c->kind = CHLB_CMD_BACKEND_SET;
-	else if (!strcmp(verb, "del"))
-		c->kind = CHLB_CMD_BACKEND_DEL;
-	else
-		return chlb_fail(err, errlen,
-				 "'%s': unknown backend command (expected add, set, del, list)",
-				 verb);
-	if (need(2, ntok, tok, "VIP (ADDR:PORT/PROTO)", err, errlen))
-		return -1;
-	c->has_vip = true;
-	if (chlb_parse_vip(tok[2], &c->vip, err, errlen))
-		return -1;
+	if (rc)
+		return rc < 0 ? -1 : 0;
 	if (need(3, ntok, tok, "backend address", err, errlen))
 		return -1;
 	if (chlb_parse_addr(tok[3], &c->backend))
