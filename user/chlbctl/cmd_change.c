@@ -13,20 +13,18 @@
 #include "state.h"
 #include "show.h"
 
-/* Send one change (or dry-run of it) and report. */
-static int send_change(const char *line, bool dry_run)
+/*
+ * Send "[dry-run\n]HEAD BODY" as one request and report: the reply as JSON
+ * with -j, the plan with --dry-run, else nothing (the exit code says it).
+ */
+static int send_changes(const char *head, const char *body, bool dry_run)
 {
 	json_object *r;
 	char *req;
 	int rc;
 
-	rc = ctl_check_statement(line);
-	if (rc)
-		return rc;
-	req = malloc(strlen(line) + 16);
-	if (!req)
+	if (asprintf(&req, "%s%s%s", dry_run ? "dry-run\n" : "", head, body) < 0)
 		return CHLBCTL_EXIT_FAIL;
-	sprintf(req, "%s%s\n", dry_run ? "dry-run\n" : "", line);
 	rc = ctl_request(req, &r);
 	free(req);
 	if (rc)
@@ -37,6 +35,14 @@ static int send_change(const char *line, bool dry_run)
 		show_plan(r);
 	json_object_put(r);
 	return CHLBCTL_EXIT_OK;
+}
+
+/* One change, checked locally first. */
+static int send_change(const char *line, bool dry_run)
+{
+	int rc = ctl_check_statement(line);
+
+	return rc ? rc : send_changes(line, "\n", dry_run);
 }
 
 static int send_read(const char *line, void (*show)(json_object *))
@@ -136,8 +142,7 @@ int do_apply(int argc, char **argv)
 	bool dry_run = ctl_take_flag(&argc, argv, "--dry-run", "-n");
 	char err[CHLB_ERR_MAX + 64];
 	struct chlb_state st;
-	json_object *r;
-	char *text, *req;
+	char *text;
 	int rc;
 
 	if (argc != 2 || (strcmp(argv[0], "-f") && strcmp(argv[0], "--file")))
@@ -154,23 +159,9 @@ int do_apply(int argc, char **argv)
 		p_err("%s; nothing applied", err);
 		return CHLBCTL_EXIT_FAIL;
 	}
-	req = malloc(strlen(text) + 32);
-	if (!req) {
-		free(text);
-		return CHLBCTL_EXIT_FAIL;
-	}
-	sprintf(req, "%sapply\n%s", dry_run ? "dry-run\n" : "", text);
+	rc = send_changes("apply\n", text, dry_run);
 	free(text);
-	rc = ctl_request(req, &r);
-	free(req);
-	if (rc)
-		return rc;
-	if (ctl.json)
-		ctl_print_json(r);
-	else if (dry_run)
-		show_plan(r);
-	json_object_put(r);
-	return CHLBCTL_EXIT_OK;
+	return rc;
 }
 
 /* Several changes as ONE transaction (one swap per service): a burst. */
@@ -178,8 +169,7 @@ int do_batch(int argc, char **argv)
 {
 	bool dry_run = ctl_take_flag(&argc, argv, "--dry-run", "-n");
 	char err[CHLB_ERR_MAX + 64];
-	json_object *r;
-	char *text, *req;
+	char *text;
 	int rc;
 
 	if (argc != 2 || (strcmp(argv[0], "-f") && strcmp(argv[0], "--file")))
@@ -188,23 +178,9 @@ int do_batch(int argc, char **argv)
 			      err, sizeof(err));
 	if (!text)
 		return p_usage("%s", err);
-	req = malloc(strlen(text) + 16);
-	if (!req) {
-		free(text);
-		return CHLBCTL_EXIT_FAIL;
-	}
-	sprintf(req, "%s%s", dry_run ? "dry-run\n" : "", text);
+	rc = send_changes("", text, dry_run);
 	free(text);
-	rc = ctl_request(req, &r);
-	free(req);
-	if (rc)
-		return rc;
-	if (ctl.json)
-		ctl_print_json(r);
-	else if (dry_run)
-		show_plan(r);
-	json_object_put(r);
-	return CHLBCTL_EXIT_OK;
+	return rc;
 }
 
 int do_shutdown(int argc, char **argv)
