@@ -34,22 +34,13 @@ struct chlb_nexthop {
 	__u32 ifindex;
 };
 
-/*
- * Next hop towards the backend. Returns CHLB_R_MAX when resolved, else the
- * reason to pass the packet to the kernel (NO_NEIGH: the kernel resolves
- * the neighbour on the way, and the next packet finds it).
- */
-static __always_inline int chlb_nexthop(void *ctx, bool tc, const struct chlb_backend *be,
-					struct chlb_nexthop *nh)
+/* bpf_fib_lookup() towards the backend: the path without a cached next hop. */
+static __always_inline int chlb_fib_nexthop(void *ctx, bool tc, const struct chlb_backend *be,
+					    struct chlb_nexthop *nh)
 {
 	struct bpf_fib_lookup fib = {};
 	int rc;
 
-	if (be->flags & CHLB_BE_F_NH_VALID) {
-		copy_words(nh->dmac, be->dmac, 12); /* dmac, smac: adjacent in both */
-		nh->ifindex = be->ifindex;
-		return CHLB_R_MAX;
-	}
 	fib.ifindex = ctx_ifindex(ctx, tc);
 	if (be->family == CHLB_AF_INET6) {
 		fib.family = CHLB_SYS_AF_INET6;
@@ -67,6 +58,23 @@ static __always_inline int chlb_nexthop(void *ctx, bool tc, const struct chlb_ba
 	__builtin_memcpy(nh->smac, fib.smac, 6);
 	nh->ifindex = fib.ifindex;
 	return CHLB_R_MAX;
+}
+
+/*
+ * Next hop towards the backend. Returns CHLB_R_MAX when resolved, else the
+ * reason to pass the packet to the kernel (NO_NEIGH: the kernel resolves
+ * the neighbour on the way, and the next packet finds it).
+ */
+static __always_inline int chlb_nexthop(void *ctx, bool tc, const struct chlb_backend *be,
+					struct chlb_nexthop *nh)
+{
+	if (be->flags & CHLB_BE_F_NH_VALID) {
+		copy_words(nh->dmac, be->dmac, 12); /* dmac, smac: adjacent in both */
+		nh->ifindex = be->ifindex;
+		return CHLB_R_MAX;
+	}
+	/* the 64-byte request is built only on this path */
+	return chlb_fib_nexthop(ctx, tc, be, nh);
 }
 
 static __always_inline int chlb_set_macs(void *ctx, bool tc, const struct chlb_nexthop *nh)
