@@ -8,28 +8,65 @@
  * ~1e5 vnodes) still sort the same way everywhere.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "build_int.h"
 
-struct vnode {
-	__u32 hash;
-	__u32 rank; /* backend's position in name order */
-	__u32 replica;
-	__u32 slot;
-};
-
-static int cmp_vnode(const void *a, const void *b)
+/*
+ * Sorting: the hashes are uniform, and the directory splits them by their top
+ * `bits` bits into about one vnode per bucket. So the vnodes are counted per
+ * bucket straight into the directory words (its prefix sums are the
+ * directory), scattered into their bucket's pairs in generation order
+ * (backends in name order, replicas ascending), and each bucket -- a few
+ * pairs -- is insertion-sorted by hash. Both steps are stable, so equal
+ * hashes stay in (name, replica) order: the same table as a comparison sort
+ * on (hash, name, replica), in O(count + 2^bits).
+ */
+static void sort_bucket(__u32 *pair, __u32 len)
 {
-	const struct vnode *x = a, *y = b;
+	for (__u32 i = 1; i < len; i++) {
+		__u32 h = pair[2 * i], s = pair[2 * i + 1], j = i;
 
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return x->replica < y->replica ? -1 : (x->replica > y->replica);
+		for (; j > 0 && pair[2 * (j - 1)] > h; j--) {
+			pair[2 * j] = pair[2 * (j - 1)];
+			pair[2 * j + 1] = pair[2 * (j - 1) + 1];
+		}
+		pair[2 * j] = h;
+		pair[2 * j + 1] = s;
+	}
+}
+
+/*
+ * Positions of replicas 0..k-1 of name: fmix32(crc32c("<name>#<replica>")).
+ * "<name>#" is hashed once and each replica continues with its decimal
+ * digits (the same bytes snprintf("%s#%u") would give), counted up in place.
+ */
+static void vnode_hashes(const char *name, __u32 k, __u32 *out)
+{
+	char prefix[CHLB_BE_NAME_LEN + 1], dig[12] = "0";
+	size_t len = strnlen(name, CHLB_BE_NAME_LEN - 1);
+	__u32 pre;
+	int nd = 1;
+
+	memcpy(prefix, name, len);
+	prefix[len] = '#';
+	pre = chlb_crc32c_update(CHLB_CRC32C_INIT, prefix, (__u32)len + 1);
+	for (__u32 rep = 0; rep < k; rep++) {
+		__u32 h = chlb_fmix32(chlb_crc32c_update(pre, dig, (__u32)nd) ^ 0xffffffffu);
+		int i = nd - 1;
+
+		out[rep] = h;
+		while (i >= 0 && dig[i] == '9')
+			dig[i--] = '0';
+		if (i >= 0) {
+			dig[i]++;
+		} else {
+			memmove(dig + 1, dig, (size_t)nd);
+			dig[0] = '1';
+			nd++;
+		}
+	}
 }
 
 static __u32 ring_dir_bits(__u32 count)
@@ -46,21 +83,12 @@ static __u32 ring_dir_bits(__u32 count)
 	return bits;
 }
 
-static __u32 vnode_hash(const char *name, __u32 replica)
-{
-	char buf[CHLB_BE_NAME_LEN + 16];
-	int len = snprintf(buf, sizeof(buf), "%s#%u", name, replica);
-
-	return chlb_fmix32(chlb_crc32c(buf, (__u32)len));
-}
-
 int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
 	       struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 vnodes = spec->vnodes ? spec->vnodes : CHLB_RING_DEFAULT_VNODES;
-	__u32 *idx = NULL, count = 0, live = 0, bits, base, d, v;
+	__u32 *idx = NULL, *hash = NULL, *dir, *pair, count, live = 0, bits, shift, base, g, d;
 	struct chlb_table_hdr *hdr;
-	struct vnode *vn = NULL;
 	__u64 total = 0;
 	int rc;
 
@@ -80,50 +108,67 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	if (total == 0)
 		return build_alloc(out, CHLB_ALGO_RING, CHLB_TBL_HDR_WORDS, err, errlen);
 
+	count = (__u32)total;
+	bits = ring_dir_bits(count);
+	shift = 32 - bits;
+	base = chlb_ring_base(bits);
 	idx = malloc(n * sizeof(*idx));
-	vn = malloc(total * sizeof(*vn));
-	if (!idx || !vn) {
+	hash = malloc(total * sizeof(*hash));
+	if (!idx || !hash) {
 		rc = build_err(err, errlen, -ENOMEM, "out of memory for %llu vnodes",
 			       (unsigned long long)total);
 		goto out;
 	}
+	rc = build_alloc(out, CHLB_ALGO_RING, base + 2 * count, err, errlen);
+	if (rc)
+		goto out;
+	hdr = (struct chlb_table_hdr *)out->words;
+	dir = out->words + CHLB_TBL_HDR_WORDS; /* zeroed: 2^bits + 1 words */
+	pair = out->words + base;
+
+	/* hashes in generation order, counted per bucket into dir[bucket + 1] */
 	build_sort_by_name(be, n, idx);
+	g = 0;
 	for (__u32 r = 0; r < n; r++) {
 		const struct chlb_be *b = &be[idx[r]];
 		__u64 k = ((__u64)vnodes * b->weight + 50) / 100;
 
 		if (!b->weight)
 			continue;
+		k = k ? k : 1;
 		live++;
-		for (__u32 rep = 0; rep < (k ? k : 1); rep++)
-			vn[count++] = (struct vnode){ vnode_hash(b->name, rep), r, rep, b->slot };
+		vnode_hashes(b->name, (__u32)k, hash + g);
+		for (__u32 e = g + (__u32)k; g < e; g++)
+			dir[(hash[g] >> shift) + 1]++;
 	}
-	qsort(vn, count, sizeof(*vn), cmp_vnode);
+	/* dir[d] = vnodes in buckets < d = first vnode with hash >= d << shift */
+	for (d = 1; d <= (1u << bits); d++)
+		dir[d] += dir[d - 1];
+	/* scatter, using dir[d] as bucket d's cursor: afterwards it is dir[d + 1] */
+	g = 0;
+	for (__u32 r = 0; r < n; r++) {
+		const struct chlb_be *b = &be[idx[r]];
+		__u64 k = ((__u64)vnodes * b->weight + 50) / 100;
 
-	bits = ring_dir_bits(count);
-	base = chlb_ring_base(bits);
-	rc = build_alloc(out, CHLB_ALGO_RING, base + 2 * count, err, errlen);
-	if (rc)
-		goto out;
-	hdr = (struct chlb_table_hdr *)out->words;
+		if (!b->weight)
+			continue;
+		for (__u32 e = g + (__u32)(k ? k : 1); g < e; g++) {
+			__u32 at = dir[hash[g] >> shift]++;
+
+			pair[2 * at] = hash[g];
+			pair[2 * at + 1] = b->slot;
+		}
+	}
+	memmove(dir + 1, dir, (size_t)(1u << bits) * sizeof(*dir));
+	dir[0] = 0;
+	for (d = 0; d < (1u << bits); d++)
+		if (dir[d + 1] - dir[d] > 1)
+			sort_bucket(pair + 2 * dir[d], dir[d + 1] - dir[d]);
 	hdr->count = count;
 	hdr->dir_bits = bits;
 	hdr->nbackends = live;
-	/* dir[d] = first vnode with hash >= d << (32 - bits) */
-	for (d = 0, v = 0; d < (1u << bits); d++) {
-		__u64 lo = (__u64)d << (32 - bits);
-
-		while (v < count && vn[v].hash < lo)
-			v++;
-		out->words[CHLB_TBL_HDR_WORDS + d] = v;
-	}
-	out->words[CHLB_TBL_HDR_WORDS + (1u << bits)] = count;
-	for (v = 0; v < count; v++) {
-		out->words[base + 2 * v] = vn[v].hash;
-		out->words[base + 2 * v + 1] = vn[v].slot;
-	}
 out:
-	free(vn);
+	free(hash);
 	free(idx);
 	return rc;
 }
