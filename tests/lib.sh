@@ -91,6 +91,18 @@ lib_bg() {
 	LIB_PIDS+=("$LIB_LASTPID")
 }
 
+# lib_stop PID [SIGNAL]: signal a process started by lib_bg (TERM by default),
+# give it 5 s to exit, then KILL it, and reap it.
+lib_stop() {
+	kill "-${2:-TERM}" "$1" 2>/dev/null
+	for _ in $(seq 50); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
 # lib_pindir SUFFIX: a fresh pin directory in the host's bpffs, removed at
 # exit; its path in $LIB_PINDIR. (Not for $(...): the registration must
 # happen in this shell.)
@@ -112,7 +124,7 @@ lib_require_root() {
 # The run then uses private copies, so a rebuild while it runs (parallel
 # development) cannot swap a binary under it.
 lib_require_bins() {
-	local f
+	local f v
 	for f in "$@"; do
 		[ -x "$f" ] || [ -f "$f" ] || die "missing $f (run make all)"
 	done
@@ -387,15 +399,8 @@ chlbd_start() {
 
 # chlbd_stop [SIGNAL]: stop chlbd (TERM by default) and wait for it to exit.
 chlbd_stop() {
-	local sig=${1:-TERM}
 	[ -n "$CHLBD_PID" ] || return 0
-	kill "-$sig" "$CHLBD_PID" 2>/dev/null
-	for _ in $(seq 50); do
-		kill -0 "$CHLBD_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$CHLBD_PID" 2>/dev/null
-	wait "$CHLBD_PID" 2>/dev/null
+	lib_stop "$CHLBD_PID" "${1:-TERM}"
 	CHLBD_PID=
 }
 

@@ -45,16 +45,10 @@ d_start() {
 	fi
 }
 
-# d_stop [SIGNAL]
+# d_stop [SIGNAL]: stop chlbd (TERM by default) and wait for it to exit.
 d_stop() {
 	[ -n "$D_PID" ] || return 0
-	kill "-${1:-TERM}" "$D_PID" 2>/dev/null
-	for _ in $(seq 50); do
-		kill -0 "$D_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$D_PID" 2>/dev/null
-	wait "$D_PID" 2>/dev/null
+	lib_stop "$D_PID" "${1:-TERM}"
 	D_PID=
 }
 
