@@ -10,7 +10,6 @@
  * backends were added in.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,16 +34,21 @@ int build_check_m(__u32 m, char *err, size_t errlen)
 	return 0;
 }
 
+/* fmix32(crc32c("<name>#<suffix>")) */
 static __u32 name_hash(const char *name, const char *suffix)
 {
 	char buf[CHLB_BE_NAME_LEN + 16];
-	int len = snprintf(buf, sizeof(buf), "%s#%s", name, suffix);
+	size_t len = strnlen(name, CHLB_BE_NAME_LEN - 1), sl = strlen(suffix);
 
-	return chlb_fmix32(chlb_crc32c(buf, (__u32)len));
+	memcpy(buf, name, len);
+	buf[len] = '#';
+	memcpy(buf + len + 1, suffix, sl);
+	return chlb_fmix32(chlb_crc32c(buf, (__u32)(len + 1 + sl)));
 }
 
+/* cur = offset + j * skip (mod M) for the j-th turn, kept by addition: no division */
 struct perm {
-	__u32 offset, skip, next, slot, weight;
+	__u32 cur, skip, slot, weight;
 	__u64 credit;
 };
 
@@ -55,6 +59,7 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 	__u32 *idx = NULL, *entry, live = 0, filled = 0, wmax = 0;
 	struct chlb_table_hdr *hdr;
 	struct perm *p = NULL;
+	__u64 *used = NULL;
 	int rc;
 
 	rc = build_check_m(m, err, errlen);
@@ -81,13 +86,19 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 
 		if (!b->weight)
 			continue;
-		p[live].offset = name_hash(b->name, "offset") % m;
+		p[live].cur = name_hash(b->name, "offset") % m;
 		p[live].skip = name_hash(b->name, "skip") % (m - 1) + 1;
 		p[live].slot = b->slot;
 		p[live].weight = b->weight;
 		if (b->weight > wmax)
 			wmax = b->weight;
 		live++;
+	}
+	/* which entries are taken: m bits (8 KB at the default M) stay in L1 while probing */
+	used = calloc((m + 63) / 64, sizeof(*used));
+	if (!used) {
+		rc = build_err(err, errlen, -ENOMEM, "out of memory");
+		goto out;
 	}
 	rc = build_alloc(out, CHLB_ALGO_MAGLEV, CHLB_TBL_HDR_WORDS + m, err, errlen);
 	if (rc)
@@ -96,27 +107,33 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 	hdr->count = m;
 	hdr->nbackends = live;
 	entry = out->words + CHLB_TBL_HDR_WORDS;
-	memset(entry, 0xff, (size_t)m * sizeof(*entry)); /* CHLB_TOMBSTONE = free */
 	/* the heaviest backend turns every round, so each round fills >= 1 entry */
 	while (filled < m) {
 		for (__u32 i = 0; i < live && filled < m; i++) {
 			struct perm *q = &p[i];
-			__u32 c;
+			__u32 c, cur, skip;
 
 			q->credit += q->weight;
 			if (q->credit < wmax)
 				continue;
 			q->credit -= wmax;
 			/* M prime, skip in [1, M-1]: the walk visits every entry, so a free one exists */
+			cur = q->cur;
+			skip = q->skip;
 			do {
-				c = (__u32)((q->offset + (__u64)q->next * q->skip) % m);
-				q->next++;
-			} while (entry[c] != CHLB_TOMBSTONE);
+				c = cur;
+				cur += skip; /* both < m <= 2^20: no overflow */
+				if (cur >= m)
+					cur -= m;
+			} while (used[c / 64] & (1ull << (c % 64)));
+			q->cur = cur;
+			used[c / 64] |= 1ull << (c % 64);
 			entry[c] = q->slot;
 			filled++;
 		}
 	}
 out:
+	free(used);
 	free(p);
 	free(idx);
 	return rc;
