@@ -92,11 +92,8 @@ int chlb_rt_svc_id(struct chlb_rt *rt, const struct chlb_vip *vip)
 static int build_table(struct chlb_rt *rt, const struct chlb_svc_cfg *s, struct chlb_table *t,
 		       __u32 **bes, __u32 *nbes, __u64 now, char *err, size_t errlen)
 {
-	struct chlb_table_spec spec = { .algo = s->algo,
-					.vnodes = s->vnodes,
-					.table_size = s->table_size };
 	struct chlb_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
-	__u32 *idx = NULL, *list = calloc(s->nbe ? s->nbe : 1, sizeof(*list));
+	__u32 *list = calloc(s->nbe ? s->nbe : 1, sizeof(*list));
 	char vip[CHLB_ADDRSTR];
 	int r = -1;
 
@@ -116,18 +113,9 @@ static int build_table(struct chlb_rt *rt, const struct chlb_svc_cfg *s, struct 
 			goto out;
 		}
 		be[i].slot = (__u32)slot;
-		be[i].weight = s->be[i].weight;
-		memcpy(be[i].name, s->be[i].name, sizeof(be[i].name));
 		list[i] = (__u32)slot;
 	}
-	if (chlb_algo_has_order(s->algo) && s->order.n) {
-		idx = calloc(s->order.n, sizeof(*idx));
-		if (!idx || chlb_jump_order_map(&s->order, be, s->nbe, idx, err, errlen))
-			goto out;
-		spec.jump_order = idx;
-		spec.jump_nbuckets = s->order.n;
-	}
-	if (chlb_table_build(&spec, be, s->nbe, t, err, errlen) < 0)
+	if (chlb_svc_build(s, be, t, err, errlen))
 		goto out;
 	*bes = list;
 	*nbes = s->nbe;
@@ -135,7 +123,6 @@ static int build_table(struct chlb_rt *rt, const struct chlb_svc_cfg *s, struct 
 	r = 0;
 out:
 	free(be);
-	free(idx);
 	free(list);
 	return r;
 }

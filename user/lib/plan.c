@@ -21,31 +21,15 @@ static __u32 name_slot(struct names *ns, const char *name)
 
 static int build(const struct chlb_svc_cfg *s, struct names *ns, struct chlb_table *t)
 {
-	struct chlb_table_spec spec = { .algo = s->algo,
-					.vnodes = s->vnodes,
-					.table_size = s->table_size };
 	struct chlb_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
-	__u32 *idx = NULL;
 	char err[CHLB_ERR_MAX];
-	int r = -1;
+	int r;
 
 	if (!be)
 		return -1;
-	for (__u32 i = 0; i < s->nbe; i++) {
+	for (__u32 i = 0; i < s->nbe; i++)
 		be[i].slot = name_slot(ns, s->be[i].name);
-		be[i].weight = s->be[i].weight;
-		memcpy(be[i].name, s->be[i].name, CHLB_BE_NAME_LEN);
-	}
-	if (chlb_algo_has_order(s->algo) && s->order.n) {
-		idx = calloc(s->order.n, sizeof(*idx));
-		if (!idx || chlb_jump_order_map(&s->order, be, s->nbe, idx, err, sizeof(err)))
-			goto out;
-		spec.jump_order = idx;
-		spec.jump_nbuckets = s->order.n;
-	}
-	r = chlb_table_build(&spec, be, s->nbe, t, err, sizeof(err)) < 0 ? -1 : 0;
-out:
-	free(idx);
+	r = chlb_svc_build(s, be, t, err, sizeof(err));
 	free(be);
 	return r;
 }

@@ -525,3 +525,29 @@ bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 	}
 	return true;
 }
+
+int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_be *be, struct chlb_table *t,
+		   char *err, size_t errlen)
+{
+	struct chlb_table_spec spec = { .algo = s->algo,
+					.vnodes = s->vnodes,
+					.table_size = s->table_size };
+	__u32 *idx = NULL;
+	int r = -1;
+
+	for (__u32 i = 0; i < s->nbe; i++) {
+		be[i].weight = s->be[i].weight;
+		memcpy(be[i].name, s->be[i].name, sizeof(be[i].name));
+	}
+	if (chlb_algo_has_order(s->algo) && s->order.n) {
+		idx = calloc(s->order.n, sizeof(*idx));
+		if (!idx || chlb_jump_order_map(&s->order, be, s->nbe, idx, err, errlen))
+			goto out;
+		spec.jump_order = idx;
+		spec.jump_nbuckets = s->order.n;
+	}
+	r = chlb_table_build(&spec, be, s->nbe, t, err, errlen) < 0 ? -1 : 0;
+out:
+	free(idx);
+	return r;
+}

@@ -75,6 +75,14 @@ bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
 /* Options that the view carries (fwd, hash, mtu, encap-src) differ? */
 bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
 
+/*
+ * s's table with the real builders: be[i].slot (i < s->nbe) set by the
+ * caller, the rest (weight, name, jump bucket order) taken from s.
+ * 0, or -1 with err from the builders.
+ */
+int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_be *be, struct chlb_table *t,
+		   char *err, size_t errlen);
+
 /* Distinct backend addresses over every service. */
 __u32 chlb_state_count_backends(const struct chlb_state *st);
 
