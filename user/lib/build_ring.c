@@ -16,18 +16,22 @@
 /*
  * Sorting: the hashes are uniform, and the directory splits them by their top
  * `bits` bits into about one vnode per bucket. So the vnodes are counted per
- * bucket straight into the directory words (its prefix sums are the
+ * bucket straight into the directory words (their prefix sums are the
  * directory), scattered into their bucket's pairs in generation order
- * (backends in name order, replicas ascending), and each bucket -- a few
- * pairs -- is insertion-sorted by hash. Both steps are stable, so equal
- * hashes stay in (name, replica) order: the same table as a comparison sort
- * on (hash, name, replica), in O(count + 2^bits).
+ * (backends in name order, replicas ascending), and the pairs are then
+ * insertion-sorted by hash: buckets are already in order, so only the few
+ * pairs sharing a bucket move. Both steps are stable, so equal hashes stay in
+ * (name, replica) order: the same table as a comparison sort on (hash, name,
+ * replica), in O(count + 2^bits).
  */
-static void sort_bucket(__u32 *pair, __u32 len)
+static void sort_nearly_sorted(__u32 *pair, __u32 count)
 {
-	for (__u32 i = 1; i < len; i++) {
-		__u32 h = pair[2 * i], s = pair[2 * i + 1], j = i;
+	for (__u32 i = 1; i < count; i++) {
+		__u32 h = pair[2 * i], s, j = i;
 
+		if (pair[2 * (i - 1)] <= h)
+			continue;
+		s = pair[2 * i + 1];
 		for (; j > 0 && pair[2 * (j - 1)] > h; j--) {
 			pair[2 * j] = pair[2 * (j - 1)];
 			pair[2 * j + 1] = pair[2 * (j - 1) + 1];
@@ -87,7 +91,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	       struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 vnodes = spec->vnodes ? spec->vnodes : CHLB_RING_DEFAULT_VNODES;
-	__u32 *idx = NULL, *hash = NULL, *dir, *pair, count, live = 0, bits, shift, base, g, d;
+	__u32 *idx = NULL, *hash = NULL, *dir, *pair, count, live = 0, bits, shift, nb, base, g, d;
 	struct chlb_table_hdr *hdr;
 	__u64 total = 0;
 	int rc;
@@ -111,6 +115,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	count = (__u32)total;
 	bits = ring_dir_bits(count);
 	shift = 32 - bits;
+	nb = 1u << bits;
 	base = chlb_ring_base(bits);
 	idx = malloc(n * sizeof(*idx));
 	hash = malloc(total * sizeof(*hash));
@@ -126,7 +131,12 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	dir = out->words + CHLB_TBL_HDR_WORDS; /* zeroed: 2^bits + 1 words */
 	pair = out->words + base;
 
-	/* hashes in generation order, counted per bucket into dir[bucket + 1] */
+	/*
+	 * Hashes in generation order; bucket d's count goes to dir[d + 2] so that
+	 * after the prefix sums dir[d + 1] is bucket d's first pair, the cursor of
+	 * the scatter, which leaves it at bucket d + 1's first pair: the
+	 * directory. The last bucket's count is not needed (dir[nb] = count).
+	 */
 	build_sort_by_name(be, n, idx);
 	g = 0;
 	for (__u32 r = 0; r < n; r++) {
@@ -138,13 +148,14 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 		k = k ? k : 1;
 		live++;
 		vnode_hashes(b->name, (__u32)k, hash + g);
-		for (__u32 e = g + (__u32)k; g < e; g++)
-			dir[(hash[g] >> shift) + 1]++;
+		for (__u32 e = g + (__u32)k; g < e; g++) {
+			d = hash[g] >> shift;
+			if (d + 2 <= nb)
+				dir[d + 2]++;
+		}
 	}
-	/* dir[d] = vnodes in buckets < d = first vnode with hash >= d << shift */
-	for (d = 1; d <= (1u << bits); d++)
+	for (d = 2; d <= nb; d++)
 		dir[d] += dir[d - 1];
-	/* scatter, using dir[d] as bucket d's cursor: afterwards it is dir[d + 1] */
 	g = 0;
 	for (__u32 r = 0; r < n; r++) {
 		const struct chlb_be *b = &be[idx[r]];
@@ -153,17 +164,13 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 		if (!b->weight)
 			continue;
 		for (__u32 e = g + (__u32)(k ? k : 1); g < e; g++) {
-			__u32 at = dir[hash[g] >> shift]++;
+			__u32 at = dir[(hash[g] >> shift) + 1]++;
 
 			pair[2 * at] = hash[g];
 			pair[2 * at + 1] = b->slot;
 		}
 	}
-	memmove(dir + 1, dir, (size_t)(1u << bits) * sizeof(*dir));
-	dir[0] = 0;
-	for (d = 0; d < (1u << bits); d++)
-		if (dir[d + 1] - dir[d] > 1)
-			sort_bucket(pair + 2 * dir[d], dir[d + 1] - dir[d]);
+	sort_nearly_sorted(pair, count);
 	hdr->count = count;
 	hdr->dir_bits = bits;
 	hdr->nbackends = live;
