@@ -120,6 +120,12 @@ lib_require_root() {
 	mountpoint -q /sys/fs/bpf || die "/sys/fs/bpf is not a bpffs mount"
 }
 
+# lib_require_e2e: root, and the binaries the namespace topology and chlbd use.
+lib_require_e2e() {
+	lib_require_root
+	lib_require_bins "$CHLBD" "$CHLBCTL" "$ECHO_BIN" "$CLIENT_BIN" "$XDP_PASS_OBJ"
+}
+
 # lib_require_bins PATH...: every path must exist (built by `make all`).
 # The run then uses private copies, so a rebuild while it runs (parallel
 # development) cannot swap a binary under it.
@@ -473,13 +479,14 @@ which_backend() {
 		grep -oE '10\.0\.[23]\.[0-9]+|fd00:[23]::[0-9a-f]+' | head -1)"
 }
 
-# sim_shares ALGO "ADDR ..." -> "MIN MAX": lowest and highest keyspace share of
-# one backend (fractions of all flows), as `chlbctl sim` computes them for
-# exactly these backend names.
+# sim_shares ALGO FAMILY "I J K" -> "MIN MAX": lowest and highest keyspace
+# share of one backend (fractions of all flows), as `chlbctl sim` computes
+# them for exactly these backends' names (addresses, see be_addr).
 sim_shares() {
-	local algo=$1 names n out
-	names=$(echo $2 | tr ' ' ',')
-	n=$(echo $2 | wc -w)
+	local algo=$1 names="" n out i
+	for i in $3; do names="$names,$(be_addr "$2" "$i")"; done
+	names=${names#,}
+	n=$(echo $3 | wc -w)
 	out=$("$CHLBCTL" sim --algo "$algo" --backends "$n" --names "$names" --flows 10000 --samples 1000 --json) ||
 		return 1
 	printf '%s\n' "$out" | awk -v n="$n" '{
@@ -502,10 +509,9 @@ within_share() {
 # spread_ok FILE ALGO "I J K" FAMILY: every backend's count in FILE is within
 # what sim predicts for that backend set.
 spread_ok() {
-	local file=$1 algo=$2 list=$3 fam=$4 addrs="" i total shares c rc=0
-	for i in $list; do addrs="$addrs $(be_addr "$fam" "$i")"; done
+	local file=$1 algo=$2 list=$3 fam=$4 i total shares c rc=0
+	shares=$(sim_shares "$algo" "$fam" "$list") || return 1
 	list=${list//r/}
-	shares=$(sim_shares "$algo" "$addrs") || return 1
 	total=$(summary_field "$file" ok)
 	for i in $list; do
 		c=$(awk -v b="b$i" '$1 == "backend" && $2 == b { print $3 }' "$file")
@@ -559,6 +565,12 @@ hold_round() {
 	eval "HOLD_ROUND_$1=$r"
 	HOLD_LAST=$LIB_DIR/$1.r$r
 	hold_wait "$1" "$r"
+}
+
+# round_intact N: the last hold round ($HOLD_LAST) answered all N connections
+# and none moved to another backend.
+round_intact() {
+	[ "$(summary_field "$HOLD_LAST" ok)" = "$1" ] && [ "$(summary_field "$HOLD_LAST" moved)" = 0 ]
 }
 
 # hold_stop NAME: close the connections (EOF on the client's stdin).

@@ -29,8 +29,7 @@ table() { # table FILE TOTAL: requests per backend
 		sort -k1,1
 }
 
-lib_require_root
-lib_require_bins "$CHLBD" "$CHLBCTL" "$ECHO_BIN" "$CLIENT_BIN" "$XDP_PASS_OBJ"
+lib_require_e2e
 VIP=$(vip_spec 4)
 
 say "chlb demo: a client, a load balancer running chlbd, and backends, each in its"
@@ -78,7 +77,7 @@ client once -t "$VIP4" -n $NEWFLOWS -k 16 -q >"$out2"
 say "   $NEWFLOWS new connections after the change:"
 table "$out2" "$(summary_field "$out2" ok)"
 on4=$(awk '$1 == "backend" && $2 == "b4" { print $3 }' "$out2")
-shares=$(sim_shares "$ALGO" "$(be_addr4 1) $(be_addr4 2) $(be_addr4 3) $(be_addr4 4)")
+shares=$(sim_shares "$ALGO" 4 "1 2 3 4")
 say "   New flows that moved to b4: ${on4:-0} of $NEWFLOWS ($(awk -v a="${on4:-0}" -v n=$NEWFLOWS 'BEGIN { printf "%.1f%%", 100 * a / n }'))."
 say "   Consistent hashing moves about a quarter: 'chlbctl sim' gives one of 4 backends"
 say "   $(echo "$shares" | awk '{ printf "%.1f%% to %.1f%%", 100 * $1, 100 * $2 }') of the flows for these addresses; the rest stayed where they were."

@@ -15,8 +15,7 @@ CHANGES=${CHANGES:-100}
 MIN_CONNS=${MIN_CONNS:-20000}
 HELD=${HELD:-200}
 
-lib_require_root
-lib_require_bins "$CHLBD" "$CHLBCTL" "$ECHO_BIN" "$CLIENT_BIN" "$XDP_PASS_OBJ"
+lib_require_e2e
 topo_build 5
 chlbd_start xdp || die "chlbd did not start"
 

@@ -12,8 +12,7 @@
 FLOWS=${FLOWS:-300}
 BACKENDS="1 2 3"
 
-lib_require_root
-lib_require_bins "$CHLBD" "$CHLBCTL" "$ECHO_BIN" "$CLIENT_BIN" "$XDP_PASS_OBJ"
+lib_require_e2e
 topo_build 3
 
 # combo MODE FWD ALGO: one matrix cell, IPv4 and IPv6.
