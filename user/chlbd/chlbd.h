@@ -2,7 +2,8 @@
 /*
  * chlbd: one process, one event loop (epoll): the control socket, signals
  * (signalfd) and timers (timerfd: history retirement, slot grace periods,
- * client timeouts; health checks and weight ramps will live there too).
+ * next-hop refresh, client timeouts; health checks and weight ramps will
+ * live there too).
  */
 #ifndef CHLBD_H
 #define CHLBD_H
@@ -66,6 +67,8 @@ void server_close_all(void);
 
 /* handlers.c: one request (text) -> one JSON reply (malloc'd) */
 char *handle_request(const char *req, size_t len);
+/* {"error": msg} */
+json_object *chlbd_jerr(const char *msg);
 /* Converge to `next` (consumed), persist; 0 or -1 with err. */
 int chlbd_commit(struct chlb_state *next, char *err, size_t errlen);
 

@@ -23,7 +23,7 @@ static char *to_reply(json_object *o)
 	return s;
 }
 
-static json_object *jerr(const char *msg)
+json_object *chlbd_jerr(const char *msg)
 {
 	json_object *o = json_object_new_object();
 
@@ -72,7 +72,7 @@ static json_object *finish(struct chlb_state *next, bool dry_run, __u64 t0)
 		return o;
 	}
 	if (chlbd_commit(next, err, sizeof(err)))
-		return jerr(err);
+		return chlbd_jerr(err);
 	return changed_reply(t0);
 }
 
@@ -84,7 +84,7 @@ static json_object *do_apply(const char *body, bool dry_run, __u64 t0)
 	chlb_state_init(&next);
 	if (chlb_state_exec_text(&next, body, "apply", err, sizeof(err))) {
 		chlb_state_free(&next);
-		return jerr(err);
+		return chlbd_jerr(err);
 	}
 	chlb_state_inherit(&next, &D.state);
 	if (!dry_run)
@@ -105,11 +105,12 @@ static json_object *do_changes(const char *text, bool dry_run, __u64 t0)
 	char err[CHLB_ERR_MAX * 2];
 
 	if (chlb_state_copy(&next, &D.state))
-		return jerr("out of memory");
+		return chlbd_jerr("out of memory");
 	if (chlb_state_exec_text(&next, text, "request", err, sizeof(err))) {
 		chlb_state_free(&next);
 		/* a single-line request needs no "request:1: " prefix */
-		return jerr(!strncmp(err, "request:1: ", 11) && single_line(text) ? err + 11 : err);
+		return chlbd_jerr(!strncmp(err, "request:1: ", 11) && single_line(text) ? err + 11
+											: err);
 	}
 	return finish(&next, dry_run, t0);
 }
@@ -188,17 +189,17 @@ char *handle_request(const char *req, size_t len)
 
 	(void)len;
 	if (first_stmt(req, &c, &rest, err, sizeof(err)))
-		return to_reply(jerr(err));
+		return to_reply(chlbd_jerr(err));
 	if (c.kind == CHLB_CMD_DRY_RUN) {
 		dry_run = true;
 		req = rest;
 		if (first_stmt(req, &c, &rest, err, sizeof(err)))
-			return to_reply(jerr(err));
+			return to_reply(chlbd_jerr(err));
 	}
 	stmt = req;
 	switch (c.kind) {
 	case CHLB_CMD_NONE:
-		return to_reply(jerr("empty request"));
+		return to_reply(chlbd_jerr("empty request"));
 	case CHLB_CMD_APPLY:
 		return to_reply(do_apply(rest, dry_run, t0));
 	case CHLB_CMD_SERVICE_LIST:
@@ -217,7 +218,7 @@ char *handle_request(const char *req, size_t len)
 		break;
 	}
 	if (!chlb_cmd_is_change(c.kind))
-		return to_reply(jerr("'dry-run' must be followed by changes"));
+		return to_reply(chlbd_jerr("'dry-run' must be followed by changes"));
 	if (!dry_run)
 		log_request(stmt);
 	return to_reply(do_changes(stmt, dry_run, t0));

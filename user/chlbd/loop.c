@@ -2,7 +2,8 @@
 /*
  * The event loop: epoll over the control socket, its clients, a signalfd
  * (TERM/INT stop, HUP re-reads the config) and one timerfd armed for the
- * earliest deadline (history retirement, slot grace, client timeouts).
+ * earliest deadline (history retirement, slot grace, next-hop refresh,
+ * client timeouts).
  */
 #include <errno.h>
 #include <signal.h>

@@ -6,14 +6,12 @@
 #include <time.h>
 #include "chlbd.h"
 
-static json_object *jerr(const char *fmt, const char *arg)
+static json_object *no_such_service(const struct chlb_vip *vip)
 {
-	json_object *o = json_object_new_object();
-	char msg[CHLB_ERR_MAX];
+	char b[CHLB_ADDRSTR], msg[CHLB_ADDRSTR + 32];
 
-	snprintf(msg, sizeof(msg), fmt, arg);
-	json_object_object_add(o, "error", json_object_new_string(msg));
-	return o;
+	snprintf(msg, sizeof(msg), "'%s': no such service", chlb_fmt_vip(vip, b, sizeof(b)));
+	return chlbd_jerr(msg);
 }
 
 static void add_str(json_object *o, const char *k, const char *v)
@@ -73,7 +71,6 @@ static json_object *svc_json(const struct chlb_svc_cfg *s)
 json_object *view_services(const struct chlb_cmd *c)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array();
-	char b[CHLB_ADDRSTR];
 
 	for (__u32 i = 0; i < D.state.nsvc; i++) {
 		if (c->has_vip && chlb_vip_cmp(&c->vip, &D.state.svc[i].vip))
@@ -83,7 +80,7 @@ json_object *view_services(const struct chlb_cmd *c)
 	if (c->has_vip && !json_object_array_length(arr)) {
 		json_object_put(arr);
 		json_object_put(o);
-		return jerr("'%s': no such service", chlb_fmt_vip(&c->vip, b, sizeof(b)));
+		return no_such_service(&c->vip);
 	}
 	json_object_object_add(o, "services", arr);
 	return o;
@@ -124,7 +121,7 @@ json_object *view_backends(const struct chlb_cmd *c)
 	if (c->has_vip && !found) {
 		json_object_put(arr);
 		json_object_put(o);
-		return jerr("'%s': no such service", chlb_fmt_vip(&c->vip, b, sizeof(b)));
+		return no_such_service(&c->vip);
 	}
 	json_object_object_add(o, "backends", arr);
 	return o;
@@ -240,7 +237,7 @@ json_object *view_which(const struct chlb_cmd *c)
 	const char *why;
 
 	if (!s)
-		return jerr("no service for destination %s", "(VIP:PORT/PROTO)");
+		return chlbd_jerr("no service for destination (VIP:PORT/PROTO)");
 	o = json_object_new_object();
 	tabs = json_object_new_array();
 	crc = chlb_flow_crc(&c->flow, cfg->hash);
