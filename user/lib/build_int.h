@@ -16,6 +16,19 @@ int build_alloc(struct chlb_table *out, __u32 algo, __u32 nwords, char *err, siz
 /* be[] indices sorted by name (canonical order), into idx[n]. */
 void build_sort_by_name(const struct chlb_be *be, __u32 n, __u32 *idx);
 
+/*
+ * Ring vnode positions of replicas 0..k-1 of name into out[k]:
+ * fmix32(crc32c("<name>#<replica>")). Served from a bounded per-process
+ * cache by name (build_vnodes.c; thread-safe).
+ */
+void build_vnode_hashes(const char *name, __u32 k, __u32 *out);
+struct build_vnode_stats {
+	__u64 hits, misses, flushes;
+	__u32 names, hashes; /* held now */
+};
+void build_vnode_cache_stats(struct build_vnode_stats *st);
+void build_vnode_cache_flush(void);
+
 /* be must be validated (names unique, weights in range) before these run. */
 int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
 	       struct chlb_table *out, char *err, size_t errlen);

@@ -41,38 +41,6 @@ static void sort_nearly_sorted(__u32 *pair, __u32 count)
 	}
 }
 
-/*
- * Positions of replicas 0..k-1 of name: fmix32(crc32c("<name>#<replica>")).
- * "<name>#" is hashed once and each replica continues with its decimal
- * digits (the same bytes snprintf("%s#%u") would give), counted up in place.
- */
-static void vnode_hashes(const char *name, __u32 k, __u32 *out)
-{
-	char prefix[CHLB_BE_NAME_LEN + 1], dig[12] = "0";
-	size_t len = strnlen(name, CHLB_BE_NAME_LEN - 1);
-	__u32 pre;
-	int nd = 1;
-
-	memcpy(prefix, name, len);
-	prefix[len] = '#';
-	pre = chlb_crc32c_update(CHLB_CRC32C_INIT, prefix, (__u32)len + 1);
-	for (__u32 rep = 0; rep < k; rep++) {
-		__u32 h = chlb_fmix32(chlb_crc32c_update(pre, dig, (__u32)nd) ^ 0xffffffffu);
-		int i = nd - 1;
-
-		out[rep] = h;
-		while (i >= 0 && dig[i] == '9')
-			dig[i--] = '0';
-		if (i >= 0) {
-			dig[i]++;
-		} else {
-			memmove(dig + 1, dig, (size_t)nd);
-			dig[0] = '1';
-			nd++;
-		}
-	}
-}
-
 static __u32 ring_dir_bits(__u32 count)
 {
 	__u32 bits = 0;
@@ -147,7 +115,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 			continue;
 		k = k ? k : 1;
 		live++;
-		vnode_hashes(b->name, (__u32)k, hash + g);
+		build_vnode_hashes(b->name, (__u32)k, hash + g);
 		for (__u32 e = g + (__u32)k; g < e; g++) {
 			d = hash[g] >> shift;
 			if (d + 2 <= nb)
