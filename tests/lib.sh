@@ -103,6 +103,18 @@ lib_stop() {
 	wait "$1" 2>/dev/null
 }
 
+# lib_wait_up NAME CMD...: wait (10 s at most) until CMD succeeds, e.g. a
+# daemon started by `lib_bg NAME` answers; if it never does, show the tail of
+# NAME's log and fail.
+lib_wait_up() {
+	local name=$1
+	shift
+	lib_wait_for 10 "$@" && return 0
+	diag "$name did not come up; its log:"
+	sed 's/^/#   /' "$LIB_DIR/$name.log" | tail -20
+	return 1
+}
+
 # lib_pindir SUFFIX: a fresh pin directory in the host's bpffs, removed at
 # exit; its path in $LIB_PINDIR. (Not for $(...): the registration must
 # happen in this shell.)
@@ -396,11 +408,7 @@ chlbd_start() {
 	lib_bg "chlbd.$CHLBD_STARTS" "$CHLBD" -i eth0 --netns "$NS_LB" -m "$mode" -s "$CHLBD_SOCK" \
 		--pin-dir "$CHLBD_PIN" --state "$CHLBD_STATE" -f "$@"
 	CHLBD_PID=$LIB_LASTPID
-	if ! lib_wait_for 10 ctl_quiet stats; then
-		diag "chlbd did not come up; its log:"
-		sed 's/^/#   /' "$LIB_DIR/chlbd.$CHLBD_STARTS.log" | tail -20
-		return 1
-	fi
+	lib_wait_up "chlbd.$CHLBD_STARTS" ctl_quiet stats
 }
 
 # chlbd_stop [SIGNAL]: stop chlbd (TERM by default) and wait for it to exit.

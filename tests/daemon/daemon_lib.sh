@@ -38,11 +38,7 @@ d_start() {
 	lib_bg "chlbd-$D_STARTS" "$CHLBD" -i v0 --netns "$D_NS" -m xdp-generic -s "$D_SOCK" \
 		--pin-dir "$D_PIN" --state "$D_STATE" -f "$@"
 	D_PID=$LIB_LASTPID
-	if ! lib_wait_for 10 c_quiet service list; then
-		diag "chlbd did not come up:"
-		sed 's/^/#   /' "$D_LOG" | tail -20
-		return 1
-	fi
+	lib_wait_up "chlbd-$D_STARTS" c_quiet service list
 }
 
 # d_stop [SIGNAL]: stop chlbd (TERM by default) and wait for it to exit.
