@@ -114,6 +114,65 @@ static void test_lifecycle(void **state)
 	chlb_dp_close(dp);
 }
 
+/*
+ * Connection entries adopted without their filter bits (pins from a data
+ * plane that had no conn_filter) must still be found: chlb_dp_open rebuilds
+ * the filter from the entries.
+ */
+static void test_filter_rebuilt_on_adopt(void **state)
+{
+	struct chlb_dp_opts o = { .pin_dir = pin_dir, .conn_max = 4096 };
+	struct fx_pkt s = { .family = CHLB_AF_INET,
+			    .proto = IPPROTO_TCP,
+			    .src = "198.51.100.1",
+			    .dst = "10.0.0.1",
+			    .sport = 4242,
+			    .dport = 80,
+			    .flags = FX_ACK };
+	struct chlb_table t = { 0 };
+	struct chlb_global_stats g0, g1;
+	struct chlb_backend be;
+	struct chlb_conn c = { .gen = 1 };
+	struct chlb_flow f;
+	__u32 slots[2] = { 1, 2 }, want, other, len, v, i;
+	char err[256], path[256];
+	__u8 in[256], out[512];
+	struct chlb_dp *dp;
+	int n, fd;
+
+	assert_int_equal(chlb_dp_open(&o, &dp, err, sizeof(err)), 0);
+	for (i = 1; i <= 2; i++) {
+		fx_backend(&be, i, CHLB_AF_INET, 1);
+		assert_int_equal(chlb_dp_set_backend(dp, i, &be), 0);
+	}
+	assert_int_equal(fx_table(dp, 0, CHLB_ALGO_MAGLEV, slots, 2, CHLB_AF_INET, &t), 0);
+	assert_int_equal(
+	    fx_service(dp, CHLB_AF_INET, "10.0.0.1", 80, IPPROTO_TCP, 0, CHLB_FWD_IPIP, 0, 0), 0);
+	fx_flow(&f, &s);
+	assert_int_equal(chlb_table_decide(&t, chlb_flow_crc(&f, 0), &want), 0);
+	other = want == 1 ? 2 : 1;
+	/* an entry written behind the filter's back, as an old data plane would have */
+	c.backend = other;
+	fd = chlb_dp_map_fd(dp, CHLB_MAP_CONNS);
+	assert_int_equal(bpf_map_update_elem(fd, &f, &c, 0), 0);
+	chlb_dp_close(dp);
+	snprintf(path, sizeof(path), "%s/conn_filter", pin_dir);
+	assert_int_equal(unlink(path), 0);
+
+	assert_int_equal(chlb_dp_open(&o, &dp, err, sizeof(err)), 0);
+	assert_true(chlb_dp_adopted(dp));
+	n = fx_build(in, &s);
+	len = sizeof(out);
+	assert_int_equal(chlb_dp_read_global(dp, &g0), 0);
+	assert_int_equal(chlb_dp_test_run(dp, CHLB_PROG_XDP, in, n, out, &len, &v), 0);
+	assert_int_equal(chlb_dp_read_global(dp, &g1), 0);
+	assert_int_equal(g1.reason[CHLB_R_CT_HIT] - g0.reason[CHLB_R_CT_HIT], 1);
+	assert_int_equal(fx_slot_of(out + 30, CHLB_AF_INET), other);
+	assert_int_equal(chlb_dp_unpin(dp, err, sizeof(err)), 0);
+	chlb_dp_close(dp);
+	chlb_table_free(&t);
+}
+
 /* A table written in place through mmap is what the data plane reads. */
 static void test_write_in_place(void **state)
 {
@@ -160,6 +219,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lifecycle),
+		cmocka_unit_test(test_filter_rebuilt_on_adopt),
 		cmocka_unit_test(test_write_in_place),
 	};
 

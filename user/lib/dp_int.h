@@ -18,6 +18,7 @@ struct chlb_dp {
 	struct chlb_bpf *skel;
 	char pin_dir[PATH_MAX / 2];
 	bool adopted;
+	bool map_adopted[CHLB_MAP_COUNT];
 	int ncpus;
 	/* XDP links created by this process without a pin dir: closed on close */
 	int link_fd[16];

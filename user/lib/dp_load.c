@@ -128,6 +128,7 @@ static int adopt_pinned(struct chlb_dp *dp, char *err, size_t errlen)
 		close(fd);
 		if (rc)
 			return dp_err(err, errlen, rc, "couldn't reuse pinned map '%s'", path);
+		dp->map_adopted[m] = true;
 		found++;
 	}
 	dp->adopted = found > 0;
@@ -169,6 +170,44 @@ int chlb_dp_unpin(struct chlb_dp *dp, char *err, size_t errlen)
 			return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
 	}
 	rmdir(dp->pin_dir); /* fails harmlessly while links are still pinned there */
+	return 0;
+}
+
+static int filter_set(int fd, __u32 fk)
+{
+	__u32 idx = fk >> (32 - (CHLB_CONN_FILTER_BITS - 6));
+	__u64 w;
+
+	if (bpf_map_lookup_elem(fd, &idx, &w))
+		return -errno;
+	w |= 1ull << (fk & 63);
+	return bpf_map_update_elem(fd, &idx, &w, 0) ? -errno : 0;
+}
+
+/*
+ * Adopted connection entries but a fresh filter (pins from a data plane
+ * without it, or a lost pin): every entry must get its bit, or its flow
+ * would be re-decided. The service's hash fields are not known here, so
+ * both possible bits are set; an extra bit only costs a lookup.
+ */
+static int rebuild_conn_filter(struct chlb_dp *dp)
+{
+	int cfd = chlb_dp_map_fd(dp, CHLB_MAP_CONNS),
+	    ffd = chlb_dp_map_fd(dp, CHLB_MAP_CONN_FILTER);
+	struct chlb_flow key, next;
+	void *prev = NULL;
+	int rc;
+
+	while (!bpf_map_get_next_key(cfd, prev, &next)) {
+		rc = filter_set(ffd, chlb_conn_fkey(&next, chlb_flow_crc(&next, CHLB_HASH_5TUPLE)));
+		if (!rc)
+			rc = filter_set(ffd,
+					chlb_conn_fkey(&next, chlb_flow_crc(&next, CHLB_HASH_SRC)));
+		if (rc)
+			return rc;
+		key = next;
+		prev = &key;
+	}
 	return 0;
 }
 
@@ -222,6 +261,13 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 		rc = dp_err(err, errlen, rc,
 			    "couldn't load the data plane (run with -v for the verifier log)");
 		goto fail;
+	}
+	if (dp->map_adopted[CHLB_MAP_CONNS] && !dp->map_adopted[CHLB_MAP_CONN_FILTER]) {
+		rc = rebuild_conn_filter(dp);
+		if (rc) {
+			rc = dp_err(err, errlen, rc, "couldn't rebuild the connection filter");
+			goto fail;
+		}
 	}
 	if (dp->pin_dir[0]) {
 		rc = chlb_dp_pin(dp, err, errlen);
