@@ -144,20 +144,7 @@ static int first_stmt(const char *text, struct chlb_cmd *c, const char **rest, c
 	const char *p = text;
 
 	while (*p) {
-		const char *nl = strchr(p, '\n');
-		size_t len = nl ? (size_t)(nl - p) : strlen(p);
-		char line[CHLB_LINE_MAX];
-
-		if (len >= sizeof(line)) {
-			snprintf(err, errlen, "line too long (at most %d bytes)",
-				 CHLB_LINE_MAX - 1);
-			return -1;
-		}
-		memcpy(line, p, len);
-		line[len] = '\0';
-		*rest = p;
-		p += len + (nl ? 1 : 0);
-		if (chlb_parse_line(line, c, err, errlen))
+		if (chlb_parse_next(&p, c, err, errlen))
 			return -1;
 		if (c->kind != CHLB_CMD_NONE) {
 			*rest = p;

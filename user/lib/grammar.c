@@ -532,21 +532,38 @@ int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *c, char *err,
 	    tok[0]);
 }
 
-int chlb_parse_line(const char *line, struct chlb_cmd *cmd, char *err, size_t errlen)
+/* Tokenize + parse the len bytes at line (a copy: line stays as it is). */
+static int parse_len(const char *line, size_t len, struct chlb_cmd *cmd, char *err, size_t errlen)
 {
 	char buf[CHLB_LINE_MAX];
 	char *tok[CHLB_TOKENS_MAX];
 	int n;
 
 	memset(cmd, 0, sizeof(*cmd));
-	if (strlen(line) >= sizeof(buf))
+	if (len >= sizeof(buf))
 		return chlb_fail(err, errlen, "line too long (at most %d bytes)",
 				 CHLB_LINE_MAX - 1);
-	strcpy(buf, line);
+	memcpy(buf, line, len);
+	buf[len] = '\0';
 	n = chlb_tokenize(buf, tok, CHLB_TOKENS_MAX, err, errlen);
 	if (n < 0)
 		return -1;
 	return chlb_parse_tokens(n, tok, cmd, err, errlen);
+}
+
+int chlb_parse_line(const char *line, struct chlb_cmd *cmd, char *err, size_t errlen)
+{
+	return parse_len(line, strlen(line), cmd, err, errlen);
+}
+
+int chlb_parse_next(const char **text, struct chlb_cmd *cmd, char *err, size_t errlen)
+{
+	const char *nl = strchr(*text, '\n');
+	size_t len = nl ? (size_t)(nl - *text) : strlen(*text);
+	int r = parse_len(*text, len, cmd, err, errlen);
+
+	*text += len + (nl ? 1 : 0);
+	return r;
 }
 
 const char *chlb_fmt_addr(const struct chlb_addr *a, char *buf, size_t len)

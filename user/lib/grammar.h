@@ -105,6 +105,8 @@ int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *cmd, char *er
 
 /* Tokenize + parse one line (copied; line may be const). */
 int chlb_parse_line(const char *line, struct chlb_cmd *cmd, char *err, size_t errlen);
+/* The same for the line at *text (up to '\n' or the end); *text moves past it. */
+int chlb_parse_next(const char **text, struct chlb_cmd *cmd, char *err, size_t errlen);
 
 /* Addresses: "10.1.0.2", "2001:db8::2", "[2001:db8::2]". */
 int chlb_parse_addr(const char *s, struct chlb_addr *a);

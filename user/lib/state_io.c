@@ -159,19 +159,10 @@ int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *na
 	char msg[CHLB_ERR_MAX];
 
 	while (*p) {
-		const char *nl = strchr(p, '\n');
-		size_t len = nl ? (size_t)(nl - p) : strlen(p);
-		char line[CHLB_LINE_MAX];
 		struct chlb_cmd c;
 
 		lineno++;
-		if (len >= sizeof(line))
-			return chlb_fail(err, errlen, "%s:%u: line too long (at most %d bytes)",
-					 name, lineno, CHLB_LINE_MAX - 1);
-		memcpy(line, p, len);
-		line[len] = '\0';
-		p += len + (nl ? 1 : 0);
-		if (chlb_parse_line(line, &c, msg, sizeof(msg)))
+		if (chlb_parse_next(&p, &c, msg, sizeof(msg)))
 			return chlb_fail(err, errlen, "%s:%u: %s", name, lineno, msg);
 		if (c.kind == CHLB_CMD_NONE)
 			continue;
