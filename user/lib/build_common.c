@@ -39,30 +39,27 @@ int build_alloc(struct chlb_table *out, __u32 algo, __u32 nwords, char *err, siz
 	return 0;
 }
 
-static const struct chlb_be *sort_be;
-
-static int cmp_name_idx(const void *a, const void *b)
+static int cmp_name_idx(const void *a, const void *b, void *ctx)
 {
-	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+	const struct chlb_be *be = ctx;
 
-	return strcmp(sort_be[x].name, sort_be[y].name);
+	return strcmp(be[*(const __u32 *)a].name, be[*(const __u32 *)b].name);
 }
 
 void build_sort_by_name(const struct chlb_be *be, __u32 n, __u32 *idx)
 {
 	for (__u32 i = 0; i < n; i++)
 		idx[i] = i;
-	/* qsort has no context argument in C11; builders are not called concurrently */
-	sort_be = be;
-	qsort(idx, n, sizeof(*idx), cmp_name_idx);
-	sort_be = NULL;
+	qsort_r(idx, n, sizeof(*idx), cmp_name_idx, (void *)be);
 }
 
-/* Names present, terminated, unique; weights in range; slots not the tombstone. */
-static int validate(const struct chlb_be *be, __u32 n, char *err, size_t errlen)
+/*
+ * Names present, terminated, unique; weights in range; slots not the
+ * tombstone. byname[n] gets be[] indices in name order (checking uniqueness
+ * sorts them anyway; the ring and maglev builders reuse it).
+ */
+static int validate(const struct chlb_be *be, __u32 n, __u32 *byname, char *err, size_t errlen)
 {
-	__u32 *idx;
-
 	if (n > CHLB_MAX_SVC_BACKENDS)
 		return build_err(err, errlen, -E2BIG, "%u backends: a service holds at most %u", n,
 				 CHLB_MAX_SVC_BACKENDS);
@@ -79,22 +76,11 @@ static int validate(const struct chlb_be *be, __u32 n, char *err, size_t errlen)
 			return build_err(err, errlen, -EINVAL, "backend %s: slot %#x is reserved",
 					 be[i].name, be[i].slot);
 	}
-	if (n < 2)
-		return 0;
-	idx = malloc(n * sizeof(*idx));
-	if (!idx)
-		return build_err(err, errlen, -ENOMEM, "out of memory");
-	build_sort_by_name(be, n, idx);
-	for (__u32 i = 1; i < n; i++) {
-		if (!strcmp(be[idx[i - 1]].name, be[idx[i]].name)) {
-			int rc = build_err(err, errlen, -EINVAL, "backend %s listed twice",
-					   be[idx[i]].name);
-
-			free(idx);
-			return rc;
-		}
-	}
-	free(idx);
+	build_sort_by_name(be, n, byname);
+	for (__u32 i = 1; i < n; i++)
+		if (!strcmp(be[byname[i - 1]].name, be[byname[i]].name))
+			return build_err(err, errlen, -EINVAL, "backend %s listed twice",
+					 be[byname[i]].name);
 	return 0;
 }
 
@@ -142,31 +128,42 @@ int chlb_table_build(const struct chlb_table_spec *spec, const struct chlb_be *b
 		     struct chlb_table *out, char *err, size_t errlen)
 {
 	struct chlb_table_hdr *hdr;
+	__u32 *byname;
 	int rc;
 
 	out->words = NULL;
 	out->nwords = 0;
 	if (!spec)
 		return build_err(err, errlen, -EINVAL, "no table spec");
-	rc = validate(be, n, err, errlen);
-	if (rc)
+	if (n > CHLB_MAX_SVC_BACKENDS)
+		return build_err(err, errlen, -E2BIG, "%u backends: a service holds at most %u", n,
+				 CHLB_MAX_SVC_BACKENDS);
+	byname = malloc((n ? n : 1) * sizeof(*byname));
+	if (!byname)
+		return build_err(err, errlen, -ENOMEM, "out of memory");
+	rc = validate(be, n, byname, err, errlen);
+	if (rc) {
+		free(byname);
 		return rc;
+	}
 	switch (spec->algo) {
 	case CHLB_ALGO_RING:
-		rc = build_ring(spec, be, n, out, err, errlen);
+		rc = build_ring(spec, be, n, byname, out, err, errlen);
 		break;
 	case CHLB_ALGO_JUMP:
 		rc = build_jump(spec, be, n, out, err, errlen);
 		break;
 	case CHLB_ALGO_MAGLEV:
-		rc = build_maglev(spec, be, n, out, err, errlen);
+		rc = build_maglev(spec, be, n, byname, out, err, errlen);
 		break;
 	case CHLB_ALGO_JTABLE:
 		rc = build_jtable(spec, be, n, out, err, errlen);
 		break;
 	default:
-		return build_err(err, errlen, -EINVAL, "unknown algorithm %u", spec->algo);
+		rc = build_err(err, errlen, -EINVAL, "unknown algorithm %u", spec->algo);
+		break;
 	}
+	free(byname);
 	if (rc) {
 		chlb_table_free(out);
 		return rc;

@@ -29,15 +29,18 @@ struct build_vnode_stats {
 void build_vnode_cache_stats(struct build_vnode_stats *st);
 void build_vnode_cache_flush(void);
 
-/* be must be validated (names unique, weights in range) before these run. */
+/*
+ * be must be validated (names unique, weights in range) before these run.
+ * ring, maglev: byname[n] = be[] indices in name order (build_sort_by_name).
+ */
 int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
-	       struct chlb_table *out, char *err, size_t errlen);
+	       const __u32 *byname, struct chlb_table *out, char *err, size_t errlen);
 int build_jump(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
 	       struct chlb_table *out, char *err, size_t errlen);
 int build_jtable(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
 		 struct chlb_table *out, char *err, size_t errlen);
 int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
-		 struct chlb_table *out, char *err, size_t errlen);
+		 const __u32 *byname, struct chlb_table *out, char *err, size_t errlen);
 
 /*
  * The jump bucket order of spec (or a fresh one from be[]) as be[] indices,

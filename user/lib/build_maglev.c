@@ -53,10 +53,10 @@ struct perm {
 };
 
 int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
-		 struct chlb_table *out, char *err, size_t errlen)
+		 const __u32 *byname, struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 m = spec->table_size ? spec->table_size : CHLB_MAGLEV_DEFAULT_M;
-	__u32 *idx = NULL, *entry, live = 0, filled = 0, wmax = 0;
+	__u32 *entry, live = 0, filled = 0, wmax = 0;
 	struct chlb_table_hdr *hdr;
 	struct perm *p = NULL;
 	__u64 *used = NULL;
@@ -73,16 +73,14 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 	if (!live)
 		return build_alloc(out, CHLB_ALGO_MAGLEV, CHLB_TBL_HDR_WORDS, err, errlen);
 
-	idx = malloc(n * sizeof(*idx));
 	p = calloc(live, sizeof(*p));
-	if (!idx || !p) {
+	if (!p) {
 		rc = build_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
-	build_sort_by_name(be, n, idx);
 	live = 0;
 	for (__u32 r = 0; r < n; r++) {
-		const struct chlb_be *b = &be[idx[r]];
+		const struct chlb_be *b = &be[byname[r]];
 
 		if (!b->weight)
 			continue;
@@ -135,6 +133,5 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 out:
 	free(used);
 	free(p);
-	free(idx);
 	return rc;
 }

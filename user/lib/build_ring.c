@@ -56,10 +56,10 @@ static __u32 ring_dir_bits(__u32 count)
 }
 
 int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
-	       struct chlb_table *out, char *err, size_t errlen)
+	       const __u32 *byname, struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 vnodes = spec->vnodes ? spec->vnodes : CHLB_RING_DEFAULT_VNODES;
-	__u32 *idx = NULL, *hash = NULL, *dir, *pair, count, live = 0, bits, shift, nb, base, g, d;
+	__u32 *hash = NULL, *dir, *pair, count, live = 0, bits, shift, nb, base, g, d;
 	struct chlb_table_hdr *hdr;
 	__u64 total = 0;
 	int rc;
@@ -85,9 +85,8 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	shift = 32 - bits;
 	nb = 1u << bits;
 	base = chlb_ring_base(bits);
-	idx = malloc(n * sizeof(*idx));
 	hash = malloc(total * sizeof(*hash));
-	if (!idx || !hash) {
+	if (!hash) {
 		rc = build_err(err, errlen, -ENOMEM, "out of memory for %llu vnodes",
 			       (unsigned long long)total);
 		goto out;
@@ -105,10 +104,9 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	 * the scatter, which leaves it at bucket d + 1's first pair: the
 	 * directory. The last bucket's count is not needed (dir[nb] = count).
 	 */
-	build_sort_by_name(be, n, idx);
 	g = 0;
 	for (__u32 r = 0; r < n; r++) {
-		const struct chlb_be *b = &be[idx[r]];
+		const struct chlb_be *b = &be[byname[r]];
 		__u64 k = ((__u64)vnodes * b->weight + 50) / 100;
 
 		if (!b->weight)
@@ -126,7 +124,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 		dir[d] += dir[d - 1];
 	g = 0;
 	for (__u32 r = 0; r < n; r++) {
-		const struct chlb_be *b = &be[idx[r]];
+		const struct chlb_be *b = &be[byname[r]];
 		__u64 k = ((__u64)vnodes * b->weight + 50) / 100;
 
 		if (!b->weight)
@@ -144,6 +142,5 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	hdr->nbackends = live;
 out:
 	free(hash);
-	free(idx);
 	return rc;
 }
