@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "chlb_sim.h"
-#include "build_int.h"
+#include "util.h"
 
 #define KEYSPACE 4294967296.0
 
@@ -245,7 +245,7 @@ static int sim_build(const struct chlb_sim_opts *o, struct sim_set *s, char *err
 		s->compacted = rc;
 		idx = malloc((s->order.n + 1) * sizeof(*idx));
 		if (!idx)
-			return build_err(err, errlen, -ENOMEM, "out of memory");
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
 		rc = chlb_jump_order_map(&s->order, s->be, s->n, idx, err, errlen);
 		if (rc) {
 			free(idx);
@@ -328,7 +328,7 @@ static int sim_sets(const struct chlb_sim_opts *o, struct sim_set *base, struct 
 	add->be = calloc(n + 1, sizeof(*add->be));
 	rem->be = calloc(n + 1, sizeof(*rem->be));
 	if (!base->be || !add->be || !rem->be)
-		return build_err(err, errlen, -ENOMEM, "out of memory");
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
 	for (__u32 i = 0; i < n; i++) {
 		struct chlb_be *b = &base->be[i];
 
@@ -336,8 +336,8 @@ static int sim_sets(const struct chlb_sim_opts *o, struct sim_set *base, struct 
 		b->weight = o->weights ? o->weights[i] : CHLB_WEIGHT_DEFAULT;
 		if (o->names) {
 			if (strlen(o->names[i]) >= sizeof(b->name))
-				return build_err(err, errlen, -EINVAL, "backend name too long: %s",
-						 o->names[i]);
+				return chlb_err(err, errlen, -EINVAL, "backend name too long: %s",
+						o->names[i]);
 			strcpy(b->name, o->names[i]);
 		} else {
 			chlb_sim_name(i, b->name, sizeof(b->name));
@@ -420,10 +420,10 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 	memset(r, 0, sizeof(*r));
 	if (o->algo != CHLB_ALGO_RING && o->algo != CHLB_ALGO_JUMP && o->algo != CHLB_ALGO_MAGLEV &&
 	    o->algo != CHLB_ALGO_JTABLE)
-		return build_err(err, errlen, -EINVAL, "unknown algorithm %u", o->algo);
+		return chlb_err(err, errlen, -EINVAL, "unknown algorithm %u", o->algo);
 	if (n < 2 || n >= CHLB_MAX_SVC_BACKENDS)
-		return build_err(err, errlen, -EINVAL, "backends: 2..%u (one is added to the set)",
-				 CHLB_MAX_SVC_BACKENDS - 1);
+		return chlb_err(err, errlen, -EINVAL, "backends: 2..%u (one is added to the set)",
+				CHLB_MAX_SVC_BACKENDS - 1);
 	r->nbackends = n;
 	r->flows = o->flows ? o->flows : CHLB_SIM_DEFAULT_FLOWS;
 	r->samples = r->flows;
@@ -438,10 +438,10 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 	for (__u32 i = 0; i < n; i++)
 		wsum += base.be[i].weight;
 	if (base.be[r->removed].weight == 0 || wsum == 0) {
-		rc = build_err(err, errlen, -EINVAL,
-			       "the middle backend %s (or every backend) has weight 0: nothing to "
-			       "remove",
-			       r->removed_name);
+		rc = chlb_err(err, errlen, -EINVAL,
+			      "the middle backend %s (or every backend) has weight 0: nothing to "
+			      "remove",
+			      r->removed_name);
 		goto out;
 	}
 	t0 = now_ms();
@@ -454,7 +454,7 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 		const char **names = malloc((base.order.n + 1) * sizeof(*names));
 
 		if (!names) {
-			rc = build_err(err, errlen, -ENOMEM, "out of memory");
+			rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
 			goto out;
 		}
 		for (__u32 b = 0; b < base.order.n; b++)
@@ -464,7 +464,7 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 			rc = chlb_jump_order_set(&rem.order, names, base.order.n);
 		free(names);
 		if (rc) {
-			rc = build_err(err, errlen, rc, "jump order: %s", strerror(-rc));
+			rc = chlb_err(err, errlen, rc, "jump order: %s", strerror(-rc));
 			goto out;
 		}
 	}
@@ -482,12 +482,12 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 	sa = calloc(nslots, sizeof(*sa));
 	sr = calloc(nslots, sizeof(*sr));
 	if (!sb || !sa || !sr) {
-		rc = build_err(err, errlen, -ENOMEM, "out of memory");
+		rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	if ((rc = shares(o, &base.t, sb, nslots)) < 0 || (rc = shares(o, &add.t, sa, nslots)) < 0 ||
 	    (rc = shares(o, &rem.t, sr, nslots)) < 0) {
-		rc = build_err(err, errlen, rc, "keyspace shares: %s", strerror(-rc));
+		rc = chlb_err(err, errlen, rc, "keyspace shares: %s", strerror(-rc));
 		goto out;
 	}
 	r->jump_model = o->algo == CHLB_ALGO_JUMP ? rc : 0;
@@ -495,7 +495,7 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 
 	rc = measure_flows(o, &base, &add, &rem, sr, nslots, r);
 	if (rc) {
-		rc = build_err(err, errlen, rc, "a flow found no backend: %s", strerror(-rc));
+		rc = chlb_err(err, errlen, rc, "a flow found no backend: %s", strerror(-rc));
 		goto out;
 	}
 	rc = keyspace_moved(o, &base, &add, sb, sa, n, 1, &r->disruption_add);
@@ -511,7 +511,7 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 	rc = 0;
 	goto out;
 moved_err:
-	rc = build_err(err, errlen, rc, "disruption: %s", strerror(-rc));
+	rc = chlb_err(err, errlen, rc, "disruption: %s", strerror(-rc));
 out:
 	free(sb);
 	free(sa);
