@@ -41,6 +41,28 @@ static void sort_nearly_sorted(__u32 *pair, __u32 count)
 	}
 }
 
+/*
+ * Scratch for the vnode positions in generation order, kept per thread and
+ * grown, never shrunk: a fresh 640 KB (at 160k vnodes) per build cost as
+ * many page faults as the table itself. At most CHLB_RING_MAX_VNODES (4 MB).
+ */
+static __thread __u32 *scratch;
+static __thread __u32 scratch_n;
+
+static __u32 *scratch_get(__u32 n)
+{
+	__u32 *p;
+
+	if (n <= scratch_n)
+		return scratch;
+	p = realloc(scratch, (size_t)n * sizeof(*p));
+	if (!p)
+		return NULL;
+	scratch = p;
+	scratch_n = n;
+	return p;
+}
+
 static __u32 ring_dir_bits(__u32 count)
 {
 	__u32 bits = 0;
@@ -59,7 +81,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	       const __u32 *byname, struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 vnodes = spec->vnodes ? spec->vnodes : CHLB_RING_DEFAULT_VNODES;
-	__u32 *hash = NULL, *dir, *pair, count, live = 0, bits, shift, nb, base, g, d;
+	__u32 *hash, *dir, *pair, count, live = 0, bits, shift, nb, base, g, d;
 	struct chlb_table_hdr *hdr;
 	__u64 total = 0;
 	int rc;
@@ -85,15 +107,12 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	shift = 32 - bits;
 	nb = 1u << bits;
 	base = chlb_ring_base(bits);
-	hash = malloc(total * sizeof(*hash));
-	if (!hash) {
-		rc = build_err(err, errlen, -ENOMEM, "out of memory for %llu vnodes",
-			       (unsigned long long)total);
-		goto out;
-	}
+	hash = scratch_get(count);
+	if (!hash)
+		return build_err(err, errlen, -ENOMEM, "out of memory for %u vnodes", count);
 	rc = build_alloc(out, CHLB_ALGO_RING, base + 2 * count, err, errlen);
 	if (rc)
-		goto out;
+		return rc;
 	hdr = (struct chlb_table_hdr *)out->words;
 	dir = out->words + CHLB_TBL_HDR_WORDS; /* zeroed: 2^bits + 1 words */
 	pair = out->words + base;
@@ -140,7 +159,5 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	hdr->count = count;
 	hdr->dir_bits = bits;
 	hdr->nbackends = live;
-out:
-	free(hash);
-	return rc;
+	return 0;
 }
