@@ -241,11 +241,18 @@ ns_b() { echo "chlb-$LIB_ID-b$1"; }
 be_addr4() { echo "10.0.2.$((10 + $1))"; }
 be_addr6() { echo "fd00:2::$((10 + $1))"; }
 
+# lib_ns_add NAME: a network namespace (lo up, no rp_filter), removed at exit.
 lib_ns_add() {
 	ip netns add "$1" || die "couldn't create netns $1"
 	LIB_NS+=("$1")
 	ip -n "$1" link set lo up
 	ip netns exec "$1" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
+}
+
+# lib_veth NS A B: a veth pair A-B inside NS, both ends up.
+lib_veth() {
+	ip -n "$1" link add "$2" type veth peer name "$3" && ip -n "$1" link set "$2" up &&
+		ip -n "$1" link set "$3" up
 }
 
 # topo_build NBACKENDS: the namespaces above, with NBACKENDS backends.

@@ -11,9 +11,7 @@ lib_require_bins "$CHLBD" "$CHLBCTL" "$PROBE"
 
 D_NS=chlb-$LIB_ID-d
 lib_ns_add "$D_NS"
-ip -n "$D_NS" link add v0 type veth peer name v1 || die "veth"
-ip -n "$D_NS" link set v0 up
-ip -n "$D_NS" link set v1 up
+lib_veth "$D_NS" v0 v1 || die "veth"
 ip -n "$D_NS" addr add 10.1.0.1/24 dev v0
 ip -n "$D_NS" addr add 2001:db8::1/64 dev v0 nodad
 for i in $(seq 2 60); do

@@ -304,8 +304,7 @@ test_two_daemons_side_by_side() {
 	# the second one's socket is open to group nogroup: reachable by nobody
 	mkdir -p "$LIB_DIR/pub" && chmod 711 "$LIB_DIR" && chmod 755 "$LIB_DIR/pub"
 	lib_ns_add "$ns2"
-	ip -n "$ns2" link add v0 type veth peer name v1 && ip -n "$ns2" link set v0 up &&
-		ip -n "$ns2" link set v1 up || return 1
+	lib_veth "$ns2" v0 v1 || return 1
 	lib_pindir d2
 	pin2=$LIB_PINDIR
 	lib_bg chlbd-d2 "$CHLBD" -i v0 --netns "$ns2" -m xdp-generic -s "$sock2" --pin-dir "$pin2" \

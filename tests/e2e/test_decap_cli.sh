@@ -10,9 +10,7 @@ lib_require_root
 lib_require_bins "$CHLBCTL"
 NS=chlb-$LIB_ID-dc
 lib_ns_add "$NS"
-ip -n "$NS" link add d0 type veth peer name d1 || die "veth"
-ip -n "$NS" link set d0 up
-ip -n "$NS" link set d1 up
+lib_veth "$NS" d0 d1 || die "veth"
 
 dc() { ip netns exec "$NS" "$CHLBCTL" "$@"; }
 nfilters() { ip netns exec "$NS" tc filter show dev d0 ingress | grep -c 'handle 0xc1b'; }
