@@ -69,6 +69,8 @@ void server_close_all(void);
 char *handle_request(const char *req, size_t len);
 /* {"error": msg} */
 json_object *chlbd_jerr(const char *msg);
+/* o as one line of JSON text (malloc'd); consumes o */
+char *chlbd_reply(json_object *o);
 /* Converge to `next` (consumed), persist; 0 or -1 with err. */
 int chlbd_commit(struct chlb_state *next, char *err, size_t errlen);
 

@@ -15,7 +15,7 @@
 #include "chlbd.h"
 #include "plan.h"
 
-static char *to_reply(json_object *o)
+char *chlbd_reply(json_object *o)
 {
 	char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 
@@ -176,37 +176,37 @@ char *handle_request(const char *req, size_t len)
 
 	(void)len;
 	if (first_stmt(req, &c, &rest, err, sizeof(err)))
-		return to_reply(chlbd_jerr(err));
+		return chlbd_reply(chlbd_jerr(err));
 	if (c.kind == CHLB_CMD_DRY_RUN) {
 		dry_run = true;
 		req = rest;
 		if (first_stmt(req, &c, &rest, err, sizeof(err)))
-			return to_reply(chlbd_jerr(err));
+			return chlbd_reply(chlbd_jerr(err));
 	}
 	stmt = req;
 	switch (c.kind) {
 	case CHLB_CMD_NONE:
-		return to_reply(chlbd_jerr("empty request"));
+		return chlbd_reply(chlbd_jerr("empty request"));
 	case CHLB_CMD_APPLY:
-		return to_reply(do_apply(rest, dry_run, t0));
+		return chlbd_reply(do_apply(rest, dry_run, t0));
 	case CHLB_CMD_SERVICE_LIST:
-		return to_reply(view_services(&c));
+		return chlbd_reply(view_services(&c));
 	case CHLB_CMD_BACKEND_LIST:
-		return to_reply(view_backends(&c));
+		return chlbd_reply(view_backends(&c));
 	case CHLB_CMD_STATS:
-		return to_reply(view_stats());
+		return chlbd_reply(view_stats());
 	case CHLB_CMD_WHICH:
-		return to_reply(view_which(&c));
+		return chlbd_reply(view_which(&c));
 	case CHLB_CMD_SAVE:
-		return to_reply(do_save());
+		return chlbd_reply(do_save());
 	case CHLB_CMD_SHUTDOWN:
-		return to_reply(do_shutdown(&c));
+		return chlbd_reply(do_shutdown(&c));
 	default:
 		break;
 	}
 	if (!chlb_cmd_is_change(c.kind))
-		return to_reply(chlbd_jerr("'dry-run' must be followed by changes"));
+		return chlbd_reply(chlbd_jerr("'dry-run' must be followed by changes"));
 	if (!dry_run)
 		log_request(stmt);
-	return to_reply(do_changes(stmt, dry_run, t0));
+	return chlbd_reply(do_changes(stmt, dry_run, t0));
 }

@@ -5,8 +5,9 @@
  * and closes. Every client has its own non-blocking buffers, so one that
  * hangs, trickles or vanishes mid-request costs nobody else anything; it is
  * dropped after CHLBD_CLIENT_TIMEOUT ms without progress. Requests larger
- * than CHLBD_REQ_MAX get an error reply. Peers must be root or our own uid
- * (SO_PEERCRED); the socket itself is mode 0600.
+ * than CHLBD_REQ_MAX get an error reply. Peers must be root, our own uid or,
+ * with --socket-group, a member of that group (SO_PEERCRED); the socket is
+ * mode 0600, 0660 with --socket-group.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -135,13 +136,7 @@ static void client_reply(struct client *c, char *reply)
 
 static char *error_reply(const char *msg)
 {
-	json_object *o = json_object_new_object();
-	char *s;
-
-	json_object_object_add(o, "error", json_object_new_string(msg));
-	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	json_object_put(o);
-	return s;
+	return chlbd_reply(chlbd_jerr(msg));
 }
 
 /* Is gid among pid's groups (primary or supplementary)? */
