@@ -15,15 +15,19 @@
 
 /*
  * Sorting: the hashes are uniform, and the directory splits them by their top
- * `bits` bits into about one vnode per bucket. So the vnodes are counted per
- * bucket straight into the directory words (their prefix sums are the
- * directory), scattered into their bucket's pairs in generation order
- * (backends in name order, replicas ascending), and the pairs are then
- * insertion-sorted by hash: buckets are already in order, so only the few
- * pairs sharing a bucket move. Both steps are stable, so equal hashes stay in
+ * `bits` bits into about one vnode per bucket. The vnodes, in generation
+ * order (backends in name order, replicas ascending), are first partitioned
+ * by their top PART_BITS bits (256 sequential streams), then each partition
+ * -- a contiguous run of directory words and of pairs, small enough to stay
+ * in L1 -- is counted per bucket straight into the directory words (their
+ * prefix sums are the directory), scattered into its buckets' pairs, and
+ * insertion-sorted by hash (buckets are already in order, so only the few
+ * pairs sharing one move). Every step is stable, so equal hashes stay in
  * (name, replica) order: the same table as a comparison sort on (hash, name,
- * replica), in O(count + 2^bits).
+ * replica), in O(count + 2^bits), without random access to a 1 MB directory.
  */
+#define PART_BITS 8
+
 static void sort_nearly_sorted(__u32 *pair, __u32 count)
 {
 	for (__u32 i = 1; i < count; i++) {
@@ -42,25 +46,31 @@ static void sort_nearly_sorted(__u32 *pair, __u32 count)
 }
 
 /*
- * Scratch for the vnode positions in generation order, kept per thread and
- * grown, never shrunk: a fresh 640 KB (at 160k vnodes) per build cost as
- * many page faults as the table itself. At most CHLB_RING_MAX_VNODES (4 MB).
+ * Scratch for the vnodes in generation order and partitioned, kept per
+ * thread and grown, never shrunk: fresh arrays per build cost as many page
+ * faults as the table itself. At most 12 MB (the 1M-vnode limit).
  */
-static __thread __u32 *scratch;
+static __thread __u32 *scratch_h;
+static __thread __u64 *scratch_v;
 static __thread __u32 scratch_n;
 
-static __u32 *scratch_get(__u32 n)
+static int scratch_get(__u32 n)
 {
-	__u32 *p;
+	__u32 *h;
+	__u64 *v;
 
 	if (n <= scratch_n)
-		return scratch;
-	p = realloc(scratch, (size_t)n * sizeof(*p));
-	if (!p)
-		return NULL;
-	scratch = p;
+		return 0;
+	h = realloc(scratch_h, (size_t)n * sizeof(*h));
+	if (h)
+		scratch_h = h;
+	v = realloc(scratch_v, (size_t)n * sizeof(*v));
+	if (v)
+		scratch_v = v;
+	if (!h || !v)
+		return -1;
 	scratch_n = n;
-	return p;
+	return 0;
 }
 
 static __u32 ring_dir_bits(__u32 count)
@@ -81,7 +91,9 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	       const __u32 *byname, struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 vnodes = spec->vnodes ? spec->vnodes : CHLB_RING_DEFAULT_VNODES;
-	__u32 *hash, *dir, *pair, count, live = 0, bits, shift, nb, base, g, d;
+	__u32 pstart[(1u << PART_BITS) + 1] = { 0 }, pcur[(1u << PART_BITS) + 1];
+	__u32 *hash, *dir, *pair, count, live = 0, bits, shift, nb, base, g, d, pb, p;
+	__u64 *part;
 	struct chlb_table_hdr *hdr;
 	__u64 total = 0;
 	int rc;
@@ -107,22 +119,19 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	shift = 32 - bits;
 	nb = 1u << bits;
 	base = chlb_ring_base(bits);
-	hash = scratch_get(count);
-	if (!hash)
+	if (scratch_get(count))
 		return build_err(err, errlen, -ENOMEM, "out of memory for %u vnodes", count);
+	hash = scratch_h;
+	part = scratch_v;
 	rc = build_alloc(out, CHLB_ALGO_RING, base + 2 * count, err, errlen);
 	if (rc)
 		return rc;
 	hdr = (struct chlb_table_hdr *)out->words;
 	dir = out->words + CHLB_TBL_HDR_WORDS; /* zeroed: 2^bits + 1 words */
 	pair = out->words + base;
+	pb = bits < PART_BITS ? bits : PART_BITS;
 
-	/*
-	 * Hashes in generation order; bucket d's count goes to dir[d + 2] so that
-	 * after the prefix sums dir[d + 1] is bucket d's first pair, the cursor of
-	 * the scatter, which leaves it at bucket d + 1's first pair: the
-	 * directory. The last bucket's count is not needed (dir[nb] = count).
-	 */
+	/* positions in generation order, counted per partition */
 	g = 0;
 	for (__u32 r = 0; r < n; r++) {
 		const struct chlb_be *b = &be[byname[r]];
@@ -133,14 +142,13 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 		k = k ? k : 1;
 		live++;
 		build_vnode_hashes(b->name, (__u32)k, hash + g);
-		for (__u32 e = g + (__u32)k; g < e; g++) {
-			d = hash[g] >> shift;
-			if (d + 2 <= nb)
-				dir[d + 2]++;
-		}
+		for (__u32 e = g + (__u32)k; g < e; g++)
+			pstart[(hash[g] >> (32 - pb)) + 1]++;
 	}
-	for (d = 2; d <= nb; d++)
-		dir[d] += dir[d - 1];
+	for (p = 1; p <= (1u << pb); p++)
+		pstart[p] += pstart[p - 1];
+	memcpy(pcur, pstart, sizeof(pcur));
+	/* partitioned, stably: {hash, slot} */
 	g = 0;
 	for (__u32 r = 0; r < n; r++) {
 		const struct chlb_be *b = &be[byname[r]];
@@ -148,14 +156,35 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 
 		if (!b->weight)
 			continue;
-		for (__u32 e = g + (__u32)(k ? k : 1); g < e; g++) {
-			__u32 at = dir[(hash[g] >> shift) + 1]++;
-
-			pair[2 * at] = hash[g];
-			pair[2 * at + 1] = b->slot;
-		}
+		for (__u32 e = g + (__u32)(k ? k : 1); g < e; g++)
+			part[pcur[hash[g] >> (32 - pb)]++] = (__u64)hash[g] << 32 | b->slot;
 	}
-	sort_nearly_sorted(pair, count);
+	/*
+	 * Per partition (buckets [lo, hi)): bucket d's count goes to dir[d + 2], so
+	 * after the prefix sums dir[d + 1] is bucket d's first pair, the cursor of
+	 * the scatter, which leaves it at bucket d + 1's first pair: the
+	 * directory. dir[lo + 1] is final from the partition before (dir[1] = 0);
+	 * the last bucket's count is not needed (dir[nb] = count).
+	 */
+	for (p = 0; p < (1u << pb); p++) {
+		__u32 lo = p << (bits - pb), hi = lo + (1u << (bits - pb));
+		__u32 top = hi + 1 < nb ? hi + 1 : nb;
+
+		for (g = pstart[p]; g < pstart[p + 1]; g++) {
+			d = (__u32)(part[g] >> 32) >> shift;
+			if (d + 2 <= nb)
+				dir[d + 2]++;
+		}
+		for (d = lo + 2; d <= top; d++)
+			dir[d] += dir[d - 1];
+		for (g = pstart[p]; g < pstart[p + 1]; g++) {
+			__u32 h = (__u32)(part[g] >> 32), at = dir[(h >> shift) + 1]++;
+
+			pair[2 * at] = h;
+			pair[2 * at + 1] = (__u32)part[g];
+		}
+		sort_nearly_sorted(pair + 2 * pstart[p], pstart[p + 1] - pstart[p]);
+	}
 	hdr->count = count;
 	hdr->dir_bits = bits;
 	hdr->nbackends = live;
