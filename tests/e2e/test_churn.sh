@@ -44,6 +44,19 @@ held_ok() {
 		[ "$fails" = 0 ] && [ "$moved" = 0 ]
 }
 
+# wait_drained B: as an operator does, remove a drained backend only once its
+# connections are gone. On a loaded 2-core box a short connection (a SYN
+# retransmitted after 1 s, say) can outlive any fixed sleep; removing its
+# backend then breaks it, which is what removal means, not a chlb failure.
+# The held connections live on b1-b3 only, so b4/b5 drain to zero.
+wait_drained() {
+	lib_wait_for 10 no_established "$(ns_b "$1")"
+}
+
+no_established() {
+	[ -z "$(ip netns exec "$1" ss -Htn state established)" ]
+}
+
 # churn FAMILY ALGO FWD CHANGES MIN_CONNS SECS
 churn() {
 	local fam=$1 algo=$2 fwd=$3 nchanges=$4 minconns=$5 secs=$6
@@ -66,6 +79,7 @@ churn() {
 		ctl backend set "$vip" "$(be_addr "$fam" $b)" weight 0 >/dev/null || rc=1
 		hold_round "$h" || rc=1
 		sleep 0.2
+		wait_drained $b || { diag "b$b still has connections 10 s after the drain"; rc=1; }
 		ctl backend del "$vip" "$(be_addr "$fam" $b)" >/dev/null || rc=1
 		hold_round "$h" || rc=1
 		changes=$((changes + 2))
