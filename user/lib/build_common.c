@@ -11,18 +11,6 @@
 
 #include "build_int.h"
 
-int build_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 int build_alloc(struct chlb_table *out, __u32 algo, __u32 nwords, char *err, size_t errlen)
 {
 	struct chlb_table_hdr *hdr;

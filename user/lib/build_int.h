@@ -3,12 +3,12 @@
 #ifndef CHLB_BUILD_INT_H
 #define CHLB_BUILD_INT_H
 
+#include "util.h"
 #include <stdarg.h>
 #include "chlb_build.h"
 
-/* printf into err (if any) and return rc: errors read `return build_err(...)`. */
-int build_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Errors read `return build_err(...)`: util.h's chlb_err under the builders' name. */
+#define build_err chlb_err
 
 /* A zeroed table of nwords words with magic, algo and words filled in. */
 int build_alloc(struct chlb_table *out, __u32 algo, __u32 nwords, char *err, size_t errlen);
