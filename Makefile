@@ -54,8 +54,8 @@ TOOL_BINS := $(TOOL_SRCS:%.c=$(BUILD)/%)
 BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 PROGS := $(if $(CHLBD_SRCS),$(BUILD)/chlbd) $(if $(CHLBCTL_SRCS),$(BUILD)/chlbctl)
 
-DEB_PACKAGES := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev \
-	libjson-c-dev linux-libc-dev pkg-config iproute2 ethtool socat procps \
+DEB_PACKAGES := gcc libc6-dev clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev \
+	libjson-c-dev linux-libc-dev pkg-config iproute2 ethtool socat procps jq python3 \
 	clang-format cppcheck libclang-rt-14-dev
 
 .PHONY: all deps test check-root lint bench demo clean help fuzz install
