@@ -12,6 +12,9 @@
 
 /* A zeroed table of nwords words with magic, algo and words filled in. */
 int build_alloc(struct chlb_table *out, __u32 algo, __u32 nwords, char *err, size_t errlen);
+/* The same with only words [0, zero_words) zeroed: the builder writes all the rest. */
+int build_alloc_prefix(struct chlb_table *out, __u32 algo, __u32 nwords, __u32 zero_words,
+		       char *err, size_t errlen);
 
 /* be[] indices sorted by name (canonical order), into idx[n]. */
 void build_sort_by_name(const struct chlb_be *be, __u32 n, __u32 *idx);

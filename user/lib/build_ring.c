@@ -17,16 +17,23 @@
  * Sorting: the hashes are uniform, and the directory splits them by their top
  * `bits` bits into about one vnode per bucket. The vnodes, in generation
  * order (backends in name order, replicas ascending), are first partitioned
- * by their top PART_BITS bits (256 sequential streams), then each partition
+ * by their top PART_BITS bits (32 sequential streams), then each partition
  * -- a contiguous run of directory words and of pairs, small enough to stay
- * in L1 -- is counted per bucket straight into the directory words (their
+ * in L2 -- is counted per bucket straight into the directory words (their
  * prefix sums are the directory), scattered into its buckets' pairs, and
  * insertion-sorted by hash (buckets are already in order, so only the few
  * pairs sharing one move). Every step is stable, so equal hashes stay in
  * (name, replica) order: the same table as a comparison sort on (hash, name,
  * replica), in O(count + 2^bits), without random access to a 1 MB directory.
  */
-#define PART_BITS 8
+/*
+ * 32 partitions, not 256: chlbd builds after sitting idle, with its caches
+ * gone cold, and 256 write streams into the partition array defeat the
+ * hardware prefetcher (a 1000-backend, 160k-vnode build after a 150 ms sleep:
+ * ~4.0 ms at 8 bits, ~2.8 ms at 5; warm, both ~2 ms). Any width gives the
+ * same table: every step is stable.
+ */
+#define PART_BITS 5
 
 static void sort_nearly_sorted(__u32 *pair, __u32 count)
 {
@@ -123,7 +130,8 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 		return build_err(err, errlen, -ENOMEM, "out of memory for %u vnodes", count);
 	hash = scratch_h;
 	part = scratch_v;
-	rc = build_alloc(out, CHLB_ALGO_RING, base + 2 * count, err, errlen);
+	/* header and directory zeroed; the scatter writes all 2 * count pair words */
+	rc = build_alloc_prefix(out, CHLB_ALGO_RING, base + 2 * count, base, err, errlen);
 	if (rc)
 		return rc;
 	hdr = (struct chlb_table_hdr *)out->words;

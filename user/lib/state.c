@@ -455,8 +455,18 @@ __u32 chlb_state_count_backends(const struct chlb_state *st)
 
 int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen)
 {
-	__u32 nbe = chlb_state_count_backends(st);
+	__u32 nbe = 0;
 
+	/*
+	 * Every request runs this, in front of its swap: sorting every address of
+	 * every service to count the distinct ones cost ~0.4 ms at 3 x 1000
+	 * backends. The count with repeats bounds it, so sort only when that
+	 * bound is over the limit.
+	 */
+	for (__u32 i = 0; i < st->nsvc; i++)
+		nbe += st->svc[i].nbe;
+	if (nbe > CHLB_MAX_BACKENDS)
+		nbe = chlb_state_count_backends(st);
 	if (nbe > CHLB_MAX_BACKENDS)
 		return chlb_fail(err, errlen, "too many distinct backends: %u (at most %u)", nbe,
 				 CHLB_MAX_BACKENDS);
