@@ -70,7 +70,6 @@ __u32 chlb_dp_table_capacity(struct chlb_dp *dp, __u32 slot)
 	return chunks * CHLB_CHUNK_WORDS;
 }
 
-/* Copy words into the (mmapable) inner map fd of `chunks` chunks; zero the rest. */
 /*
  * memcpy into the map, bypassing the cache on x86: the destination is cold
  * (last written a swap or two ago) and a plain copy reads every line in
@@ -94,6 +93,7 @@ static void copy_to_map(void *dst, const void *src, size_t len)
 #endif
 }
 
+/* Copy words into the (mmapable) inner map fd of `chunks` chunks; zero the rest. */
 static int fill_inner(int fd, __u32 chunks, const __u32 *words, __u32 nwords)
 {
 	size_t size = (size_t)chunks * CHUNK_BYTES;
