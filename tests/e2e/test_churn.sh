@@ -14,6 +14,7 @@
 CHANGES=${CHANGES:-100}
 MIN_CONNS=${MIN_CONNS:-20000}
 HELD=${HELD:-200}
+GAP=${GAP:-0.3}
 
 lib_require_e2e
 topo_build 5
@@ -70,18 +71,26 @@ churn() {
 	# b4 and b5 alternate so consecutive tables differ in more than one way.
 	# The held connections exchange data after every change, as busy
 	# connections do.
+	#
+	# Each swap is followed by $GAP s. A service view keeps the current
+	# table and three previous ones, so an entry-less connection survives
+	# being idle for three swaps (see README, Limits); back-to-back swaps
+	# every ~0.15 s shrank that to ~0.5 s, and a client stalled that long on
+	# this loaded 2-core box (a retransmission, scheduling) lost its backend
+	# about once per 500k connections. 0.3 s keeps the window near 1 s.
 	i=0
 	while [ $changes -lt "$nchanges" ]; do
 		b=$((4 + i % 2))
 		ctl backend add "$vip" "$(be_addr "$fam" $b)" weight 100 >/dev/null || rc=1
 		hold_round "$h" || rc=1
-		sleep 0.1
+		sleep "$GAP"
 		ctl backend set "$vip" "$(be_addr "$fam" $b)" weight 0 >/dev/null || rc=1
 		hold_round "$h" || rc=1
-		sleep 0.2
+		sleep "$GAP"
 		wait_drained $b || { diag "b$b still has connections 10 s after the drain"; rc=1; }
 		ctl backend del "$vip" "$(be_addr "$fam" $b)" >/dev/null || rc=1
 		hold_round "$h" || rc=1
+		sleep "$GAP"
 		changes=$((changes + 2))
 		i=$((i + 1))
 	done
