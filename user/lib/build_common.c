@@ -48,6 +48,22 @@ int build_alloc_prefix(struct chlb_table *out, __u32 algo, __u32 nwords, __u32 z
 	return alloc_words(out, algo, nwords, err, errlen);
 }
 
+/* A Maglev-format (direct-indexed) table of m entries naming nlive backends. */
+int build_alloc_direct(struct chlb_table *out, __u32 m, __u32 nlive, __u32 **entry, char *err,
+		       size_t errlen)
+{
+	struct chlb_table_hdr *hdr;
+	int rc = build_alloc(out, CHLB_ALGO_MAGLEV, CHLB_TBL_HDR_WORDS + m, err, errlen);
+
+	if (rc)
+		return rc;
+	hdr = (struct chlb_table_hdr *)out->words;
+	hdr->count = m;
+	hdr->nbackends = nlive;
+	*entry = out->words + CHLB_TBL_HDR_WORDS;
+	return 0;
+}
+
 static int cmp_name_idx(const void *a, const void *b, void *ctx)
 {
 	const struct chlb_be *be = ctx;

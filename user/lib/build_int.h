@@ -16,6 +16,10 @@ int build_alloc(struct chlb_table *out, __u32 algo, __u32 nwords, char *err, siz
 int build_alloc_prefix(struct chlb_table *out, __u32 algo, __u32 nwords, __u32 zero_words,
 		       char *err, size_t errlen);
 
+/* A Maglev-format table of m entries naming nlive backends; *entry = its first entry. */
+int build_alloc_direct(struct chlb_table *out, __u32 m, __u32 nlive, __u32 **entry, char *err,
+		       size_t errlen);
+
 /* be[] indices sorted by name (canonical order), into idx[n]. */
 void build_sort_by_name(const struct chlb_be *be, __u32 n, __u32 *idx);
 

@@ -158,7 +158,6 @@ int build_jtable(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 	__u32 m = spec->table_size ? spec->table_size : CHLB_MAGLEV_DEFAULT_M;
 	__u32 nb, live, nlive = 0, *order = NULL, *owner = NULL, *entry;
 	struct stacks s = { 0 };
-	struct chlb_table_hdr *hdr;
 	int rc;
 
 	rc = build_check_m(m, err, errlen);
@@ -190,13 +189,9 @@ int build_jtable(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 		rc = build_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = build_alloc(out, CHLB_ALGO_MAGLEV, CHLB_TBL_HDR_WORDS + m, err, errlen);
+	rc = build_alloc_direct(out, m, live, &entry, err, errlen);
 	if (rc)
 		goto out;
-	hdr = (struct chlb_table_hdr *)out->words;
-	hdr->count = m;
-	hdr->nbackends = live;
-	entry = out->words + CHLB_TBL_HDR_WORDS;
 	for (__u32 i = 0; i < m; i++)
 		entry[i] = be[order[owner[i]]].slot;
 out:

@@ -57,7 +57,6 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 {
 	__u32 m = spec->table_size ? spec->table_size : CHLB_MAGLEV_DEFAULT_M;
 	__u32 *entry, live = 0, filled = 0, wmax = 0;
-	struct chlb_table_hdr *hdr;
 	struct perm *p = NULL;
 	__u64 *used = NULL;
 	int rc;
@@ -98,13 +97,9 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 		rc = build_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = build_alloc(out, CHLB_ALGO_MAGLEV, CHLB_TBL_HDR_WORDS + m, err, errlen);
+	rc = build_alloc_direct(out, m, live, &entry, err, errlen);
 	if (rc)
 		goto out;
-	hdr = (struct chlb_table_hdr *)out->words;
-	hdr->count = m;
-	hdr->nbackends = live;
-	entry = out->words + CHLB_TBL_HDR_WORDS;
 	/* the heaviest backend turns every round, so each round fills >= 1 entry */
 	while (filled < m) {
 		for (__u32 i = 0; i < live && filled < m; i++) {

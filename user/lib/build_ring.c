@@ -94,6 +94,14 @@ static __u32 ring_dir_bits(__u32 count)
 	return bits;
 }
 
+/* Vnodes of a backend: vnodes per weight 100, at least 1 unless drained (weight 0). */
+static __u64 vnode_count(__u32 vnodes, __u32 weight)
+{
+	__u64 k = ((__u64)vnodes * weight + 50) / 100;
+
+	return weight && !k ? 1 : k;
+}
+
 int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
 	       const __u32 *byname, struct chlb_table *out, char *err, size_t errlen)
 {
@@ -108,12 +116,8 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	if (vnodes > CHLB_RING_MAX_VNODES)
 		return build_err(err, errlen, -E2BIG, "%u vnodes per backend: at most %u", vnodes,
 				 CHLB_RING_MAX_VNODES);
-	for (__u32 i = 0; i < n; i++) {
-		__u64 k = ((__u64)vnodes * be[i].weight + 50) / 100;
-
-		if (be[i].weight)
-			total += k ? k : 1;
-	}
+	for (__u32 i = 0; i < n; i++)
+		total += vnode_count(vnodes, be[i].weight);
 	if (total > CHLB_RING_MAX_VNODES)
 		return build_err(err, errlen, -E2BIG,
 				 "ring of %llu vnodes: at most %u (lower --vnodes or weights)",
@@ -143,14 +147,13 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	g = 0;
 	for (__u32 r = 0; r < n; r++) {
 		const struct chlb_be *b = &be[byname[r]];
-		__u64 k = ((__u64)vnodes * b->weight + 50) / 100;
+		__u32 k = (__u32)vnode_count(vnodes, b->weight); /* <= total */
 
-		if (!b->weight)
+		if (!k)
 			continue;
-		k = k ? k : 1;
 		live++;
-		build_vnode_hashes(b->name, (__u32)k, hash + g);
-		for (__u32 e = g + (__u32)k; g < e; g++)
+		build_vnode_hashes(b->name, k, hash + g);
+		for (__u32 e = g + k; g < e; g++)
 			pstart[(hash[g] >> (32 - pb)) + 1]++;
 	}
 	for (p = 1; p <= (1u << pb); p++)
@@ -160,11 +163,9 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	g = 0;
 	for (__u32 r = 0; r < n; r++) {
 		const struct chlb_be *b = &be[byname[r]];
-		__u64 k = ((__u64)vnodes * b->weight + 50) / 100;
+		__u32 k = (__u32)vnode_count(vnodes, b->weight); /* <= total */
 
-		if (!b->weight)
-			continue;
-		for (__u32 e = g + (__u32)(k ? k : 1); g < e; g++)
+		for (__u32 e = g + k; g < e; g++)
 			part[pcur[hash[g] >> (32 - pb)]++] = (__u64)hash[g] << 32 | b->slot;
 	}
 	/*
