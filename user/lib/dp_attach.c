@@ -107,18 +107,26 @@ static int detach_xdp(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
 	return 0;
 }
 
+/* Our filter on ifindex's clsact ingress: the hook, and the handle/priority that name it. */
+static void tc_target(int ifindex, struct bpf_tc_hook *hook, struct bpf_tc_opts *opts)
+{
+	*hook = (struct bpf_tc_hook){ .sz = sizeof(*hook),
+				      .ifindex = ifindex,
+				      .attach_point = BPF_TC_INGRESS };
+	*opts = (struct bpf_tc_opts){ .sz = sizeof(*opts),
+				      .handle = CHLB_DP_TC_HANDLE,
+				      .priority = CHLB_DP_TC_PRIO };
+}
+
 int chlb_dp_attach(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, char *err,
 		   size_t errlen)
 {
-	struct bpf_tc_hook hook = { .sz = sizeof(struct bpf_tc_hook),
-				    .ifindex = ifindex,
-				    .attach_point = BPF_TC_INGRESS };
-	struct bpf_tc_opts topts = { .sz = sizeof(struct bpf_tc_opts),
-				     .handle = CHLB_DP_TC_HANDLE,
-				     .priority = CHLB_DP_TC_PRIO,
-				     .flags = BPF_TC_F_REPLACE };
+	struct bpf_tc_hook hook;
+	struct bpf_tc_opts topts;
 	char name[IF_NAMESIZE];
 	int rc;
+
+	tc_target(ifindex, &hook, &topts);
 
 	switch (mode) {
 	case CHLB_ATTACH_XDP:
@@ -129,6 +137,7 @@ int chlb_dp_attach(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, 
 		if (rc && rc != -EEXIST)
 			return dp_err(err, errlen, rc, "couldn't create clsact on '%s'",
 				      ifname(ifindex, name));
+		topts.flags = BPF_TC_F_REPLACE;
 		topts.prog_fd = chlb_dp_prog_fd(dp, CHLB_PROG_TC);
 		rc = bpf_tc_attach(&hook, &topts);
 		if (rc)
@@ -143,14 +152,12 @@ int chlb_dp_attach(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, 
 int chlb_dp_detach(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, char *err,
 		   size_t errlen)
 {
-	struct bpf_tc_hook hook = { .sz = sizeof(struct bpf_tc_hook),
-				    .ifindex = ifindex,
-				    .attach_point = BPF_TC_INGRESS };
-	struct bpf_tc_opts topts = { .sz = sizeof(struct bpf_tc_opts),
-				     .handle = CHLB_DP_TC_HANDLE,
-				     .priority = CHLB_DP_TC_PRIO };
+	struct bpf_tc_hook hook;
+	struct bpf_tc_opts topts;
 	char name[IF_NAMESIZE];
 	int rc;
+
+	tc_target(ifindex, &hook, &topts);
 
 	switch (mode) {
 	case CHLB_ATTACH_XDP:
