@@ -78,6 +78,8 @@ static __always_inline int ctx_trim(void *ctx, bool tc, __u32 len)
  * (stack operands must stay 4-aligned: callers pass 4-aligned structs).
  */
 typedef __u32 __attribute__((__may_alias__)) chlb_u32_alias;
+/* Word-built headers and keys (flow_set_ports, vip_lookup, chlb_encap) assume it. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "chlb's BPF side is little-endian");
 typedef __u16 __attribute__((__may_alias__)) chlb_u16_alias;
 
 static __always_inline void copy_words(void *dst, const void *src, __u32 n)

@@ -88,20 +88,20 @@ static __always_inline int chlb_set_macs(void *ctx, bool tc, const struct chlb_n
 	return 0;
 }
 
-static __always_inline bool addr_zero(const __u8 *a, __u32 n)
+/* Word i of a 4-aligned address in a map value. */
+static __always_inline __u32 addr_word(const __u8 *a, __u32 i)
 {
-	__u32 i, acc = 0;
-
-#pragma unroll
-	for (i = 0; i < 16; i++)
-		if (i < n)
-			acc |= a[i];
-	return acc == 0;
+	return *(const chlb_u32_alias *)(a + 4 * i);
 }
 
 static __always_inline bool addr_v4mapped(const __u8 *a)
 {
-	return addr_zero(a, 10) && a[10] == 0xff && a[11] == 0xff;
+	return !(addr_word(a, 0) | addr_word(a, 1)) && addr_word(a, 2) == bpf_htonl(0xffff);
+}
+
+static __always_inline bool addr_zero(const __u8 *a)
+{
+	return !(addr_word(a, 0) | addr_word(a, 1) | addr_word(a, 2) | addr_word(a, 3));
 }
 
 /* Bytes the encapsulation adds for this backend. */
@@ -132,45 +132,51 @@ static __always_inline int chlb_encap(void *ctx, bool tc, const struct chlb_pkt 
 	if (data + ((l2 - 2) & 0x1f) + 2 > end)
 		return -1;
 	*(__be16 *)(data + ((l2 - 2) & 0x1f)) = bpf_htons(o6 ? ETH_P_IPV6 : ETH_P_IP);
+	/*
+	 * The outer header is built as little-endian words in registers and
+	 * stored a word at a time: a header struct on the stack, written
+	 * field by field and then read back as words for the checksum and the
+	 * copy, stalled store forwarding (~10% of the forwarding path).
+	 */
 	if (!o6) {
-		struct iphdr ip = {
-			.version = 4,
-			.ihl = 5,
-			.tos = p->tos,
-			.tot_len = bpf_htons(inner_len + sizeof(ip)),
-			.frag_off = bpf_htons(0x4000),
-			.ttl = CHLB_OUTER_TTL,
-			.protocol = IPPROTO_IPIP,
-		};
+		chlb_u32_alias *w = data + l2;
+		__u32 w0 = 0x45 | ((__u32)p->tos << 8) | ((__u32)bpf_htons(inner_len + 20) << 16);
+		__u32 w1 = (__u32)bpf_htons(0x4000) << 16; /* ID 0, DF */
+		__u32 w2 = CHLB_OUTER_TTL | (IPPROTO_IPIP << 8);
+		__u32 src = addr_v4mapped(svc->encap_src) ? addr_word(svc->encap_src, 3)
+							  : bpf_htonl(0xac100000 | (h & 0xffff));
+		__u32 dst = addr_word(be->addr, 0);
 
-		if (addr_v4mapped(svc->encap_src))
-			__builtin_memcpy(&ip.saddr, svc->encap_src + 12, 4);
-		else
-			ip.saddr = bpf_htonl(0xac100000 | (h & 0xffff));
-		__builtin_memcpy(&ip.daddr, be->addr, 4);
-		ip.check = csum_fold(csum_words(&ip, sizeof(ip) / 2));
-		copy_words(data + l2, &ip, sizeof(ip));
+		/* the one's-complement sum of words folds to the sum of their halves */
+		w2 |= (__u32)csum_fold((__u64)w0 + w1 + w2 + src + dst) << 16;
+		w[0] = w0;
+		w[1] = w1;
+		w[2] = w2;
+		w[3] = src;
+		w[4] = dst;
 	} else {
-		struct ipv6hdr ip6 = {
-			.version = 6,
-			.priority = p->tos >> 4,
-			.payload_len = bpf_htons(inner_len),
-			.nexthdr = p->family == CHLB_AF_INET ? IPPROTO_IPIP : IPPROTO_IPV6,
-			.hop_limit = CHLB_OUTER_TTL,
-		};
+		chlb_u32_alias *w = data + l2;
+		__u32 nexthdr = p->family == CHLB_AF_INET ? IPPROTO_IPIP : IPPROTO_IPV6;
 
-		ip6.flow_lbl[0] = ((p->tos & 0xf) << 4) | ((h >> 16) & 0xf);
-		ip6.flow_lbl[1] = h >> 8;
-		ip6.flow_lbl[2] = h;
-		if (!addr_zero(svc->encap_src, 16) && !addr_v4mapped(svc->encap_src)) {
-			__builtin_memcpy(&ip6.saddr, svc->encap_src, 16);
+		/* version 6, traffic class = inner TOS, flow label = 20 hash bits */
+		w[0] = (0x60 | (p->tos >> 4)) | ((((p->tos & 0xf) << 4) | ((h >> 16) & 0xf)) << 8) |
+		       (((h >> 8) & 0xff) << 16) | ((h & 0xff) << 24);
+		w[1] = (__u32)bpf_htons(inner_len) | (nexthdr << 16) | (CHLB_OUTER_TTL << 24);
+		if (!addr_zero(svc->encap_src) && !addr_v4mapped(svc->encap_src)) {
+			w[2] = addr_word(svc->encap_src, 0);
+			w[3] = addr_word(svc->encap_src, 1);
+			w[4] = addr_word(svc->encap_src, 2);
+			w[5] = addr_word(svc->encap_src, 3);
 		} else {
-			ip6.saddr.in6_u.u6_addr32[0] = bpf_htonl(0xfd63686c);
-			ip6.saddr.in6_u.u6_addr32[1] = bpf_htonl(0x62000000);
-			ip6.saddr.in6_u.u6_addr32[3] = bpf_htonl(h);
+			w[2] = bpf_htonl(0xfd63686c);
+			w[3] = bpf_htonl(0x62000000);
+			w[4] = 0;
+			w[5] = bpf_htonl(h);
 		}
-		__builtin_memcpy(&ip6.daddr, be->addr, 16);
-		copy_words(data + l2, &ip6, sizeof(ip6));
+		w[6] = addr_word(be->addr, 0);
+		w[7] = addr_word(be->addr, 1);
+		w[8] = addr_word(be->addr, 2);
+		w[9] = addr_word(be->addr, 3);
 	}
 	return 0;
 }

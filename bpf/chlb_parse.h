@@ -63,16 +63,35 @@ struct chlb_pkt {
 	struct chlb_flow flow; /* client -> VIP, as the connection table keys it */
 };
 
-/* Fill ports + proto of an L4 header at off (TCP/UDP: ports are the first 4 bytes). */
-static __always_inline int parse_ports(void *data, void *end, __u32 off, __be16 *sport,
-				       __be16 *dport)
+/*
+ * Whole-word stores into the flow: the CRC, the VIP key and the conns hash
+ * read it a word at a time, and a word load that spans several narrower
+ * stores stalls store-to-load forwarding (~15 cycles each, measured).
+ */
+static __always_inline void flow_set_ports(struct chlb_flow *f, __u32 ports)
 {
-	__be16 *ports = data + (off & 0xffff);
+	*(chlb_u32_alias *)&f->sport = ports;
+}
 
-	if ((void *)(ports + 2) > end)
+static __always_inline void flow_set_proto(struct chlb_flow *f, __u8 proto, __u8 family)
+{
+	*(chlb_u32_alias *)&f->proto = proto | ((__u32)family << 8); /* pad stays zero */
+}
+
+/*
+ * The ports of the embedded header of an ICMP error at off (TCP/UDP: the
+ * first 4 bytes), swapped: that packet went VIP -> client.
+ */
+static __always_inline int parse_ports_reversed(void *data, void *end, __u32 off,
+						struct chlb_flow *f)
+{
+	__u32 *ports = data + (off & 0xffff);
+	__u32 w;
+
+	if ((void *)(ports + 1) > end)
 		return -1;
-	*sport = ports[0];
-	*dport = ports[1];
+	w = *(chlb_u32_alias *)ports;
+	flow_set_ports(f, (w >> 16) | (w << 16));
 	return 0;
 }
 
@@ -93,8 +112,8 @@ static __always_inline int parse_icmp4_inner(void *data, void *end, __u32 off, s
 		return CHLB_R_PASS_NOT_VIP;
 	copy_words(p->flow.src, &ip->daddr, 4);
 	copy_words(p->flow.dst, &ip->saddr, 4);
-	p->flow.proto = ip->protocol;
-	if (parse_ports(data, end, off + ihl, &p->flow.dport, &p->flow.sport))
+	flow_set_proto(&p->flow, ip->protocol, CHLB_AF_INET);
+	if (parse_ports_reversed(data, end, off + ihl, &p->flow))
 		return CHLB_R_PARSE_L4;
 	p->icmp_err = 1;
 	return CHLB_R_MAX;
@@ -111,8 +130,8 @@ static __always_inline int parse_icmp6_inner(void *data, void *end, __u32 off, s
 		return CHLB_R_PASS_NOT_VIP;
 	copy_words(p->flow.src, &ip6->daddr, 16);
 	copy_words(p->flow.dst, &ip6->saddr, 16);
-	p->flow.proto = ip6->nexthdr;
-	if (parse_ports(data, end, off + sizeof(*ip6), &p->flow.dport, &p->flow.sport))
+	flow_set_proto(&p->flow, ip6->nexthdr, CHLB_AF_INET6);
+	if (parse_ports_reversed(data, end, off + sizeof(*ip6), &p->flow))
 		return CHLB_R_PARSE_L4;
 	p->icmp_err = 1;
 	return CHLB_R_MAX;
@@ -127,8 +146,7 @@ static __always_inline int parse_l4(void *data, void *end, struct chlb_pkt *p)
 
 		if ((void *)(th + 1) > end)
 			return CHLB_R_PARSE_L4;
-		p->flow.sport = th->source;
-		p->flow.dport = th->dest;
+		flow_set_ports(&p->flow, *(chlb_u32_alias *)th);
 		p->syn = th->syn && !th->ack;
 		return CHLB_R_MAX;
 	}
@@ -137,8 +155,7 @@ static __always_inline int parse_l4(void *data, void *end, struct chlb_pkt *p)
 
 		if ((void *)(uh + 1) > end)
 			return CHLB_R_PARSE_L4;
-		p->flow.sport = uh->source;
-		p->flow.dport = uh->dest;
+		flow_set_ports(&p->flow, *(chlb_u32_alias *)uh);
 		return CHLB_R_MAX;
 	}
 	if (p->l4proto == IPPROTO_ICMP && p->family == CHLB_AF_INET) {
@@ -175,12 +192,11 @@ static __always_inline int parse_ip4(void *data, void *end, struct chlb_pkt *p)
 	if (ip->version != 4 || ihl < sizeof(*ip) || (void *)ip + ihl > end)
 		return CHLB_R_PARSE_IP4;
 	p->family = CHLB_AF_INET;
-	p->flow.family = CHLB_AF_INET;
 	p->l4proto = ip->protocol;
 	p->tos = ip->tos;
 	copy_words(p->flow.src, &ip->saddr, 4);
 	copy_words(p->flow.dst, &ip->daddr, 4);
-	p->flow.proto = ip->protocol;
+	flow_set_proto(&p->flow, ip->protocol, CHLB_AF_INET);
 	p->l4off = p->l2len + ihl;
 	frag = bpf_ntohs(ip->frag_off);
 	p->df = !!(frag & 0x4000);
@@ -203,7 +219,6 @@ static __always_inline int parse_ip6(void *data, void *end, struct chlb_pkt *p)
 	if (ip6->version != 6)
 		return CHLB_R_PARSE_IP6;
 	p->family = CHLB_AF_INET6;
-	p->flow.family = CHLB_AF_INET6;
 	p->tos = (ip6->priority << 4) | (ip6->flow_lbl[0] >> 4);
 	copy_words(p->flow.src, &ip6->saddr, 16);
 	copy_words(p->flow.dst, &ip6->daddr, 16);
@@ -236,7 +251,7 @@ static __always_inline int parse_ip6(void *data, void *end, struct chlb_pkt *p)
 	    nh == IPPROTO_FRAGMENT || nh == IPPROTO_AH)
 		return CHLB_R_PARSE_IP6; /* chain longer than we walk */
 	p->l4proto = nh;
-	p->flow.proto = nh;
+	flow_set_proto(&p->flow, nh, CHLB_AF_INET6);
 	p->l4off = off;
 	return CHLB_R_MAX;
 }

@@ -15,23 +15,26 @@
  */
 static __always_inline struct chlb_service *vip_lookup(const struct chlb_pkt *p)
 {
-	struct chlb_vip_key key __attribute__((aligned(4))) = { .proto = p->flow.proto };
+	struct chlb_vip_key key __attribute__((aligned(4)));
+	chlb_u32_alias *k = (chlb_u32_alias *)&key;
 	struct chlb_service *svc;
 
+	/* whole words only: the hash reads the key a word at a time (see flow_set_ports) */
 	if (p->family == CHLB_AF_INET) {
-		key.addr[10] = 0xff;
-		key.addr[11] = 0xff;
-		copy_words(key.addr + 12, p->flow.dst, 4);
+		k[0] = 0;
+		k[1] = 0;
+		k[2] = bpf_htonl(0xffff); /* ::ffff:a.b.c.d */
+		copy_words(&k[3], p->flow.dst, 4);
 	} else {
-		copy_words(key.addr, p->flow.dst, 16);
+		copy_words(k, p->flow.dst, 16);
 	}
 	if (!p->frag) {
-		key.port = p->flow.dport;
+		k[4] = p->flow.dport | ((__u32)p->flow.proto << 16);
 		svc = bpf_map_lookup_elem(&vips, &key);
 		if (svc)
 			return svc;
-		key.port = 0;
 	}
+	k[4] = (__u32)p->flow.proto << 16; /* port 0 */
 	return bpf_map_lookup_elem(&vips, &key);
 }
 
@@ -82,8 +85,7 @@ static __always_inline int chlb_process(void *ctx, bool tc)
 		 */
 		if (svc->hash_fields != CHLB_HASH_SRC)
 			return pass(ctx, tc, CHLB_R_PASS_FRAGMENT);
-		p.flow.sport = 0;
-		p.flow.dport = 0;
+		flow_set_ports(&p.flow, 0);
 		p.syn = 0;
 	}
 

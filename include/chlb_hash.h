@@ -89,8 +89,9 @@ static __always_inline __u64 chlb_fmix64(__u64 k)
 
 /*
  * A flow, as the data plane parses it and as the connection table keys it
- * (40 bytes). Addresses and ports in network byte order; IPv4 addresses
- * use the first 4 bytes of src/dst and the other 12 stay zero.
+ * (40 bytes, 4-aligned so both sides can read it a word at a time).
+ * Addresses and ports in network byte order; IPv4 addresses use the first
+ * 4 bytes of src/dst and the other 12 stay zero.
  */
 struct chlb_flow {
 	__u8 src[16];
@@ -100,32 +101,72 @@ struct chlb_flow {
 	__u8 proto;  /* IPPROTO_TCP / IPPROTO_UDP */
 	__u8 family; /* CHLB_AF_INET / CHLB_AF_INET6 */
 	__u16 pad;   /* always zero */
-};
+} __attribute__((aligned(4)));
+
+/* A 4-aligned word read as chlb_le32() would read it (one load on little-endian). */
+typedef __u32 __attribute__((__may_alias__)) chlb_word_alias;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define chlb_le32_aligned(p) (*(const chlb_word_alias *)(p))
+#else
+#define chlb_le32_aligned(p) chlb_le32((const __u8 *)(p))
+#endif
+
+/* One 4-byte CRC32C step (slicing-by-4) over a word read little-endian. */
+static __always_inline __u32 chlb_crc32c_word(__u32 crc, __u32 w)
+{
+	__u32 one = crc ^ w;
+
+	return chlb_crc32c_tab[3][one & 0xff] ^ chlb_crc32c_tab[2][(one >> 8) & 0xff] ^
+	       chlb_crc32c_tab[1][(one >> 16) & 0xff] ^ chlb_crc32c_tab[0][one >> 24];
+}
+
+/*
+ * One 8-byte step (slicing-by-8) over two words read little-endian: only
+ * the first depends on the running CRC, so the dependency chain is half
+ * as long as two word steps.
+ */
+static __always_inline __u32 chlb_crc32c_dword(__u32 crc, __u32 a, __u32 b)
+{
+	__u32 one = crc ^ a;
+
+	return chlb_crc32c_tab[7][one & 0xff] ^ chlb_crc32c_tab[6][(one >> 8) & 0xff] ^
+	       chlb_crc32c_tab[5][(one >> 16) & 0xff] ^ chlb_crc32c_tab[4][one >> 24] ^
+	       chlb_crc32c_tab[3][b & 0xff] ^ chlb_crc32c_tab[2][(b >> 8) & 0xff] ^
+	       chlb_crc32c_tab[1][(b >> 16) & 0xff] ^ chlb_crc32c_tab[0][b >> 24];
+}
+
+/* 16 bytes of a 4-aligned buffer. */
+static __always_inline __u32 chlb_crc32c_16(__u32 crc, const __u8 *p)
+{
+	crc = chlb_crc32c_dword(crc, chlb_le32_aligned(p), chlb_le32_aligned(p + 4));
+	return chlb_crc32c_dword(crc, chlb_le32_aligned(p + 8), chlb_le32_aligned(p + 12));
+}
 
 /*
  * The hashed bytes of a flow, in wire order:
  *   5-tuple, IPv4: src(4) dst(4) sport(2) dport(2) proto(1)   = 13 bytes
  *   5-tuple, IPv6: src(16) dst(16) sport(2) dport(2) proto(1) = 37 bytes
  *   source only:   src(4) or src(16)
- * Returns the CRC32C of those bytes (before finalizing).
+ * Returns the CRC32C of those bytes (before finalizing). Computed a word at
+ * a time straight from the struct: in BPF, byte-assembled words cost ~10
+ * instructions each, and the result is the same CRC of the same bytes.
  */
 static __always_inline __u32 chlb_flow_crc(const struct chlb_flow *f, __u32 fields)
 {
 	__u32 crc = CHLB_CRC32C_INIT;
 
 	if (f->family == CHLB_AF_INET6) {
-		crc = chlb_crc32c_update(crc, f->src, 16);
+		crc = chlb_crc32c_16(crc, f->src);
 		if (fields == CHLB_HASH_SRC)
 			return crc ^ 0xffffffffu;
-		crc = chlb_crc32c_update(crc, f->dst, 16);
+		crc = chlb_crc32c_16(crc, f->dst);
+	} else if (fields == CHLB_HASH_SRC) {
+		return chlb_crc32c_word(crc, chlb_le32_aligned(f->src)) ^ 0xffffffffu;
 	} else {
-		crc = chlb_crc32c_update(crc, f->src, 4);
-		if (fields == CHLB_HASH_SRC)
-			return crc ^ 0xffffffffu;
-		crc = chlb_crc32c_update(crc, f->dst, 4);
+		crc = chlb_crc32c_dword(crc, chlb_le32_aligned(f->src), chlb_le32_aligned(f->dst));
 	}
-	crc = chlb_crc32c_update(crc, &f->sport, 4); /* sport, dport: adjacent */
-	crc = chlb_crc32c_update(crc, &f->proto, 1);
+	crc = chlb_crc32c_word(crc, chlb_le32_aligned(&f->sport)); /* sport, dport: adjacent */
+	crc = chlb_crc32c_tab[0][(crc ^ f->proto) & 0xff] ^ (crc >> 8);
 	return crc ^ 0xffffffffu;
 }
 
