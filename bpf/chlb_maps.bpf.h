@@ -77,15 +77,15 @@ struct {
 } conns SEC(".maps");
 
 /*
- * conn_filter: 2^CHLB_CONN_FILTER_BITS bits (include/chlb_maps.h), one per flow-key hash,
- * set before a conns entry is written. A clear bit proves the flow has no
- * entry, so SYNs and entry-less established packets skip the LRU lookup
- * (its cost, and its cache misses under a SYN flood). Bits are never
- * cleared: a stale bit costs one lookup, never a wrong answer.
+ * conn_filter: the Bloom filter over flows that may have a conns entry
+ * (include/chlb_maps.h). Both bits clear-tested before an LRU lookup, so
+ * SYNs and entry-less established packets skip it (its cost, and its
+ * cache misses under a SYN flood). Bits are never cleared: a stale bit
+ * costs one lookup, never a wrong answer.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << (CHLB_CONN_FILTER_BITS - 6));
+	__uint(max_entries, CHLB_CONN_FILTER_WORDS);
 	__type(key, __u32);
 	__type(value, __u64);
 } conn_filter SEC(".maps");

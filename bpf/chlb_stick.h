@@ -20,8 +20,8 @@
  *    table of the view disagrees with the decision, write an entry so the
  *    flow outlives the window. Stale -> re-decide from table[0], overwrite.
  *
- * A bitmap (conn_filter) says which flows certainly have no entry, so the
- * common case - no entry - costs one bit test instead of an LRU lookup.
+ * A Bloom filter (conn_filter) says which flows certainly have no entry, so
+ * the common case - no entry - costs one word test instead of an LRU lookup.
  *
  * An entry is trusted only while its backend slot has the same generation:
  * a removed backend's flows are re-decided, never sent to the slot's next
@@ -64,10 +64,10 @@ static __always_inline bool tables_disagree(const struct chlb_service *svc, __u3
 /* False only when the flow certainly has no conns entry. */
 static __always_inline bool conn_maybe(__u32 fk)
 {
-	__u32 idx = fk >> (32 - (CHLB_CONN_FILTER_BITS - 6));
-	__u64 *w = bpf_map_lookup_elem(&conn_filter, &idx);
+	__u32 idx = chlb_filter_word(fk);
+	__u64 *w = bpf_map_lookup_elem(&conn_filter, &idx), m = chlb_filter_mask(fk);
 
-	return !w || ((*w >> (fk & 63)) & 1);
+	return !w || (*w & m) == m;
 }
 
 static __always_inline struct chlb_conn *conn_find(const struct chlb_flow *f, __u32 fk)
@@ -81,12 +81,12 @@ static __always_inline void conn_write(const struct chlb_flow *f, __u32 fk, __u3
 				       const struct chlb_backend *be, __u64 now)
 {
 	struct chlb_conn c = { .backend = d, .gen = be->gen, .last_ns = now };
-	__u32 idx = fk >> (32 - (CHLB_CONN_FILTER_BITS - 6));
-	__u64 *w = bpf_map_lookup_elem(&conn_filter, &idx);
+	__u32 idx = chlb_filter_word(fk);
+	__u64 *w = bpf_map_lookup_elem(&conn_filter, &idx), m = chlb_filter_mask(fk);
 
-	/* the bit first: a reader that sees it clear decides like this writer did */
-	if (w && !((*w >> (fk & 63)) & 1))
-		__sync_fetch_and_or(w, 1ull << (fk & 63));
+	/* the bits first: a reader that sees one clear decides like this writer did */
+	if (w && (*w & m) != m)
+		__sync_fetch_and_or(w, m);
 
 	if (bpf_map_update_elem(&conns, f, &c, BPF_ANY))
 		stat_reason(CHLB_R_ERROR);

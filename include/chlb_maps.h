@@ -66,21 +66,37 @@ struct chlb_conn {
 };
 
 /*
- * conn_filter (array of __u64, 2^CHLB_CONN_FILTER_BITS bits): the bit of
- * chlb_conn_fkey() is set before a conns entry is written, so a clear bit
- * proves a flow has no entry. crc is chlb_flow_crc(flow, service hash fields).
- * Anyone writing a conns entry (BPF or userspace) must set the bit first.
+ * conn_filter (array of __u64, 2^CHLB_CONN_FILTER_BITS bits): a blocked
+ * Bloom filter over chlb_conn_fkey(). An entry's two bits (in one word, so
+ * one cache line per test) are set before the conns entry is written, so
+ * a flow whose bits are not both set certainly has no entry. crc is
+ * chlb_flow_crc(flow, service hash fields). Anyone writing a conns entry
+ * (BPF or userspace) must set the bits first, with chlb_filter_word() and
+ * chlb_filter_mask().
+ *
+ * Sizing, measured here (tests/bench, syn_flood_cold: fresh SYNs against a
+ * full 1M-entry conns table): every filter hit costs an LRU probe, a DRAM
+ * miss or two (~200 ns each on this VM). One bit per flow in 512 KiB let
+ * 22% of the SYNs through; two bits per flow in 1 MiB let ~5% through.
  */
-/*
- * 2^22 bits = 512 KiB: measured here, a random probe into 2 MiB (24 bits)
- * cost ~130 ns per fresh flow (TLB/cache misses), 512 KiB ~25 ns; with a
- * full 1M-entry conns table 22 bits still leaves ~78% of SYNs lookup-free.
- */
-#define CHLB_CONN_FILTER_BITS 22
+#define CHLB_CONN_FILTER_BITS  23
+#define CHLB_CONN_FILTER_WORDS (1u << (CHLB_CONN_FILTER_BITS - 6))
 
 static __always_inline __u32 chlb_conn_fkey(const struct chlb_flow *f, __u32 crc)
 {
 	return chlb_fmix32(crc ^ (((__u32)f->sport << 16) | f->dport) ^ ((__u32)f->proto << 8));
+}
+
+/* The filter word of a flow key (its top bits) ... */
+static __always_inline __u32 chlb_filter_word(__u32 fk)
+{
+	return fk >> (32 - (CHLB_CONN_FILTER_BITS - 6));
+}
+
+/* ... and its two bits in that word (from the low 12 bits: independent of the word). */
+static __always_inline __u64 chlb_filter_mask(__u32 fk)
+{
+	return (1ull << (fk & 63)) | (1ull << ((fk >> 6) & 63));
 }
 
 /* Per service and per backend, per CPU. */

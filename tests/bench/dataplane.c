@@ -133,6 +133,10 @@ static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src
 		fprintf(stderr, "%s: %s went up by %llu, want %u: not every run took the path\n",
 			name, chlb_reason_names[e->reason],
 			(unsigned long long)(g1.reason[e->reason] - g0.reason[e->reason]), runs);
+		for (b = 0; b < CHLB_R_MAX; b++)
+			if (g1.reason[b] != g0.reason[b])
+				fprintf(stderr, "  %s +%llu\n", chlb_reason_names[b],
+					(unsigned long long)(g1.reason[b] - g0.reason[b]));
 		exit(1);
 	}
 	if (e->reason2 < CHLB_R_MAX && g1.reason[e->reason2] - g0.reason[e->reason2] != runs) {
@@ -221,7 +225,7 @@ static void fill_conns(__u32 n)
 	free(v);
 	/* and their conn_filter bits, as the data plane would have set them */
 	{
-		__u32 words = 1u << (CHLB_CONN_FILTER_BITS - 6), *keys = calloc(words, 4);
+		__u32 words = CHLB_CONN_FILTER_WORDS, *keys = calloc(words, 4);
 		__u64 *bits = calloc(words, 8);
 		struct chlb_flow f = { 0 };
 
@@ -237,7 +241,7 @@ static void fill_conns(__u32 n)
 			f.dst[0] = 10;
 			f.dport = htons(80);
 			fk = chlb_conn_fkey(&f, chlb_flow_crc(&f, CHLB_HASH_5TUPLE));
-			bits[fk >> (32 - (CHLB_CONN_FILTER_BITS - 6))] |= 1ull << (fk & 63);
+			bits[chlb_filter_word(fk)] |= chlb_filter_mask(fk);
 		}
 		for (i = 0; i < words; i++)
 			keys[i] = i;

@@ -116,10 +116,10 @@ static void test_lifecycle(void **state)
 
 /*
  * Connection entries adopted without their filter bits (pins from a data
- * plane that had no conn_filter) must still be found: chlb_dp_open rebuilds
- * the filter from the entries.
+ * plane that had no conn_filter, or one of an older size) must still be
+ * found: chlb_dp_open rebuilds the filter from the entries.
  */
-static void test_filter_rebuilt_on_adopt(void **state)
+static void filter_rebuilt_on_adopt(bool old_layout)
 {
 	struct chlb_dp_opts o = { .pin_dir = pin_dir, .conn_max = 4096 };
 	struct fx_pkt s = { .family = CHLB_AF_INET,
@@ -158,9 +158,24 @@ static void test_filter_rebuilt_on_adopt(void **state)
 	chlb_dp_close(dp);
 	snprintf(path, sizeof(path), "%s/conn_filter", pin_dir);
 	assert_int_equal(unlink(path), 0);
+	if (old_layout) {
+		/* the one-bit 512 KiB filter of earlier versions, all clear */
+		fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "conn_filter", 4, 8, 65536, NULL);
+		assert_true(fd >= 0);
+		assert_int_equal(bpf_obj_pin(fd, path), 0);
+		close(fd);
+	}
 
 	assert_int_equal(chlb_dp_open(&o, &dp, err, sizeof(err)), 0);
 	assert_true(chlb_dp_adopted(dp));
+	{
+		struct bpf_map_info info = { 0 };
+		__u32 ilen = sizeof(info);
+
+		fd = chlb_dp_map_fd(dp, CHLB_MAP_CONN_FILTER);
+		assert_int_equal(bpf_obj_get_info_by_fd(fd, &info, &ilen), 0);
+		assert_int_equal(info.max_entries, CHLB_CONN_FILTER_WORDS);
+	}
 	n = fx_build(in, &s);
 	len = sizeof(out);
 	assert_int_equal(chlb_dp_read_global(dp, &g0), 0);
@@ -171,6 +186,18 @@ static void test_filter_rebuilt_on_adopt(void **state)
 	assert_int_equal(chlb_dp_unpin(dp, err, sizeof(err)), 0);
 	chlb_dp_close(dp);
 	chlb_table_free(&t);
+}
+
+static void test_filter_rebuilt_on_adopt(void **state)
+{
+	(void)state;
+	filter_rebuilt_on_adopt(false);
+}
+
+static void test_filter_of_old_layout_replaced(void **state)
+{
+	(void)state;
+	filter_rebuilt_on_adopt(true);
 }
 
 /* A table written in place through mmap is what the data plane reads. */
@@ -220,6 +247,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lifecycle),
 		cmocka_unit_test(test_filter_rebuilt_on_adopt),
+		cmocka_unit_test(test_filter_of_old_layout_replaced),
 		cmocka_unit_test(test_write_in_place),
 	};
 

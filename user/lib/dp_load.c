@@ -111,6 +111,16 @@ static int map_pin_path(struct chlb_dp *dp, enum chlb_dp_map m, char *buf, size_
 }
 
 /* Reuse every map already pinned under pin_dir. */
+/* A pinned conn_filter of another size is another layout: not adoptable. */
+static bool filter_compatible(int fd)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	return !bpf_obj_get_info_by_fd(fd, &info, &len) &&
+	       info.max_entries == CHLB_CONN_FILTER_WORDS;
+}
+
 static int adopt_pinned(struct chlb_dp *dp, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
@@ -124,6 +134,13 @@ static int adopt_pinned(struct chlb_dp *dp, char *err, size_t errlen)
 		fd = bpf_obj_get(path);
 		if (fd < 0)
 			return dp_err(err, errlen, -errno, "couldn't open pinned map '%s'", path);
+		if (m == CHLB_MAP_CONN_FILTER && !filter_compatible(fd)) {
+			/* an older filter layout: rebuilt from the entries after load */
+			close(fd);
+			if (unlink(path))
+				return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
+			continue;
+		}
 		rc = bpf_map__reuse_fd(dp_map(dp, m), fd);
 		close(fd);
 		if (rc)
@@ -175,12 +192,12 @@ int chlb_dp_unpin(struct chlb_dp *dp, char *err, size_t errlen)
 
 static int filter_set(int fd, __u32 fk)
 {
-	__u32 idx = fk >> (32 - (CHLB_CONN_FILTER_BITS - 6));
+	__u32 idx = chlb_filter_word(fk);
 	__u64 w;
 
 	if (bpf_map_lookup_elem(fd, &idx, &w))
 		return -errno;
-	w |= 1ull << (fk & 63);
+	w |= chlb_filter_mask(fk);
 	return bpf_map_update_elem(fd, &idx, &w, 0) ? -errno : 0;
 }
 
