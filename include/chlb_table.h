@@ -129,12 +129,46 @@ static __always_inline int chlb_ring_lookup(const void *t, const struct chlb_tab
  * point): j = floor((b + 1) * 2^31 / ((key >> 33) + 1)), exact in u64 for
  * n <= 2^32. Past CHLB_JUMP_MAX_ITERS iterations (probability ~1e-25 at
  * n = 65536) the last bucket is kept: defined, and the same on both sides.
+ *
+ * For n <= 2^20 (every table: CHLB_JUMP_MAX_BUCKETS) the same quotients
+ * come without a division on the loop's dependency chain, which is what
+ * made jump the slowest lookup (one 64-bit divide per iteration, each
+ * waiting for the last). Per iteration, with d = (key >> 33) + 1 and
+ * N = (b + 1) << 31:
+ *   - j >= n  <=>  N >= n * d: the exit test is a multiply;
+ *   - otherwise j = floor(N / d) < n, and with m = floor(2^52 / d) (a
+ *     division that depends only on the key, so it runs ahead of the
+ *     chain) q = ((b + 1) * m) >> 21 is j or j - 1: the error of m is
+ *     < 1, times b + 1 <= 2^20, is < 2^21. One compare corrects it.
+ *   No overflow: n * d < 2^51, and (b + 1) * m < 2^21 * n <= 2^41 because
+ *   d > N / n on this path.
+ * tests/unit/test_build_jump.c checks both forms against 128-bit exact
+ * arithmetic.
  */
+#define CHLB_JUMP_FAST_MAX_N (1u << 20)
+_Static_assert(CHLB_JUMP_MAX_BUCKETS <= CHLB_JUMP_FAST_MAX_N, "jump tables take the fast path");
+
 CHLB_SUBPROG __u32 chlb_jump_bucket(__u64 key, __u32 n)
 {
 	__u64 b = 0, j = 0;
 	__u32 i;
 
+	if (n <= CHLB_JUMP_FAST_MAX_N) {
+		/* b takes at most MAX_ITERS - 1 values after 0, as in the loop below */
+		for (i = 0; i + 1 < CHLB_JUMP_MAX_ITERS; i++) {
+			__u64 d, num, q;
+
+			key = key * 2862933555777941757ULL + 1;
+			d = (key >> 33) + 1;
+			num = (b + 1) << 31;
+			if (num >= (__u64)n * d)
+				break;
+			q = ((b + 1) * ((1ULL << 52) / d)) >> 21;
+			q += (q + 1) * d <= num;
+			b = q;
+		}
+		return (__u32)b;
+	}
 	for (i = 0; i < CHLB_JUMP_MAX_ITERS && j < n; i++) {
 		b = j;
 		key = key * 2862933555777941757ULL + 1;

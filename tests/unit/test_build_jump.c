@@ -64,11 +64,11 @@ static void test_integer_matches_exact(void **state)
 {
 	__u64 seed = 2024;
 
-	for (int k = 0; k < 400000; k++) {
+	for (int k = 0; k < 500000; k++) {
 		__u64 key = t_rand(&seed);
 		__u32 n;
 
-		switch (k % 4) {
+		switch (k % 5) {
 		case 0:
 			n = 1 + t_rand(&seed) % 16;
 			break;
@@ -77,6 +77,10 @@ static void test_integer_matches_exact(void **state)
 			break;
 		case 2:
 			n = 1 + t_rand(&seed) % CHLB_JUMP_MAX_BUCKETS;
+			break;
+		case 3: /* the division-free form's whole range, and its edge */
+			n = k % 10 == 3 ? CHLB_JUMP_FAST_MAX_N
+					: 1 + t_rand(&seed) % CHLB_JUMP_FAST_MAX_N;
 			break;
 		default:
 			n = (__u32)t_rand(&seed) | 1; /* up to 2^32 - 1: (b + 1) << 31 still fits */
