@@ -95,20 +95,23 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-# Objects that embed a skeleton must rebuild when the BPF program changes
-# (the order-only | $(SKELS) below only makes sure the header exists).
-$(BUILD)/user/lib/dp_load.o $(BUILD)/asan/user/lib/dp_load.o: $(BUILD)/chlb.skel.h
+# Objects that include a skeleton (or any header) rebuild when it changes:
+# the compiler writes each object's header list (-MMD) into a .d file beside
+# it. The order-only | $(SKELS) below only makes sure skeletons exist for
+# the first build, before there are .d files.
+DEPFLAGS = -MMD -MP
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- userspace ----
 $(BUILD)/%.o: %.c $(USER_HDRS) | $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/asan/%.o: %.c $(USER_HDRS) | $(SKELS)
 	$(call msg,CC-ASAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_SRCS:%.c=$(BUILD)/%.o)
 	$(call msg,AR,$@)
