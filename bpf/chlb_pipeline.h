@@ -89,7 +89,10 @@ static __always_inline int chlb_process(void *ctx, bool tc)
 		p.syn = 0;
 	}
 
-	crc = chlb_flow_crc(&p.flow, svc->hash_fields);
+	if (p.family == CHLB_AF_INET6 && svc->hash_fields == CHLB_HASH_5TUPLE)
+		crc = chlb_flow_crc_v6vip(&p.flow, svc->vip_crc);
+	else
+		crc = chlb_flow_crc(&p.flow, svc->hash_fields);
 	be = chlb_stick(svc, &p, crc, &slot, &new_flow);
 	if (!be)
 		return drop(ctx, tc, CHLB_R_NO_BACKEND);

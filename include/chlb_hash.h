@@ -170,6 +170,37 @@ static __always_inline __u32 chlb_flow_crc(const struct chlb_flow *f, __u32 fiel
 	return crc ^ 0xffffffffu;
 }
 
+/*
+ * Raw CRC state x advanced through 16 zero bytes. CRC32C without its init
+ * and final xor is linear: update(x, M) = advance(x, |M|) ^ update(0, M).
+ */
+static __always_inline __u32 chlb_crc32c_advance16(__u32 x)
+{
+	return chlb_crc32c_zeros16[0][x & 0xff] ^ chlb_crc32c_zeros16[1][(x >> 8) & 0xff] ^
+	       chlb_crc32c_zeros16[2][(x >> 16) & 0xff] ^ chlb_crc32c_zeros16[3][x >> 24];
+}
+
+/* update(0, addr): an IPv6 VIP's share of its flows' CRC, computed once per service. */
+static __always_inline __u32 chlb_vip_crc(const __u8 addr[16])
+{
+	return chlb_crc32c_16(0, addr);
+}
+
+/*
+ * chlb_flow_crc() of an IPv6 5-tuple flow to a VIP whose chlb_vip_crc() is
+ * vip_crc: the 16 destination bytes cost 4 table lookups instead of 16
+ * (the data plane's IPv6 path; tests/unit/test_hash.c checks they agree).
+ */
+static __always_inline __u32 chlb_flow_crc_v6vip(const struct chlb_flow *f, __u32 vip_crc)
+{
+	__u32 crc = chlb_crc32c_16(CHLB_CRC32C_INIT, f->src);
+
+	crc = chlb_crc32c_advance16(crc) ^ vip_crc;
+	crc = chlb_crc32c_word(crc, chlb_le32_aligned(&f->sport));
+	crc = chlb_crc32c_tab[0][(crc ^ f->proto) & 0xff] ^ (crc >> 8);
+	return crc ^ 0xffffffffu;
+}
+
 /* The 32-bit flow hash used by ring and maglev, and for vnode positions. */
 static __always_inline __u32 chlb_hash_fin(__u32 crc)
 {

@@ -16,7 +16,7 @@ struct chlb_vip_key {
 	__be16 port;
 	__u8 proto;
 	__u8 pad;
-};
+} __attribute__((aligned(4))); /* its address is hashed a word at a time (chlb_vip_crc) */
 
 /*
  * vips: value, the service's view. Replaced whole by one hash-map update, so
@@ -36,6 +36,7 @@ struct chlb_service {
 	__u8 encap_src[16];	       /* ipip outer source; all zero = derived per flow */
 	__u16 mtu;		       /* ipip: egress MTU for the too-big check; 0 = no check */
 	__u16 pad;
+	__u32 vip_crc; /* IPv6 VIP: chlb_vip_crc(address), set by chlb_dp_set_service() */
 };
 
 enum chlb_backend_state {

@@ -70,6 +70,33 @@ static void test_flow_serialization(void **state)
 	assert_int_equal(chlb_flow_crc(&f, CHLB_HASH_SRC), chlb_crc32c(src, 4));
 }
 
+/* The data plane's IPv6 shortcut (VIP share precomputed) is the same CRC. */
+static void test_flow_crc_v6vip_agrees(void **state)
+{
+	static const __u8 zeros[16];
+	__u64 x = 0x9e3779b97f4a7c15ULL;
+
+	for (int i = 0; i < 100000; i++) {
+		struct chlb_flow f;
+		__u32 st;
+
+		memset(&f, 0, sizeof(f));
+		for (int b = 0; b < 16; b++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			f.src[b] = (__u8)x;
+			f.dst[b] = (__u8)(x >> 8);
+		}
+		f.sport = (__u16)(x >> 16);
+		f.dport = (__u16)(x >> 32);
+		f.proto = i & 1 ? 6 : 17;
+		f.family = CHLB_AF_INET6;
+		st = (__u32)(x >> 24);
+		assert_int_equal(chlb_crc32c_advance16(st), chlb_crc32c_update(st, zeros, 16));
+		assert_int_equal(chlb_flow_crc_v6vip(&f, chlb_vip_crc(f.dst)),
+				 chlb_flow_crc(&f, CHLB_HASH_5TUPLE));
+	}
+}
+
 static void test_jump_vectors(void **state)
 {
 	assert_int_equal(chlb_jump_bucket(0x9f471eb1f6e4c309ULL, 100), 98);
@@ -84,6 +111,7 @@ int main(void)
 		cmocka_unit_test(test_crc32c_vectors),
 		cmocka_unit_test(test_crc32c_tables_match_bitwise),
 		cmocka_unit_test(test_flow_serialization),
+		cmocka_unit_test(test_flow_crc_v6vip_agrees),
 		cmocka_unit_test(test_jump_vectors),
 	};
 

@@ -170,9 +170,13 @@ int chlb_dp_write_table(struct chlb_dp *dp, __u32 slot, const __u32 *words, __u3
 int chlb_dp_set_service(struct chlb_dp *dp, const struct chlb_vip_key *key,
 			const struct chlb_service *svc)
 {
+	struct chlb_service v = *svc;
+
 	if (svc->id >= CHLB_MAX_SERVICES || svc->ntables < 1 || svc->ntables > CHLB_HISTORY_MAX)
 		return -EINVAL;
-	return sys_rc(bpf_map_update_elem(chlb_dp_map_fd(dp, CHLB_MAP_VIPS), key, svc, 0));
+	/* the data plane hashes IPv6 flows with the VIP address's share precomputed */
+	v.vip_crc = chlb_vip_crc(key->addr);
+	return sys_rc(bpf_map_update_elem(chlb_dp_map_fd(dp, CHLB_MAP_VIPS), key, &v, 0));
 }
 
 int chlb_dp_del_service(struct chlb_dp *dp, const struct chlb_vip_key *key)
