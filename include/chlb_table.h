@@ -8,14 +8,8 @@
  * Word layout (all algorithms):
  *   [0, CHLB_TBL_HDR_WORDS)   struct chlb_table_hdr
  * ring   (count = vnodes, sorted by (hash, backend canonical order, replica)):
- *   dir[d], d in [0, 2^dir_bits)   bucket d = hashes [d << (32 - dir_bits), (d + 1) << ...):
- *     bit 31 set (CHLB_RING_DIRECT): every hash of the bucket maps to backend slot
- *       dir[d] & 0x7fffffff (its vnodes and the first vnode past it, wrapping,
- *       name one backend; empty buckets always): the lookup reads one word.
- *     bit 31 clear: bits 0-23 lo = first vnode with hash >= the bucket's start,
- *       bits 24-30 n = vnodes inside the bucket; the answer is in [lo, lo + n]
- *       (lo + n when all are < h; count wraps to vnode 0). n = 127
- *       (CHLB_RING_N_REST): more than 126 vnodes, search [lo, count).
+ *   dir[d], d in [0, 2^dir_bits]   first vnode index with hash >= d << (32 - dir_bits);
+ *                                  dir[2^dir_bits] = count (sentinel)
  *   vnodes from chlb_ring_base(): pairs {hash, backend slot}, vnode i at base + 2i
  * jump   (count = buckets, in order of addition):
  *   bucket[b] at HDR + b: backend slot, or CHLB_TOMBSTONE for a removed backend
@@ -59,7 +53,7 @@ struct chlb_table_hdr {
 	__u32 magic;	   /* CHLB_TABLE_MAGIC */
 	__u32 algo;	   /* enum chlb_algo */
 	__u32 count;	   /* ring: vnodes; jump: buckets (tombstones included); maglev: M */
-	__u32 dir_bits;	   /* ring: directory has 2^dir_bits words; else 0 */
+	__u32 dir_bits;	   /* ring: directory has 2^dir_bits + 1 words; else 0 */
 	__u32 fallback;	   /* jump: backend when every rehash hit a tombstone */
 	__u32 nbackends;   /* distinct backends the table names */
 	__u32 fingerprint; /* CRC32C of all words after the header */
@@ -83,52 +77,35 @@ static inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out)
 }
 #endif
 
-/* Ring directory entries (see the layout above). */
-#define CHLB_RING_DIRECT  0x80000000u
-#define CHLB_RING_LO_MASK 0x00ffffffu
-#define CHLB_RING_N_SHIFT 24
-#define CHLB_RING_N_REST  127u /* n field: more than 126 vnodes, search up to count */
-_Static_assert(CHLB_RING_MAX_VNODES <= CHLB_RING_LO_MASK + 1, "lo has 24 bits");
-
 /* First word of the ring's vnode pairs (kept even so a pair never straddles a chunk). */
 static __always_inline __u32 chlb_ring_base(__u32 dir_bits)
 {
-	__u32 base = CHLB_TBL_HDR_WORDS + (1u << dir_bits);
+	__u32 base = CHLB_TBL_HDR_WORDS + (1u << dir_bits) + 1;
 
 	return base + (base & 1);
 }
 
 /*
- * Ring: the first vnode whose hash >= h, wrapping to vnode 0. Most buckets
- * are DIRECT (one word, no search); otherwise the entry narrows the search to
- * the bucket's few vnodes. The search is branch-free (the compare result is
- * arithmetic, hidden from the compiler with a barrier) so the verifier walks
- * one straight path per iteration, not a tree of them.
+ * Ring: the first vnode whose hash >= h, wrapping to vnode 0. The directory
+ * narrows the search to one bucket; the search itself is branch-free (the
+ * compare result is arithmetic, hidden from the compiler with a barrier) so
+ * the verifier walks one straight path per iteration, not a tree of them.
  */
 static __always_inline int chlb_ring_lookup(const void *t, const struct chlb_table_hdr *hdr,
 					    __u32 h, __u32 *backend)
 {
-	__u32 bits = hdr->dir_bits, count = hdr->count;
-	__u32 base, e, lo, n, it;
+	__u32 bits = hdr->dir_bits;
+	__u32 base, d, lo, hi, n, it;
 
-	if (count == 0 || bits == 0 || bits > CHLB_RING_MAX_DIR_BITS)
+	if (hdr->count == 0 || bits == 0 || bits > CHLB_RING_MAX_DIR_BITS)
 		return -1;
-	if (chlb_tbl_word(t, CHLB_TBL_HDR_WORDS + (h >> (32 - bits)), &e))
-		return -1;
-	if (e & CHLB_RING_DIRECT) {
-		*backend = e & ~CHLB_RING_DIRECT;
-		return 0;
-	}
 	base = chlb_ring_base(bits);
-	lo = e & CHLB_RING_LO_MASK;
-	n = e >> CHLB_RING_N_SHIFT;
-	if (lo > count)
+	d = h >> (32 - bits);
+	if (chlb_tbl_word(t, CHLB_TBL_HDR_WORDS + d, &lo) ||
+	    chlb_tbl_word(t, CHLB_TBL_HDR_WORDS + d + 1, &hi) || hi < lo)
 		return -1;
-	if (n == CHLB_RING_N_REST)
-		n = count - lo;
-	else if (n > count - lo)
-		return -1;
-	/* lower bound in [lo, lo + n); lo + n itself is the answer when all are < h */
+	/* lower bound in [lo, hi); hi itself is the answer when all are < h */
+	n = hi - lo;
 	for (it = 0; it < 21 && n > 0; it++) {
 		__u32 half = n >> 1, v, lt;
 		__u64 diff;
@@ -142,7 +119,7 @@ static __always_inline int chlb_ring_lookup(const void *t, const struct chlb_tab
 		lo += lt * (half + 1);
 		n = half - lt * (1 - (n & 1));
 	}
-	if (lo >= count)
+	if (lo >= hdr->count)
 		lo = 0;
 	return chlb_tbl_word(t, base + 2 * lo + 1, backend);
 }

@@ -189,127 +189,6 @@ static void test_ties_are_deterministic(void **state)
 	chlb_table_free(&t);
 }
 
-/* Reference: plain lower bound over the table's sorted pairs, wrapping to vnode 0. */
-static __u32 ref_lower_bound(const __u32 *pair, __u32 count, __u32 h)
-{
-	__u32 lo = 0, hi = count;
-
-	while (lo < hi) {
-		__u32 mid = lo + (hi - lo) / 2;
-
-		if (pair[2 * mid] < h)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return pair[2 * (lo < count ? lo : 0) + 1];
-}
-
-/*
- * Every directory entry is what the layout says: DIRECT exactly when the
- * bucket's vnodes and its successor share one backend, else {lo, n}.
- * Returns the number of DIRECT buckets.
- */
-static __u32 check_directory(const struct chlb_table *t)
-{
-	const struct chlb_table_hdr *h = t_hdr(t);
-	__u32 bits = h->dir_bits, nb = 1u << bits, count = h->count, v = 0, direct = 0;
-	const __u32 *pair = t->words + chlb_ring_base(bits), *dir = t->words + CHLB_TBL_HDR_WORDS;
-
-	for (__u32 d = 0; d < nb; d++) {
-		__u32 start = v, succ, same = 1;
-
-		while (v < count && pair[2 * v] >> (32 - bits) == d)
-			v++;
-		succ = pair[2 * (v < count ? v : 0) + 1];
-		for (__u32 i = start; i < v; i++)
-			same &= pair[2 * i + 1] == succ;
-		if (dir[d] & CHLB_RING_DIRECT) {
-			assert_true(same);
-			assert_int_equal(dir[d] & ~CHLB_RING_DIRECT, succ);
-			direct++;
-			continue;
-		}
-		assert_false(same); /* DIRECT whenever it can be */
-		assert_int_equal(dir[d] & CHLB_RING_LO_MASK, start);
-		assert_int_equal(dir[d] >> CHLB_RING_N_SHIFT,
-				 v - start < CHLB_RING_N_REST ? v - start : CHLB_RING_N_REST);
-	}
-	assert_int_equal(v, count);
-	return direct;
-}
-
-/* h and its neighbours on the raw lookup (no hash finalizer), against the reference. */
-static void check_raw(const struct chlb_table *t, __u32 h)
-{
-	struct chlb_flat_table ft = { t->words, t->nwords };
-	const struct chlb_table_hdr *hdr = t_hdr(t);
-	const __u32 *pair = t->words + chlb_ring_base(hdr->dir_bits);
-
-	for (__u32 x = h - 1, k = 0; k < 3; k++, x++) {
-		__u32 got = CHLB_TOMBSTONE;
-
-		assert_int_equal(chlb_ring_lookup(&ft, hdr, x, &got), 0);
-		assert_int_equal(got, ref_lower_bound(pair, hdr->count, x));
-	}
-}
-
-/*
- * The directory changes only how fast a decision is found, never which: the
- * lookup on built rings against a lower bound over the sorted pairs, for 1M
- * random flow CRCs (through chlb_table_lookup and its finalizer) and, raw,
- * every vnode hash, every bucket boundary and their neighbours.
- */
-static void test_lookup_matches_lower_bound(void **state)
-{
-	__u32 sizes[] = { 1, 2, 10, 1000 };
-	__u64 seed = 17;
-
-	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		for (int weighted = 0; weighted < 2; weighted++) {
-			__u32 n = sizes[s], nb, count, direct;
-			struct chlb_be *be = t_backends(n, 0);
-			struct chlb_table t;
-			struct chlb_flat_table ft;
-			const struct chlb_table_hdr *hdr;
-			const __u32 *pair;
-
-			if (weighted) {
-				/* one heavy, and with two or more one drained, the rest mixed */
-				be[0].weight = n > 1 ? 700 : 3;
-				for (__u32 i = 1; i < n; i++)
-					be[i].weight = i == 1 ? 0 : 1 + t_rand(&seed) % 200;
-			}
-			t = t_build(CHLB_ALGO_RING, be, n);
-			ft = (struct chlb_flat_table){ t.words, t.nwords };
-			hdr = t_hdr(&t);
-			count = hdr->count;
-			nb = 1u << hdr->dir_bits;
-			pair = t.words + chlb_ring_base(hdr->dir_bits);
-			direct = check_directory(&t);
-			for (int k = 0; k < 1000000; k++) {
-				__u32 crc = (__u32)t_rand(&seed), got = CHLB_TOMBSTONE;
-
-				assert_int_equal(chlb_table_lookup(&ft, hdr, crc, &got), 0);
-				assert_int_equal(got,
-						 ref_lower_bound(pair, count, chlb_hash_fin(crc)));
-			}
-			for (__u32 i = 0; i < count; i++)
-				check_raw(&t, pair[2 * i]);
-			for (__u32 d = 0; d < nb; d++)
-				check_raw(&t, d << (32 - hdr->dir_bits));
-			check_raw(&t, 0xffffffffu); /* and 0xfffffffe, 0 */
-			check_raw(&t, 1);	    /* and 0, 2 */
-			print_message("# ring n%u%s: %u vnodes, %u dir bits, DIRECT %.1f%% of "
-				      "buckets (= of hashes)\n",
-				      n, weighted ? " weighted" : "", count, hdr->dir_bits,
-				      100.0 * direct / nb);
-			chlb_table_free(&t);
-			free(be);
-		}
-	}
-}
-
 static void test_insertion_order_independent(void **state)
 {
 	struct chlb_be *be = t_backends(200, 0);
@@ -454,7 +333,6 @@ int main(void)
 		cmocka_unit_test(test_layout_and_brute_force),
 		cmocka_unit_test(test_tie_sorts_by_name),
 		cmocka_unit_test(test_ties_are_deterministic),
-		cmocka_unit_test(test_lookup_matches_lower_bound),
 		cmocka_unit_test(test_insertion_order_independent),
 		cmocka_unit_test(test_weights_scale_vnodes_and_share),
 		cmocka_unit_test(test_empty_and_drained),

@@ -19,12 +19,8 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/*
- * A ring of count vnodes (hashes sorted, slot of vnode i = i / group, so with
- * group > 1 neighbours share a backend and buckets with vnodes go DIRECT)
- * with a 2^bits directory, written from the layout comment.
- */
-static __u32 *write_ring(const __u32 *hash, __u32 count, __u32 bits, __u32 group, __u32 *nwords)
+/* A ring of count vnodes (hashes sorted, slot of vnode i = i) with 2^bits directory. */
+static __u32 *write_ring(const __u32 *hash, __u32 count, __u32 bits, __u32 *nwords)
 {
 	__u32 base = chlb_ring_base(bits), *w, v = 0;
 	struct chlb_table_hdr *h;
@@ -38,25 +34,14 @@ static __u32 *write_ring(const __u32 *hash, __u32 count, __u32 bits, __u32 group
 	h->dir_bits = bits;
 	h->words = *nwords;
 	for (__u32 d = 0; d < (1u << bits); d++) {
-		__u32 lo, succ, same = 1;
-
 		while (v < count && hash[v] < ((__u64)d << (32 - bits)))
 			v++;
-		lo = v;
-		while (v < count && hash[v] >> (32 - bits) == d)
-			v++;
-		succ = (v < count ? v : 0) / group;
-		for (__u32 i = lo; i < v; i++)
-			same &= i / group == succ;
-		if (same)
-			w[CHLB_TBL_HDR_WORDS + d] = CHLB_RING_DIRECT | succ;
-		else
-			w[CHLB_TBL_HDR_WORDS + d] = (v - lo < 127 ? v - lo : 127) << 24 | lo;
-		v = lo;
+		w[CHLB_TBL_HDR_WORDS + d] = v;
 	}
+	w[CHLB_TBL_HDR_WORDS + (1u << bits)] = count;
 	for (__u32 i = 0; i < count; i++) {
 		w[base + 2 * i] = hash[i];
-		w[base + 2 * i + 1] = i / group;
+		w[base + 2 * i + 1] = i;
 	}
 	return w;
 }
@@ -69,9 +54,9 @@ static __u32 brute_ring(const __u32 *hash, __u32 count, __u32 h)
 	return 0;
 }
 
-static void check_ring(const __u32 *hash, __u32 count, __u32 bits, __u32 group, __u64 *seed)
+static void check_ring(const __u32 *hash, __u32 count, __u32 bits, __u64 *seed)
 {
-	__u32 nwords, *w = write_ring(hash, count, bits, group, &nwords), got;
+	__u32 nwords, *w = write_ring(hash, count, bits, &nwords), got;
 	struct chlb_flat_table ft = { w, nwords };
 	const struct chlb_table_hdr *hdr = (const struct chlb_table_hdr *)w;
 
@@ -93,7 +78,7 @@ static void check_ring(const __u32 *hash, __u32 count, __u32 bits, __u32 group, 
 			break;
 		}
 		assert_int_equal(chlb_ring_lookup(&ft, hdr, h, &got), 0);
-		assert_int_equal(got, brute_ring(hash, count, h) / group);
+		assert_int_equal(got, brute_ring(hash, count, h));
 	}
 	free(w);
 }
@@ -114,7 +99,7 @@ static void test_ring_vs_brute_force(void **state)
 				hash[i] = hash[i - 1]; /* runs of equal hashes */
 		}
 		qsort(hash, count, 4, cmp_u32);
-		check_ring(hash, count, bits, 1 + round % 4 * 3, &seed);
+		check_ring(hash, count, bits, &seed);
 		free(hash);
 	}
 }
@@ -124,14 +109,14 @@ static void test_ring_all_at_top_and_bottom(void **state)
 	__u32 top[3] = { 0xfffffffdu, 0xffffffffu, 0xffffffffu }, bottom[2] = { 0, 0 };
 	__u64 seed = 3;
 
-	check_ring(top, 3, 1, 1, &seed);
-	check_ring(top, 3, 20, 1, &seed);
-	check_ring(bottom, 2, 4, 1, &seed);
+	check_ring(top, 3, 1, &seed);
+	check_ring(top, 3, 20, &seed);
+	check_ring(bottom, 2, 4, &seed);
 }
 
 static void test_ring_rejects_bad_header(void **state)
 {
-	__u32 hash[2] = { 5, 9 }, nwords, *w = write_ring(hash, 2, 2, 1, &nwords), got;
+	__u32 hash[2] = { 5, 9 }, nwords, *w = write_ring(hash, 2, 2, &nwords), got;
 	struct chlb_flat_table ft = { w, nwords };
 	struct chlb_table_hdr *hdr = (struct chlb_table_hdr *)w;
 
@@ -143,17 +128,6 @@ static void test_ring_rejects_bad_header(void **state)
 	hdr->count = 2;
 	ft.nwords = 12; /* truncated: the lookup must not read past the end */
 	assert_int_equal(chlb_ring_lookup(&ft, hdr, 7, &got), -1);
-	ft.nwords = nwords;
-	assert_int_equal(w[CHLB_TBL_HDR_WORDS], 2u << 24 | 0); /* bucket 0: both vnodes */
-	w[CHLB_TBL_HDR_WORDS] = 3u << 24 | 0;		       /* n past count */
-	assert_int_equal(chlb_ring_lookup(&ft, hdr, 7, &got), -1);
-	w[CHLB_TBL_HDR_WORDS] = 0u << 24 | 3; /* lo past count */
-	assert_int_equal(chlb_ring_lookup(&ft, hdr, 7, &got), -1);
-	w[CHLB_TBL_HDR_WORDS] = CHLB_RING_N_REST << 24 | 1; /* "the rest": [1, count) */
-	assert_int_equal(chlb_ring_lookup(&ft, hdr, 7, &got), 0);
-	assert_int_equal(got, 1);
-	assert_int_equal(chlb_ring_lookup(&ft, hdr, 10, &got), 0);
-	assert_int_equal(got, 0); /* past the last vnode: wraps */
 	free(w);
 }
 
