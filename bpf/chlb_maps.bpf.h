@@ -21,14 +21,31 @@ const volatile __u64 cfg_udp_idle_ns = 30ull * 1000 * 1000 * 1000;
 /* A UDP entry's last_ns is refreshed at most this often (saves a write per packet). */
 const volatile __u64 cfg_ct_refresh_ns = 1000ull * 1000 * 1000;
 
-/* vips: {VIP address, port, proto} -> the service view (replaced whole). */
+/* vips: {VIP address, port, proto} -> the service view: userspace's registry. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, CHLB_MAX_SERVICES * 4);
+	__uint(max_entries, CHLB_MAX_VIPS);
 	__type(key, struct chlb_vip_key);
 	__type(value, struct chlb_service);
 } vips SEC(".maps");
+
+/* vip_index, views: the data plane's copy of vips (include/chlb_maps.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, CHLB_VIP_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64); /* array elements are 8-byte strided in the mmap: a u64, used as u32 */
+} vip_index SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, CHLB_VIEW_SLOTS);
+	__type(key, __u32);
+	__type(value, struct chlb_vip_view);
+} views SEC(".maps");
 
 /* One table chunk: CHLB_CHUNK_WORDS words of the include/chlb_table.h layout. */
 struct chlb_chunk {

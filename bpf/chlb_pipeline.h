@@ -9,13 +9,51 @@
 #include "chlb_stick.h"
 #include "chlb_icmp.h"
 
+#define READ_ONCE_U64(p) (*(volatile __u64 *)(p))
+
+/*
+ * The view of one exact key: a linear probe over vip_index
+ * (include/chlb_maps.h), ended by an empty slot; the key is compared with
+ * the one stored beside the view.
+ */
+static __always_inline struct chlb_service *vip_find(const struct chlb_vip_key *key)
+{
+	const chlb_u32_alias *k = (const chlb_u32_alias *)key;
+	__u32 h = chlb_vip_hash(key), i;
+
+	for (i = 0; i < CHLB_VIP_PROBES; i++) {
+		__u32 s = (h + i) & (CHLB_VIP_SLOTS - 1), vs;
+		__u64 *ix;
+		struct chlb_vip_view *v;
+		const chlb_u32_alias *w;
+
+		ix = bpf_map_lookup_elem(&vip_index, &s);
+		if (!ix)
+			return NULL;
+		vs = (__u32)READ_ONCE_U64(ix); /* one load: the writer stores it whole */
+		if (!vs)
+			return NULL;
+		if (vs == CHLB_VIP_TOMB)
+			continue;
+		vs--;
+		v = bpf_map_lookup_elem(&views, &vs);
+		if (!v)
+			continue;
+		w = (const chlb_u32_alias *)&v->key;
+		if (!((w[0] ^ k[0]) | (w[1] ^ k[1]) | (w[2] ^ k[2]) | (w[3] ^ k[3]) |
+		      (w[4] ^ k[4])))
+			return &v->svc;
+	}
+	return NULL;
+}
+
 /*
  * Exact {VIP, port, proto}, then the port-0 wildcard. Fragments without
  * ports (and, to stay consistent, all fragments) match only the wildcard.
  */
 static __always_inline struct chlb_service *vip_lookup(const struct chlb_pkt *p)
 {
-	struct chlb_vip_key key __attribute__((aligned(4)));
+	struct chlb_vip_key key;
 	chlb_u32_alias *k = (chlb_u32_alias *)&key;
 	struct chlb_service *svc;
 
@@ -30,12 +68,12 @@ static __always_inline struct chlb_service *vip_lookup(const struct chlb_pkt *p)
 	}
 	if (!p->frag) {
 		k[4] = p->flow.dport | ((__u32)p->flow.proto << 16);
-		svc = bpf_map_lookup_elem(&vips, &key);
+		svc = vip_find(&key);
 		if (svc)
 			return svc;
 	}
 	k[4] = (__u32)p->flow.proto << 16; /* port 0 */
-	return bpf_map_lookup_elem(&vips, &key);
+	return vip_find(&key);
 }
 
 static __always_inline int pass(void *ctx, bool tc, __u32 reason)

@@ -19,9 +19,22 @@ struct chlb_vip_key {
 } __attribute__((aligned(4))); /* its address is hashed a word at a time (chlb_vip_crc) */
 
 /*
- * vips: value, the service's view. Replaced whole by one hash-map update, so
- * a packet sees either the old view or the new one (NO_PREALLOC elements are
- * freed after an RCU grace period, never reused under a reader).
+ * The service's view, replaced whole on every change, so a packet sees the
+ * old view or the new one. Kept twice, both written by user/lib/dp_state.c
+ * and dp_views.c, the data plane's copy first:
+ *  - vips (hash, key -> view): the registry userspace reads, iterates and
+ *    adopts across restarts (NO_PREALLOC elements are freed after an RCU
+ *    grace period, never reused under a reader);
+ *  - vip_index + views (mmapable arrays): what the data plane reads, inline
+ *    (the hash lookup, a 20-byte jhash and a memcmp call, cost ~10 ns a
+ *    packet). vip_index is open-addressed: key K lives in one of the
+ *    CHLB_VIP_PROBES slots from chlb_vip_hash(K), and holds 1 + the views
+ *    slot of K's view (0: empty, ends a probe; CHLB_VIP_TOMB: removed, the
+ *    probe goes on). A change writes the new view into a free views slot,
+ *    then stores its number into the index with one release store; the
+ *    old view slot is rewritten only after CHLB_VIEW_GRACE_MS, like a
+ *    table slot (a program holds a view for nanoseconds). The key is kept
+ *    beside the view and compared there.
  *
  * table[0] is the current table; table[1..ntables-1] are recent ones, newest
  * first, kept for stickiness without a per-flow insert (see bpf/chlb_stick.h).
@@ -38,6 +51,27 @@ struct chlb_service {
 	__u16 pad;
 	__u32 vip_crc; /* IPv6 VIP: chlb_vip_crc(address), set by chlb_dp_set_service() */
 };
+
+#define CHLB_VIP_TOMB	   0xffffffffu
+#define CHLB_VIEW_GRACE_MS 100
+
+/* A views element: the key beside its view (72 bytes: the array's element stride). */
+struct chlb_vip_view {
+	struct chlb_vip_key key;
+	__u32 pad;
+	struct chlb_service svc;
+};
+_Static_assert(sizeof(struct chlb_vip_view) % 8 == 0, "views are mmapped with this stride");
+
+/* Where a key's probe starts in vip_index (BPF and userspace). */
+static __always_inline __u32 chlb_vip_hash(const struct chlb_vip_key *k)
+{
+	const chlb_word_alias *w = (const chlb_word_alias *)k;
+	__u32 a = w[0] * 0x9e3779b1u + w[1] * 0x85ebca77u + w[2] * 0xc2b2ae3du;
+	__u32 b = w[3] * 0x27d4eb2fu + w[4] * 0x165667b1u;
+
+	return chlb_fmix32(a ^ b);
+}
 
 enum chlb_backend_state {
 	CHLB_BE_EMPTY = 0,

@@ -146,6 +146,8 @@ enum chlb_dp_map {
 	CHLB_MAP_BE_STATS,
 	CHLB_MAP_GLOBAL_STATS,
 	CHLB_MAP_CONN_FILTER, /* bitmap: flows that may have a conns entry */
+	CHLB_MAP_VIP_INDEX,   /* the data plane's VIP index: key slot -> views slot */
+	CHLB_MAP_VIEWS,	      /* the data plane's copies of the views */
 	CHLB_MAP_COUNT
 };
 /* Map fd (owned by dp), or -1. Names as in bpf/chlb_maps.bpf.h. */

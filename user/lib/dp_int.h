@@ -23,7 +23,19 @@ struct chlb_dp {
 	/* XDP links created by this process without a pin dir: closed on close */
 	int link_fd[16];
 	int link_ifindex[16];
+	/* the data plane's VIP index, mapped (dp_views.c) */
+	__u64 *vip_index; /* 8-byte elements; values fit 32 bits */
+	struct chlb_vip_view *views;
+	bool view_used[CHLB_VIEW_SLOTS];
+	__u64 view_free_ns[CHLB_VIEW_SLOTS]; /* rewritable from then on */
 };
+
+/* dp_views.c: the data plane's VIP index, written before the vips registry. */
+int dp_views_open(struct chlb_dp *dp);
+void dp_views_close(struct chlb_dp *dp);
+int dp_views_set(struct chlb_dp *dp, const struct chlb_vip_key *key,
+		 const struct chlb_service *svc);
+int dp_views_del(struct chlb_dp *dp, const struct chlb_vip_key *key);
 
 static inline int dp_err(char *err, size_t len, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

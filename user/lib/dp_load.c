@@ -22,6 +22,8 @@ static const char *const map_names[CHLB_MAP_COUNT] = {
 	[CHLB_MAP_BE_STATS] = "be_stats",
 	[CHLB_MAP_GLOBAL_STATS] = "global_stats",
 	[CHLB_MAP_CONN_FILTER] = "conn_filter",
+	[CHLB_MAP_VIP_INDEX] = "vip_index",
+	[CHLB_MAP_VIEWS] = "views",
 };
 
 const char *chlb_dp_map_name(enum chlb_dp_map m)
@@ -48,6 +50,10 @@ struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m)
 		return dp->skel->maps.global_stats;
 	case CHLB_MAP_CONN_FILTER:
 		return dp->skel->maps.conn_filter;
+	case CHLB_MAP_VIP_INDEX:
+		return dp->skel->maps.vip_index;
+	case CHLB_MAP_VIEWS:
+		return dp->skel->maps.views;
 	default:
 		return NULL;
 	}
@@ -286,6 +292,11 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 			goto fail;
 		}
 	}
+	rc = dp_views_open(dp);
+	if (rc) {
+		rc = dp_err(err, errlen, rc, "couldn't bring the VIP index in step with 'vips'");
+		goto fail;
+	}
 	if (dp->pin_dir[0]) {
 		rc = chlb_dp_pin(dp, err, errlen);
 		if (rc)
@@ -307,6 +318,7 @@ void chlb_dp_close(struct chlb_dp *dp)
 	for (i = 0; i < 16; i++)
 		if (dp->link_fd[i] >= 0)
 			close(dp->link_fd[i]);
+	dp_views_close(dp);
 	chlb_bpf__destroy(dp->skel);
 	free(dp);
 }

@@ -171,16 +171,25 @@ int chlb_dp_set_service(struct chlb_dp *dp, const struct chlb_vip_key *key,
 			const struct chlb_service *svc)
 {
 	struct chlb_service v = *svc;
+	int rc;
 
 	if (svc->id >= CHLB_MAX_SERVICES || svc->ntables < 1 || svc->ntables > CHLB_HISTORY_MAX)
 		return -EINVAL;
 	/* the data plane hashes IPv6 flows with the VIP address's share precomputed */
 	v.vip_crc = chlb_vip_crc(key->addr);
+	/* the data plane's copy first: once the registry has it, packets do too */
+	rc = dp_views_set(dp, key, &v);
+	if (rc)
+		return rc;
 	return sys_rc(bpf_map_update_elem(chlb_dp_map_fd(dp, CHLB_MAP_VIPS), key, &v, 0));
 }
 
 int chlb_dp_del_service(struct chlb_dp *dp, const struct chlb_vip_key *key)
 {
+	int rc = dp_views_del(dp, key);
+
+	if (rc && rc != -ENOENT)
+		return rc;
 	return sys_rc(bpf_map_delete_elem(chlb_dp_map_fd(dp, CHLB_MAP_VIPS), key));
 }
 
