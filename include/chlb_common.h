@@ -20,9 +20,9 @@
 #define CHLB_HISTORY_MAX       4    /* tables per service view: current + 3 recent */
 #define CHLB_SLOTS_PER_SERVICE 6    /* table slots per service: history + spares */
 #define CHLB_TABLE_SLOTS       (CHLB_MAX_SERVICES * CHLB_SLOTS_PER_SERVICE)
-#define CHLB_MAX_VIPS	       (CHLB_MAX_SERVICES * 4) /* {address, port, proto} keys */
-#define CHLB_VIP_SLOTS	       4096 /* data-plane VIP index: <= 25% full */
-#define CHLB_VIP_PROBES	       8    /* linear-probe window of one key */
+#define CHLB_MAX_VIPS	       (CHLB_MAX_SERVICES * 4)	 /* {address, port, proto} keys */
+#define CHLB_VIP_SLOTS	       4096			 /* data-plane VIP index: <= 25% full */
+#define CHLB_VIP_PROBES	       8			 /* linear-probe window of one key */
 #define CHLB_VIEW_SLOTS	       (CHLB_MAX_VIPS * 2 + 512) /* views: live + in grace */
 
 #define CHLB_RING_DEFAULT_VNODES 160	    /* vnodes per backend at weight 100 */
