@@ -36,8 +36,8 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, CHLB_VIP_SLOTS);
 	__type(key, __u32);
-	__type(value,
-	       __u64); /* array elements are 8-byte strided in the mmap: a u64, used as u32 */
+	/* array elements are 8-byte strided in the mmap: a u64, used as a u32 */
+	__type(value, __u64);
 } vip_index SEC(".maps");
 
 struct {
