@@ -177,8 +177,10 @@ static int views_sync(struct chlb_dp *dp)
 	}
 	/* registered: indexed with the same view (rewritten only if it differs) */
 	while (!bpf_map_get_next_key(vfd, prev, &next)) {
+		memset(&svc, 0, sizeof(svc));
 		if (bpf_map_lookup_elem(vfd, &next, &svc))
 			return -errno;
+		svc.vip_crc = chlb_vip_crc(next.addr); /* absent from older registries */
 		rc = find_slot(dp, &next, &avail);
 		if (rc < 0 ||
 		    memcmp(&dp->views[index_get(dp, (__u32)rc) - 1].svc, &svc, sizeof(svc)))
