@@ -25,9 +25,9 @@ struct chlb_vip_key {
  *  - vips (hash, key -> view): the registry userspace reads, iterates and
  *    adopts across restarts (NO_PREALLOC elements are freed after an RCU
  *    grace period, never reused under a reader);
- *  - vip_index + views (mmapable arrays): what the data plane reads, inline
- *    (the hash lookup, a 20-byte jhash and a memcmp call, cost ~10 ns a
- *    packet). vip_index is open-addressed: key K lives in one of the
+ *  - vip_index + views (mmapable arrays): what the data plane reads, with
+ *    inline lookups (looking up vips - a 20-byte jhash, a bucket walk, a
+ *    memcmp call - cost ~10 ns a packet). vip_index is open-addressed: key K lives in one of the
  *    CHLB_VIP_PROBES slots from chlb_vip_hash(K), and holds 1 + the views
  *    slot of K's view (0: empty, ends a probe; CHLB_VIP_TOMB: removed, the
  *    probe goes on). A change writes the new view into a free views slot,
