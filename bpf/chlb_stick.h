@@ -61,11 +61,18 @@ static __always_inline bool tables_disagree(const struct chlb_service *svc, __u3
 	return false;
 }
 
+/* The conn_filter word holding flow key fk's bits. */
+static __always_inline __u64 *filter_word(__u32 fk)
+{
+	__u32 idx = chlb_filter_word(fk);
+
+	return bpf_map_lookup_elem(&conn_filter, &idx);
+}
+
 /* False only when the flow certainly has no conns entry. */
 static __always_inline bool conn_maybe(__u32 fk)
 {
-	__u32 idx = chlb_filter_word(fk);
-	__u64 *w = bpf_map_lookup_elem(&conn_filter, &idx), m = chlb_filter_mask(fk);
+	__u64 *w = filter_word(fk), m = chlb_filter_mask(fk);
 
 	return !w || (*w & m) == m;
 }
@@ -81,8 +88,7 @@ static __always_inline void conn_write(const struct chlb_flow *f, __u32 fk, __u3
 				       const struct chlb_backend *be, __u64 now)
 {
 	struct chlb_conn c = { .backend = d, .gen = be->gen, .last_ns = now };
-	__u32 idx = chlb_filter_word(fk);
-	__u64 *w = bpf_map_lookup_elem(&conn_filter, &idx), m = chlb_filter_mask(fk);
+	__u64 *w = filter_word(fk), m = chlb_filter_mask(fk);
 
 	/* the bits first: a reader that sees one clear decides like this writer did */
 	if (w && (*w & m) != m)

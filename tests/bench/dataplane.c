@@ -42,6 +42,7 @@ static struct {
 	__u32 runs;
 } res[32];
 static __u32 counter_base = 1;
+static const char *only; /* CHLB_BENCH_ONLY: time just this case (profiling) */
 
 static void die(const char *what, int rc)
 {
@@ -87,7 +88,6 @@ static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src
 				       .repeat = runs };
 	struct chlb_global_stats g0, g1;
 	struct chlb_counters c0 = { 0 }, c1 = { 0 };
-	const char *only = getenv("CHLB_BENCH_ONLY");
 	__u32 batch_ns[BATCHES];
 	double ns;
 	int b;
@@ -267,6 +267,7 @@ int main(int argc, char **argv)
 	int pipe_fd, bare_fd, cpu = sysconf(_SC_NPROCESSORS_ONLN) - 1;
 	__u32 slots[NBE + 1], i;
 
+	only = getenv("CHLB_BENCH_ONLY");
 	CPU_ZERO(&cpus);
 	CPU_SET(cpu, &cpus);
 	must(sched_setaffinity(0, sizeof(cpus), &cpus) ? -errno : 0, "pin to one CPU");
@@ -415,7 +416,7 @@ int main(int argc, char **argv)
 	}
 
 	/* SYN flood from never-seen sources into a full connection table */
-	if (!getenv("CHLB_BENCH_ONLY") || !strncmp(getenv("CHLB_BENCH_ONLY"), "syn_flood", 9))
+	if (!only || !strncmp(only, "syn_flood", 9))
 		fill_conns(CHLB_DP_DEFAULT_CONN_MAX);
 	s4.dst = "10.0.0.1";
 	s4.flags = FX_SYN;

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <sched.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,28 @@ static inline int fx_netns(void)
 		return -1;
 	}
 	return system("ip link set lo up") == 0 ? 0 : -1;
+}
+
+/*
+ * A bpffs pin directory unique to this run (/sys/fs/bpf/chlb-test-NAME-PID),
+ * removed at exit however the tests end.
+ */
+static char fx_pins[128];
+
+static inline void fx_pins_cleanup(void)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", fx_pins);
+	if (system(cmd))
+		fprintf(stderr, "# cleanup of %s failed\n", fx_pins);
+}
+
+static inline const char *fx_pin_dir(const char *name)
+{
+	snprintf(fx_pins, sizeof(fx_pins), "/sys/fs/bpf/chlb-test-%s-%d", name, getpid());
+	atexit(fx_pins_cleanup);
+	return fx_pins;
 }
 
 /* Backend slot s: 10.200.<s/256>.<s%256> or 2001:db8:be::<s>, next hop cached. */

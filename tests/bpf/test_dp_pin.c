@@ -19,22 +19,12 @@
 
 #include "dp_fixture.h"
 
-static char pin_dir[128];
+static const char *pin_dir;
 static int if0, if1;
-
-static void cleanup(void)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", pin_dir);
-	if (system(cmd))
-		fprintf(stderr, "# cleanup of %s failed\n", pin_dir);
-}
 
 static int setup(void **state)
 {
-	snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/chlb-test-pin-%d", getpid());
-	atexit(cleanup);
+	pin_dir = fx_pin_dir("pin");
 	if (fx_netns())
 		return -1;
 	if (system("ip link add chlbp0 type veth peer name chlbp1 && ip link set chlbp0 up && "

@@ -18,21 +18,11 @@
 
 #define MAX_VIPS CHLB_MAX_VIPS
 
-static char pin_dir[128];
-
-static void cleanup(void)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", pin_dir);
-	if (system(cmd))
-		fprintf(stderr, "# cleanup of %s failed\n", pin_dir);
-}
+static const char *pin_dir;
 
 static int setup(void **state)
 {
-	snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/chlb-test-vips-%d", getpid());
-	atexit(cleanup);
+	pin_dir = fx_pin_dir("vips");
 	return fx_netns();
 }
 

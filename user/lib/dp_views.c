@@ -118,9 +118,7 @@ int dp_views_set(struct chlb_dp *dp, const struct chlb_vip_key *key, const struc
 	v = view_alloc(dp);
 	if (v < 0)
 		return v;
-	memset(&dp->views[v], 0, sizeof(dp->views[v]));
-	dp->views[v].key = *key;
-	dp->views[v].svc = *svc;
+	dp->views[v] = (struct chlb_vip_view){ .key = *key, .svc = *svc };
 	dp->view_used[v] = true;
 	old = index_get(dp, (__u32)s);
 	index_put(dp, (__u32)s, (__u32)v + 1);
