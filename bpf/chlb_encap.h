@@ -163,20 +163,14 @@ static __always_inline int chlb_encap(void *ctx, bool tc, const struct chlb_pkt 
 		       (((h >> 8) & 0xff) << 16) | ((h & 0xff) << 24);
 		w[1] = (__u32)bpf_htons(inner_len) | (nexthdr << 16) | (CHLB_OUTER_TTL << 24);
 		if (!addr_zero(svc->encap_src) && !addr_v4mapped(svc->encap_src)) {
-			w[2] = addr_word(svc->encap_src, 0);
-			w[3] = addr_word(svc->encap_src, 1);
-			w[4] = addr_word(svc->encap_src, 2);
-			w[5] = addr_word(svc->encap_src, 3);
+			copy_words(&w[2], svc->encap_src, 16);
 		} else {
 			w[2] = bpf_htonl(0xfd63686c);
 			w[3] = bpf_htonl(0x62000000);
 			w[4] = 0;
 			w[5] = bpf_htonl(h);
 		}
-		w[6] = addr_word(be->addr, 0);
-		w[7] = addr_word(be->addr, 1);
-		w[8] = addr_word(be->addr, 2);
-		w[9] = addr_word(be->addr, 3);
+		copy_words(&w[6], be->addr, 16);
 	}
 	return 0;
 }
