@@ -58,6 +58,19 @@ no_established() {
 	[ -z "$(ip netns exec "$1" ss -Htn state established)" ]
 }
 
+# swaps_before_fails CLIENT_LOG CHLBD_LOG: chlbd's swap lines (UTC
+# HH:MM:SS.mmm) from the 2 s before each "fail ... at EPOCH" line.
+swaps_before_fails() {
+	local at
+	for at in $(awk '$1 == "fail" && $5 == "at" { print $6 }' "$1"); do
+		awk -v at="$at" '/swapped to table slot/ {
+			split($1, t, ":"); s = t[1] * 3600 + t[2] * 60 + t[3]
+			d = (at % 86400) - s
+			if (d >= 0 && d <= 2) printf "swap %.3f s before the failure at %s: %s\n", d, at, $0
+		}' "$2"
+	done
+}
+
 # churn FAMILY ALGO FWD CHANGES MIN_CONNS SECS
 churn() {
 	local fam=$1 algo=$2 fwd=$3 nchanges=$4 minconns=$5 secs=$6
@@ -100,7 +113,11 @@ churn() {
 	total=$(summary_field "$LIB_DIR/$cl.log" total)
 	fails=$(summary_field "$LIB_DIR/$cl.log" fail)
 	diag "IPv$fam $CHLBD_MODE $fwd $algo: $changes membership changes (add+remove), $total connections in $(($(date +%s) - t0)) s, $fails failed"
-	grep '^failcause' "$LIB_DIR/$cl.log" | sed 's/^/# /'
+	# each failure with its time, source port, socket error, age and TCP
+	# retransmissions (chlb-client prints them even with -q), then the swaps
+	# chlbd made in the 2 s before it
+	grep -E '^fail(cause)? ' "$LIB_DIR/$cl.log" | sed 's/^/# /'
+	swaps_before_fails "$LIB_DIR/$cl.log" "$LIB_DIR/chlbd.$CHLBD_STARTS.log" | sed 's/^/# /'
 	# the data plane's verdicts over the run: what a failure went through
 	ctl stats 2>/dev/null | awk '/^global:/ { g = 1; next } g && (!/^ / || /PACKETS/) { exit } g' |
 		tr -s ' ' | tr '\n' ' ' | sed 's/^/# verdicts:/; s/$/\n/'

@@ -38,6 +38,7 @@
 #include <netinet/ip.h>
 #include <netinet/ip6.h>
 #include <netinet/ip_icmp.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -78,7 +79,8 @@ struct conn {
 	int idx;
 	unsigned sport;
 	long long deadline;
-	int tries; /* UDP resends */
+	int tries;    /* UDP resends */
+	long long t0; /* start, ms: a failure says how long into its life */
 	size_t len;
 	char buf[REQ_MAX + NAME_LEN + 8];
 	char req[REQ_MAX];
@@ -148,12 +150,33 @@ static void drop(struct conn *c)
 	c->st = S_FREE;
 }
 
+/*
+ * Failures are rare, so each is printed even with -q, with what a packet
+ * capture needs to find it: the wall-clock time, the source port, the
+ * socket error, how long the connection lived and how often TCP retransmitted
+ * (a SYN or a request lost on the way), and the TCP state it ended in.
+ */
 static void fail(struct conn *c, enum why w)
 {
+	struct tcp_info ti = { 0 };
+	socklen_t tl = sizeof(ti);
+	struct timespec ts;
+	int err = errno, soerr = 0;
+	socklen_t el = sizeof(soerr);
+
 	failed++;
 	fails[w]++;
-	if (verbose_conns)
-		printf("fail %d %u %s\n", c->idx, c->sport, why_names[w]);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (c->fd >= 0 && !udp) {
+		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &el);
+		getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl);
+	}
+	printf("fail %d %u %s at %lld.%06ld stage %d age_ms %lld errno %d soerr %d tcp_state %u "
+	       "retrans %u total_retrans %u rtt_us %u\n",
+	       c->idx, c->sport, why_names[w], (long long)ts.tv_sec, ts.tv_nsec / 1000, c->st,
+	       now_ms() - c->t0, err, soerr, ti.tcpi_state, ti.tcpi_retransmits,
+	       ti.tcpi_total_retrans, ti.tcpi_rtt);
+	fflush(stdout);
 	drop(c);
 }
 
@@ -203,7 +226,8 @@ static void start(struct conn *c, int idx)
 	memset(c, 0, sizeof(*c));
 	c->idx = idx;
 	c->st = S_CONNECTING;
-	c->deadline = now_ms() + timeout_ms;
+	c->t0 = now_ms();
+	c->deadline = c->t0 + timeout_ms;
 	total++;
 	c->fd = socket(dst.ss_family, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK, 0);
 	if (c->fd < 0) {
@@ -235,6 +259,7 @@ static int on_event(struct conn *c, int round)
 
 		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l);
 		if (err) {
+			errno = err; /* reading SO_ERROR cleared it */
 			fail(c, W_CONNECT);
 			return 1;
 		}
@@ -245,6 +270,8 @@ static int on_event(struct conn *c, int round)
 	if (r < 0 && errno == EAGAIN)
 		return 0;
 	if (r <= 0) {
+		if (!r)
+			errno = 0; /* an orderly close before the reply */
 		fail(c, W_RESET);
 		return 1;
 	}
