@@ -11,8 +11,9 @@
 
 #include "chlb_maps.h"
 
-/* BPF's word accessor for include/chlb_table.h (defined in chlb_select.h). */
+/* BPF's accessors for include/chlb_table.h (defined in chlb_select.h). */
 static __always_inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out);
+static __always_inline const __u32 *chlb_tbl_line(const void *t, __u32 i);
 #include "chlb_table.h"
 
 /* ---- load-time settings (skel->rodata before load) ---- */

@@ -40,6 +40,17 @@ static __always_inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out)
 	return 0;
 }
 
+/* The CHLB_RING_LINE_WORDS words from word i, i a multiple of them: one chunk. */
+static __always_inline const __u32 *chlb_tbl_line(const void *t, __u32 i)
+{
+	__u32 w;
+
+	if (chlb_tbl_word(t, i, &w))
+		return NULL;
+	/* the verifier sees i masked to a line inside the chunk */
+	return ((struct chlb_tbl_ref *)t)->cur + (i & (CHLB_CHUNK_WORDS - CHLB_RING_LINE_WORDS));
+}
+
 #include "chlb_table.h"
 
 /*

@@ -8,18 +8,22 @@
  * Word layout (all algorithms):
  *   [0, CHLB_TBL_HDR_WORDS)   struct chlb_table_hdr
  * ring   (count = vnodes, sorted by (hash, backend canonical order, replica)):
- *   dir[d], d in [0, 2^dir_bits]   first vnode index with hash >= d << (32 - dir_bits);
- *                                  dir[2^dir_bits] = count (sentinel)
- *   vnodes from chlb_ring_base(): pairs {hash, backend slot}, vnode i at base + 2i
+ *   lines from CHLB_RING_LINES: 2^dir_bits lines of CHLB_RING_LINE_WORDS words;
+ *     line d covers the hashes [d << (32 - dir_bits), (d + 1) << (32 - dir_bits)),
+ *     and names the answer for all of them (see chlb_ring_lookup);
+ *   spill from chlb_ring_base(): the vnodes of the lines too full to hold
+ *     them, pairs {hash, backend slot}, in ring order
  * jump   (count = buckets, in order of addition):
  *   bucket[b] at HDR + b: backend slot, or CHLB_TOMBSTONE for a removed backend
  * maglev (count = M, prime):
  *   entry[i] at HDR + i: backend slot
  *
- * Accessor: before including this header, the includer provides
+ * Accessors: before including this header, the includer provides
  *     static __always_inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out);
- * returning 0 and the word, or -1 when i is out of range. Without one (host
- * code), a flat-array accessor over struct chlb_flat_table is used.
+ * returning 0 and the word, or -1 when i is out of range, and
+ *     static __always_inline const __u32 *chlb_tbl_line(const void *t, __u32 i);
+ * the CHLB_RING_LINE_WORDS words from i (a multiple of them), or NULL. Without
+ * them (host code), flat-array accessors over struct chlb_flat_table are used.
  */
 #ifndef CHLB_TABLE_H
 #define CHLB_TABLE_H
@@ -75,37 +79,60 @@ static inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out)
 	*out = ft->w[i];
 	return 0;
 }
+
+static inline const __u32 *chlb_tbl_line(const void *t, __u32 i)
+{
+	const struct chlb_flat_table *ft = (const struct chlb_flat_table *)t;
+
+	return i < ft->nwords && ft->nwords - i >= 16 ? ft->w + i : NULL;
+}
 #endif
 
-/* First word of the ring's vnode pairs (kept even so a pair never straddles a chunk). */
+/*
+ * Ring lines. A 64-byte line per 2^(32 - dir_bits) of the hash space, about
+ * 2.5-5 vnodes each (the builder's choice), so a fresh decision reads one
+ * cache line: the search the sorted vnode array needs (a directory word,
+ * then a vnode and its backend, each a likely cache miss in a 2 MB table)
+ * happens only for the ~1% of lines holding more than CHLB_RING_LINE_HASHES.
+ *
+ * A line with c <= CHLB_RING_LINE_HASHES vnodes:
+ *   words [0, 10)   their hashes, ascending; the rest 0xffffffff
+ *   words [10, 16)  12 halves, low half first: half j (j <= c) is the backend
+ *                   of a flow whose hash exceeds exactly j of them: vnode j's
+ *                   for j < c, and for j = c that of the first vnode after
+ *                   the line (wrapping to vnode 0); half 11 = c
+ * A fuller line: half 11 = CHLB_RING_LINE_SPILL; its c vnodes are pairs
+ * [word 0, word 0 + c) of the spill (word 1 = c), and word 2 is the backend
+ * of the first vnode after the line. 160k vnodes in 2^15 lines spill ~1%.
+ * Backend slots fit a half (CHLB_MAX_BACKENDS < 2^16).
+ */
+#define CHLB_RING_LINES	      16 /* header, padded: lines never straddle a chunk */
+#define CHLB_RING_LINE_WORDS  16 /* chlb_tbl_line's length */
+#define CHLB_RING_LINE_HASHES 10
+#define CHLB_RING_LINE_SPILL  0xffffu
+_Static_assert(CHLB_MAX_BACKENDS < CHLB_RING_LINE_SPILL, "a backend slot fits half a word");
+_Static_assert(CHLB_CHUNK_WORDS % CHLB_RING_LINE_WORDS == 0, "a line lies in one chunk");
+
+/* First word of the spilled vnodes (even, so a pair never straddles a chunk). */
 static __always_inline __u32 chlb_ring_base(__u32 dir_bits)
 {
-	__u32 base = CHLB_TBL_HDR_WORDS + (1u << dir_bits) + 1;
-
-	return base + (base & 1);
+	return CHLB_RING_LINES + (CHLB_RING_LINE_WORDS << dir_bits);
 }
 
 /*
- * Ring: the first vnode whose hash >= h, wrapping to vnode 0. The directory
- * narrows the search to one bucket; the search itself is branch-free (the
- * compare result is arithmetic, hidden from the compiler with a barrier) so
- * the verifier walks one straight path per iteration, not a tree of them.
+ * A spilled line: the first of its vnodes with hash >= h, else the backend
+ * after them. The search is branch-free (the compare result is arithmetic,
+ * hidden from the compiler with a barrier) so the verifier walks one
+ * straight path per iteration, not a tree of them.
  */
-static __always_inline int chlb_ring_lookup(const void *t, const struct chlb_table_hdr *hdr,
-					    __u32 h, __u32 *backend)
+static __always_inline int chlb_ring_search(const void *t, const struct chlb_table_hdr *hdr,
+					    const __u32 *line, __u32 h, __u32 *backend)
 {
-	__u32 bits = hdr->dir_bits;
-	__u32 base, d, lo, hi, n, it;
+	__u32 base = chlb_ring_base(hdr->dir_bits), lo = line[0], n = line[1], end, it;
 
-	if (hdr->count == 0 || bits == 0 || bits > CHLB_RING_MAX_DIR_BITS)
+	if (n > CHLB_RING_MAX_VNODES || lo > CHLB_RING_MAX_VNODES)
 		return -1;
-	base = chlb_ring_base(bits);
-	d = h >> (32 - bits);
-	if (chlb_tbl_word(t, CHLB_TBL_HDR_WORDS + d, &lo) ||
-	    chlb_tbl_word(t, CHLB_TBL_HDR_WORDS + d + 1, &hi) || hi < lo)
-		return -1;
-	/* lower bound in [lo, hi); hi itself is the answer when all are < h */
-	n = hi - lo;
+	end = lo + n;
 	for (it = 0; it < 21 && n > 0; it++) {
 		__u32 half = n >> 1, v, lt;
 		__u64 diff;
@@ -119,9 +146,37 @@ static __always_inline int chlb_ring_lookup(const void *t, const struct chlb_tab
 		lo += lt * (half + 1);
 		n = half - lt * (1 - (n & 1));
 	}
-	if (lo >= hdr->count)
-		lo = 0;
+	if (lo == end) {
+		*backend = line[2];
+		return 0;
+	}
 	return chlb_tbl_word(t, base + 2 * lo + 1, backend);
+}
+
+/* Ring: the backend of the first vnode whose hash >= h, wrapping to vnode 0. */
+static __always_inline int chlb_ring_lookup(const void *t, const struct chlb_table_hdr *hdr,
+					    __u32 h, __u32 *backend)
+{
+	__u32 bits = hdr->dir_bits, at, j = 0, k;
+	const __u32 *line;
+
+	if (hdr->count == 0 || bits == 0 || bits > CHLB_RING_MAX_DIR_BITS)
+		return -1;
+	at = CHLB_RING_LINES + (h >> (32 - bits)) * CHLB_RING_LINE_WORDS;
+	line = chlb_tbl_line(t, at);
+	if (!line)
+		return -1;
+	if ((line[CHLB_RING_LINE_WORDS - 1] >> 16) == CHLB_RING_LINE_SPILL)
+		return chlb_ring_search(t, hdr, line, h, backend);
+	/* j = how many of the line's hashes are < h (padding never is) */
+	for (k = 0; k < CHLB_RING_LINE_HASHES; k++) {
+		__u64 diff = (__u64)line[k] - (__u64)h;
+
+		CHLB_BARRIER_VAR(diff);
+		j += (__u32)(diff >> 63);
+	}
+	*backend = (line[CHLB_RING_LINE_HASHES + j / 2] >> (j & 1) * 16) & 0xffff;
+	return 0;
 }
 
 /*

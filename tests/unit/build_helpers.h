@@ -61,4 +61,92 @@ static inline struct chlb_table t_build(__u32 algo, const struct chlb_be *be, __
 	return t;
 }
 
+/*
+ * The ring's lines and spill (include/chlb_table.h) for the sorted vnodes
+ * {hash[i], slot[i]}, written the plain way, independent of the builder, into
+ * w (chlb_ring_base(bits) + 2 * count words, header left alone). Returns the
+ * table's length in words.
+ */
+static inline __u32 t_ring_lines(__u32 *w, __u32 bits, const __u32 *hash, const __u32 *slot,
+				 __u32 count)
+{
+	__u32 v = 0, base = chlb_ring_base(bits), nspill = 0;
+
+	for (__u64 d = 0; d < (1ull << bits); d++) {
+		__u32 *line = w + CHLB_RING_LINES + d * CHLB_RING_LINE_WORDS, first = v, c;
+		__u32 half[12] = { 0 };
+
+		while (v < count && hash[v] >> (32 - bits) == d)
+			v++;
+		c = v - first;
+		memset(line, 0, CHLB_RING_LINE_WORDS * 4);
+		if (c > CHLB_RING_LINE_HASHES) {
+			line[0] = nspill;
+			line[1] = c;
+			line[2] = slot[v < count ? v : 0];
+			for (__u32 j = first; j < v; j++, nspill++) {
+				w[base + 2 * nspill] = hash[j];
+				w[base + 2 * nspill + 1] = slot[j];
+			}
+			half[11] = CHLB_RING_LINE_SPILL;
+		} else {
+			for (__u32 k = 0; k < CHLB_RING_LINE_HASHES; k++)
+				line[k] = k < c ? hash[first + k] : 0xffffffffu;
+			for (__u32 j = 0; j < c; j++)
+				half[j] = slot[first + j];
+			half[c] = slot[v < count ? v : 0];
+			half[11] = c;
+		}
+		for (__u32 k = 0; k < 6; k++)
+			line[CHLB_RING_LINE_HASHES + k] = half[2 * k] | half[2 * k + 1] << 16;
+	}
+	return base + 2 * nspill;
+}
+
+/* A ring table's vnodes (chlb_ring_vnodes), in arrays the caller frees. */
+static inline void t_vnodes(const struct chlb_table *t, __u32 **hash, __u32 **slot)
+{
+	__u32 n = t_hdr(t)->count;
+
+	*hash = malloc((n + 1) * 4);
+	*slot = malloc((n + 1) * 4);
+	if (chlb_ring_vnodes(t, *hash, *slot)) {
+		fprintf(stderr, "malformed ring\n");
+		abort();
+	}
+}
+
+/*
+ * The same ring in the format before the lines (a directory word per
+ * 2^(32 - bits) of the hashes, ~1 vnode each, then all vnode pairs), for
+ * the golden values recorded in it: its words, *nwords and *bits.
+ */
+static inline __u32 *t_ring_old_format(const struct chlb_table *t, __u32 *nwords, __u32 *bits)
+{
+	const struct chlb_table_hdr *h = t_hdr(t);
+	__u32 b = 1, dir = CHLB_TBL_HDR_WORDS, base, *w, v = 0, *hash, *slot;
+
+	t_vnodes(t, &hash, &slot);
+	while (b < 20 && (1u << b) < h->count)
+		b++;
+	base = dir + (1u << b) + 1;
+	base += base & 1;
+	*nwords = base + 2 * h->count;
+	*bits = b;
+	w = calloc(*nwords, 4);
+	memcpy(w, h, sizeof(*h));
+	for (__u32 d = 0; d <= (1u << b); d++) {
+		while (v < h->count && hash[v] < ((__u64)d << (32 - b)))
+			v++;
+		w[dir + d] = v;
+	}
+	for (__u32 i = 0; i < h->count; i++) {
+		w[base + 2 * i] = hash[i];
+		w[base + 2 * i + 1] = slot[i];
+	}
+	free(hash);
+	free(slot);
+	return w;
+}
+
 #endif /* CHLB_TEST_BUILD_HELPERS_H */

@@ -89,6 +89,13 @@ int chlb_table_decide(const struct chlb_table *t, __u32 crc, __u32 *slot);
 __u32 chlb_table_fingerprint(const __u32 *words, __u32 nwords);
 
 /*
+ * A ring table's vnodes in ring order, read back from its lines and spill:
+ * hash[i] and slot[i] for i < the header's count (either may be NULL).
+ * Returns 0, or -EINVAL when the words are not a well-formed ring.
+ */
+int chlb_ring_vnodes(const struct chlb_table *t, __u32 *hash, __u32 *slot);
+
+/*
  * Jump bucket order: what chlbd persists per jump service. Bucket b belongs
  * to the backend named name[b]; "" is a tombstone. Rules, applied by
  * chlb_jump_order_sync():

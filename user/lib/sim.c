@@ -60,16 +60,6 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static __u32 ring_points(const struct chlb_table *t, __u32 *pt)
-{
-	const struct chlb_table_hdr *h = chlb_table_header(t);
-	__u32 base = chlb_ring_base(h->dir_bits);
-
-	for (__u32 i = 0; i < h->count; i++)
-		pt[i] = t->words[base + 2 * i];
-	return h->count;
-}
-
 /*
  * Ring: the owner is constant between consecutive vnode hashes of both
  * tables, so evaluating the real lookup at each interval's top end
@@ -86,11 +76,13 @@ static int ring_sweep(const struct chlb_table *a, const struct chlb_table *b, do
 
 	if (!pt)
 		return -ENOMEM;
-	np = ring_points(a, pt);
-	if (b) {
-		fb = (struct chlb_flat_table){ b->words, b->nwords };
-		np += ring_points(b, pt + np);
+	if (chlb_ring_vnodes(a, pt, NULL) || (b && chlb_ring_vnodes(b, pt + na, NULL))) {
+		free(pt);
+		return -EINVAL;
 	}
+	np = na + nbv;
+	if (b)
+		fb = (struct chlb_flat_table){ b->words, b->nwords };
 	pt[np++] = 0xffffffffu;
 	qsort(pt, np, sizeof(*pt), cmp_u32);
 	for (__u32 k = 0; k < np; k++)
