@@ -8,26 +8,25 @@
  * ~1e5 vnodes) still sort the same way everywhere.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "build_int.h"
 
 /*
- * Sorting: the hashes are uniform, and a directory splits them by their top
- * `bits` bits into about one vnode per bucket. The vnodes, in generation
- * order (backends in name order, replicas ascending), are first partitioned
- * by their top PART_BITS bits (32 sequential streams), then each partition
- * -- a contiguous run of directory words and of pairs, small enough to stay
- * in L2 -- is counted per bucket straight into a directory (its prefix sums
- * are each bucket's first pair), scattered into its buckets' pairs, and
- * insertion-sorted by hash (buckets are already in order, so only the few
- * pairs sharing one move). Every step is stable, so equal hashes stay in
- * (name, replica) order: the same table as a comparison sort on (hash, name,
- * replica), in O(count + 2^bits), without random access to the whole
- * directory. (Buckets as coarse as the lines, ~5 vnodes each, made the
- * insertion sort 2 ms of a 5 ms build.) The lines are then written from the
- * directory and the sorted pairs in one sequential pass.
+ * Sorting: the hashes are uniform. The vnodes, in generation order
+ * (backends in name order, replicas ascending), are first partitioned by
+ * their top PART_BITS bits (32 sequential streams). Each partition is then
+ * counted per sort bucket (its top `bits` bits, about one vnode per bucket)
+ * into a small directory whose prefix sums are each bucket's first pair,
+ * scattered into its buckets' pairs, and insertion-sorted by hash (buckets
+ * are already in order, so only the few pairs sharing one move). Every step
+ * is stable, so equal hashes stay in (name, replica) order: the same table as
+ * a comparison sort on (hash, name, replica), in O(count + 2^bits). A
+ * partition's pairs and directory are small enough to stay in L2, and its
+ * lines are written from them at once: the table (2 MB at 160k vnodes) is
+ * written once, in order, and nothing else of that size is.
  */
 /*
  * 32 partitions, not 256: chlbd builds after sitting idle, with its caches
@@ -37,6 +36,9 @@
  * same table: every step is stable.
  */
 #define PART_BITS 5
+/* ring_line reads the pairs of vnodes first .. first + 11, used or not */
+#define LINE_READ (CHLB_RING_LINE_HASHES + 2)
+#define NONE	  0xffffffffu
 
 static void sort_nearly_sorted(__u32 *pair, __u32 count)
 {
@@ -57,43 +59,117 @@ static void sort_nearly_sorted(__u32 *pair, __u32 count)
 
 /*
  * Scratch, kept per thread and grown, never shrunk: fresh arrays per build
- * cost as many page faults as the table itself. At most 24 MB (the 1M-vnode
- * limit): the vnodes' hashes in generation order, partitioned {hash, slot},
- * sorted {hash, slot} pairs (then RING_WRAP more: ring_line), and the
- * directory.
+ * cost as many page faults as the table itself. The vnodes' hashes in
+ * generation order and partitioned {hash, slot} (at most 12 MB, the
+ * 1M-vnode limit); one partition's sorted pairs and its directory.
  */
-#define RING_WRAP (CHLB_RING_LINE_HASHES + 2)
-
 static __thread struct {
 	__u32 *hash, *pair, *dir;
 	__u64 *part;
-	__u32 n, ndir;
+	__u32 n, npair, ndir;
 } scratch;
 
-static int grow(void *arrp, size_t size)
+static int grow(void *arrp, __u32 *have, __u32 want, size_t size)
 {
-	void *p = realloc(*(void **)arrp, size);
+	void *p;
 
+	if (want <= *have)
+		return 0;
+	p = realloc(*(void **)arrp, want * size);
 	if (!p)
 		return -1;
 	*(void **)arrp = p;
+	*have = want;
 	return 0;
 }
 
-static int scratch_get(__u32 n, __u32 ndir)
+static int scratch_vnodes(__u32 n)
 {
-	if (ndir > scratch.ndir) {
-		if (grow(&scratch.dir, (size_t)ndir * 4))
-			return -1;
-		scratch.ndir = ndir;
-	}
-	if (n <= scratch.n)
-		return 0;
-	if (grow(&scratch.hash, (size_t)n * 4) ||
-	    grow(&scratch.pair, ((size_t)n + RING_WRAP) * 8) || grow(&scratch.part, (size_t)n * 8))
+	__u32 have = scratch.n;
+
+	if (grow(&scratch.hash, &have, n, 4))
 		return -1;
-	scratch.n = n;
+	have = scratch.n;
+	if (grow(&scratch.part, &have, n, 8))
+		return -1;
+	scratch.n = have;
 	return 0;
+}
+
+/* The table being written: lines, then the spilled vnodes (grown on demand). */
+struct ring_out {
+	struct chlb_table *t;
+	__u32 base, nspill, cap;
+};
+
+static __u32 *ring_line_at(struct ring_out *o, __u32 l)
+{
+	return o->t->words + CHLB_RING_LINES + l * CHLB_RING_LINE_WORDS;
+}
+
+/* Room for c more spilled vnodes; false when out of memory. */
+static bool spill_room(struct ring_out *o, __u32 c)
+{
+	__u32 cap = o->cap, *w;
+
+	while (cap - o->nspill < c)
+		cap = 2 * cap + c;
+	if (cap == o->cap)
+		return true;
+	w = realloc(o->t->words, ((size_t)o->base + 2 * (size_t)cap) * 4);
+	if (!w)
+		return false;
+	o->t->words = w;
+	o->cap = cap;
+	return true;
+}
+
+/*
+ * Line l from its c sorted vnodes v[] (pairs {hash, slot}) and the slot of
+ * the vnode after them. v[] has LINE_READ readable pairs whatever c is, so
+ * the common case is a fixed-length loop with selects, no branch on c (which
+ * varies from line to line and would be mispredicted).
+ */
+static bool ring_line(struct ring_out *o, __u32 l, const __u32 *v, __u32 c, __u32 after)
+{
+	__u32 *line, j;
+
+	if (c > CHLB_RING_LINE_HASHES) {
+		if (!spill_room(o, c))
+			return false;
+		line = ring_line_at(o, l);
+		memset(line, 0, CHLB_RING_LINE_WORDS * sizeof(*line));
+		line[0] = o->nspill;
+		line[1] = c;
+		line[2] = after;
+		line[CHLB_RING_LINE_WORDS - 1] = CHLB_RING_LINE_SPILL << 16;
+		memcpy(o->t->words + o->base + 2 * o->nspill, v, (size_t)c * 8);
+		o->nspill += c;
+		return true;
+	}
+	line = ring_line_at(o, l);
+	/* masks, not branches: all ones where j >= c (padding), where j == c (after) */
+	for (j = 0; j < CHLB_RING_LINE_HASHES; j++)
+		line[j] = v[2 * j] | -(__u32)(j >= c);
+	for (j = 0; j < 2 * (CHLB_RING_LINE_WORDS - CHLB_RING_LINE_HASHES); j += 2)
+		line[CHLB_RING_LINE_HASHES + j / 2] =
+		    ((v[2 * j + 1] & -(__u32)(j < c)) | (after & -(__u32)(j == c))) |
+		    ((v[2 * j + 3] & -(__u32)(j + 1 < c)) | (after & -(__u32)(j + 1 == c))) << 16;
+	line[CHLB_RING_LINE_WORDS - 1] |= c << 16;
+	return true;
+}
+
+/* Lines [from, to) were written with the vnode after them unknown (0): it is slot. */
+static void ring_patch_after(struct ring_out *o, __u32 from, __u32 to, __u32 slot)
+{
+	for (__u32 l = from; l < to; l++) {
+		__u32 *line = ring_line_at(o, l), c = line[CHLB_RING_LINE_WORDS - 1] >> 16;
+
+		if (c == CHLB_RING_LINE_SPILL)
+			line[2] = slot;
+		else
+			line[CHLB_RING_LINE_HASHES + c / 2] |= slot << (c & 1) * 16;
+	}
 }
 
 /* Sort buckets for count vnodes: ceil(log2(count)), about one vnode each. */
@@ -107,10 +183,10 @@ static __u32 ring_sort_bits(__u32 count)
 }
 
 /*
- * Lines for count vnodes (never more than sort buckets): the fewest with at most 5 vnodes per line on
- * average. Per line the count is about Poisson(2.5-5): more than
- * CHLB_RING_LINE_HASHES, a spill, for ~1% of lines at 5, ~0.01% at 2.5;
- * 160k vnodes (1000 backends) take 32768 lines, 2 MB.
+ * Lines for count vnodes (never more than sort buckets): the fewest with at
+ * most 5 vnodes per line on average. Per line the count is about
+ * Poisson(2.5-5): more than CHLB_RING_LINE_HASHES, a spill, for ~1% of lines
+ * at 5, ~0.01% at 2.5; 160k vnodes (1000 backends) take 32768 lines, 2 MB.
  */
 static __u32 ring_line_bits(__u32 count)
 {
@@ -121,39 +197,6 @@ static __u32 ring_line_bits(__u32 count)
 	return bits;
 }
 
-/*
- * The line of the sorted vnodes [first, first + c). pair[] holds them as
- * {hash, slot} and, past the last, the first CHLB_RING_LINE_HASHES + 1 again
- * (the ring wraps; RING_WRAP covers every pair the loops read): so pair first + c is always the vnode after the line, and
- * the common case is a fixed-length loop with selects, no branch on c (which
- * varies from line to line and would be mispredicted). A spilled line's
- * vnodes go to spill from pair *nspill on.
- */
-static void ring_line(__u32 *line, const __u32 *pair, __u32 first, __u32 c, __u32 *spill,
-		      __u32 *nspill)
-{
-	const __u32 *v = pair + 2 * first;
-	__u32 j;
-
-	if (c > CHLB_RING_LINE_HASHES) {
-		memset(line, 0, CHLB_RING_LINE_WORDS * sizeof(*line));
-		line[0] = *nspill;
-		line[1] = c;
-		line[2] = v[2 * c + 1];
-		line[CHLB_RING_LINE_WORDS - 1] = CHLB_RING_LINE_SPILL << 16;
-		memcpy(spill + 2 * *nspill, v, (size_t)c * 8);
-		*nspill += c;
-		return;
-	}
-	for (j = 0; j < CHLB_RING_LINE_HASHES; j++)
-		line[j] = j < c ? v[2 * j] : 0xffffffffu;
-	/* halves 2k and 2k + 1: the slots of vnodes j <= c, else 0 */
-	for (j = 0; j < CHLB_RING_LINE_WORDS - CHLB_RING_LINE_HASHES; j++)
-		line[CHLB_RING_LINE_HASHES + j] =
-		    (2 * j <= c ? v[4 * j + 1] : 0) | (2 * j + 1 <= c ? v[4 * j + 3] : 0) << 16;
-	line[CHLB_RING_LINE_WORDS - 1] |= c << 16;
-}
-
 /* Vnodes of a backend: vnodes per weight 100, at least 1 unless drained (weight 0). */
 static __u64 vnode_count(__u32 vnodes, __u32 weight)
 {
@@ -162,16 +205,65 @@ static __u64 vnode_count(__u32 vnodes, __u32 weight)
 	return weight && !k ? 1 : k;
 }
 
+/*
+ * Partition p's vnodes (part[0, np)), sorted into scratch.pair, then its
+ * lines [l0, l0 + nl) written. Lines whose next vnode lies in a later
+ * partition wait in [*pending, ...) for the next partition with vnodes.
+ */
+static bool ring_partition(struct ring_out *o, const __u64 *part, __u32 np, __u32 bits, __u32 lbits,
+			   __u32 pb, __u32 p, __u32 *pending, __u32 *first_slot)
+{
+	__u32 nbp = 1u << (bits - pb), lo = p << (bits - pb), shift = 32 - bits;
+	__u32 step = 1u << (bits - lbits), l0 = p << (lbits - pb), nl = 1u << (lbits - pb);
+	__u32 *dir = scratch.dir, *pair = scratch.pair, g, d;
+
+	/*
+	 * Bucket d's count goes to dir[d + 2], so after the prefix sums dir[d + 1]
+	 * is bucket d's first pair, the cursor of the scatter, which leaves it at
+	 * bucket d + 1's first pair: the directory, dir[nbp] = np.
+	 */
+	memset(dir, 0, (nbp + 2) * sizeof(*dir));
+	for (g = 0; g < np; g++)
+		dir[((__u32)(part[g] >> 32) >> shift) - lo + 2]++;
+	for (d = 2; d <= nbp; d++)
+		dir[d] += dir[d - 1];
+	for (g = 0; g < np; g++) {
+		__u32 h = (__u32)(part[g] >> 32), at = dir[(h >> shift) - lo + 1]++;
+
+		pair[2 * at] = h;
+		pair[2 * at + 1] = (__u32)part[g];
+	}
+	sort_nearly_sorted(pair, np);
+	if (np) {
+		if (*pending != NONE)
+			ring_patch_after(o, *pending, l0, pair[1]);
+		*pending = NONE;
+		if (*first_slot == NONE)
+			*first_slot = pair[1];
+	}
+	for (__u32 l = 0; l < nl; l++) {
+		__u32 first = dir[l * step], c = dir[(l + 1) * step] - first;
+		bool known = first + c < np;
+
+		if (!known && *pending == NONE)
+			*pending = l0 + l;
+		if (!ring_line(o, l0 + l, pair + 2 * first, c,
+			       known ? pair[2 * (first + c) + 1] : 0))
+			return false;
+	}
+	return true;
+}
+
 int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
 	       const __u32 *byname, struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 vnodes = spec->vnodes ? spec->vnodes : CHLB_RING_DEFAULT_VNODES;
 	__u32 pstart[(1u << PART_BITS) + 1] = { 0 }, pcur[(1u << PART_BITS) + 1];
-	__u32 *hash, *dir, *pair, count, live = 0, bits, shift, nb, g, d, pb, p, nspill = 0;
-	__u32 lbits, step, first, c;
-	__u64 *part;
+	__u32 *hash, count, live = 0, bits, lbits, g, pb, p, biggest = 0;
+	__u32 pending = NONE, first_slot = NONE;
+	struct ring_out o = { .t = out };
 	struct chlb_table_hdr *hdr;
-	__u64 total = 0;
+	__u64 *part, total = 0;
 	int rc;
 
 	if (vnodes > CHLB_RING_MAX_VNODES)
@@ -189,17 +281,11 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	count = (__u32)total;
 	bits = ring_sort_bits(count);
 	lbits = ring_line_bits(count);
-	step = 1u << (bits - lbits); /* sort buckets per line */
-	shift = 32 - bits;
-	nb = 1u << bits;
-	if (scratch_get(count, nb + 1))
+	pb = lbits < PART_BITS ? lbits : PART_BITS; /* whole lines per partition */
+	if (scratch_vnodes(count))
 		return build_err(err, errlen, -ENOMEM, "out of memory for %u vnodes", count);
 	hash = scratch.hash;
 	part = scratch.part;
-	pair = scratch.pair;
-	dir = scratch.dir;
-	memset(dir, 0, (nb + 1) * sizeof(*dir));
-	pb = bits < PART_BITS ? bits : PART_BITS;
 
 	/* positions in generation order, counted per partition */
 	g = 0;
@@ -214,8 +300,14 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 		for (__u32 e = g + k; g < e; g++)
 			pstart[(hash[g] >> (32 - pb)) + 1]++;
 	}
-	for (p = 1; p <= (1u << pb); p++)
+	for (p = 1; p <= (1u << pb); p++) {
+		if (pstart[p] > biggest)
+			biggest = pstart[p];
 		pstart[p] += pstart[p - 1];
+	}
+	if (grow(&scratch.pair, &scratch.npair, biggest + LINE_READ, 8) ||
+	    grow(&scratch.dir, &scratch.ndir, (1u << (bits - pb)) + 2, 4))
+		return build_err(err, errlen, -ENOMEM, "out of memory for %u vnodes", count);
 	memcpy(pcur, pstart, sizeof(pcur));
 	/* partitioned, stably: {hash, slot} */
 	g = 0;
@@ -226,50 +318,25 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 		for (__u32 e = g + k; g < e; g++)
 			part[pcur[hash[g] >> (32 - pb)]++] = (__u64)hash[g] << 32 | b->slot;
 	}
-	/*
-	 * Per partition (buckets [lo, hi)): bucket d's count goes to dir[d + 2], so
-	 * after the prefix sums dir[d + 1] is bucket d's first pair, the cursor of
-	 * the scatter, which leaves it at bucket d + 1's first pair: the
-	 * directory. dir[lo + 1] is final from the partition before (dir[1] = 0);
-	 * the last bucket's count is not needed (dir[nb] = count).
-	 */
-	for (p = 0; p < (1u << pb); p++) {
-		__u32 lo = p << (bits - pb), hi = lo + (1u << (bits - pb));
-		__u32 top = hi + 1 < nb ? hi + 1 : nb;
 
-		for (g = pstart[p]; g < pstart[p + 1]; g++) {
-			d = (__u32)(part[g] >> 32) >> shift;
-			if (d + 2 <= nb)
-				dir[d + 2]++;
-		}
-		for (d = lo + 2; d <= top; d++)
-			dir[d] += dir[d - 1];
-		for (g = pstart[p]; g < pstart[p + 1]; g++) {
-			__u32 h = (__u32)(part[g] >> 32), at = dir[(h >> shift) + 1]++;
-
-			pair[2 * at] = h;
-			pair[2 * at + 1] = (__u32)part[g];
-		}
-		sort_nearly_sorted(pair + 2 * pstart[p], pstart[p + 1] - pstart[p]);
-	}
-	for (g = 0; g < RING_WRAP; g++)
-		memcpy(pair + 2 * (count + g), pair + 2 * (g % count), 8);
-	/* the table: header, lines, the spilled lines' vnodes; line d = buckets [d, d + 1) * step */
-	for (d = 0; d < nb; d += step)
-		if (dir[d + step] - dir[d] > CHLB_RING_LINE_HASHES)
-			nspill += dir[d + step] - dir[d];
-	rc = build_alloc_prefix(out, CHLB_ALGO_RING, chlb_ring_base(lbits) + 2 * nspill,
-				CHLB_RING_LINES, err, errlen);
+	/* the table: header, lines, spilled vnodes (room for ~6%, grown if need be) */
+	o.base = chlb_ring_base(lbits);
+	o.cap = count / 16 + 64;
+	rc = build_alloc_prefix(out, CHLB_ALGO_RING, o.base + 2 * o.cap, CHLB_RING_LINES, err,
+				errlen);
 	if (rc)
 		return rc;
-	nspill = 0;
-	for (d = 0; d < nb; d += step) {
-		first = dir[d];
-		c = dir[d + step] - first;
-		ring_line(out->words + CHLB_RING_LINES + d / step * CHLB_RING_LINE_WORDS, pair,
-			  first, c, out->words + chlb_ring_base(lbits), &nspill);
-	}
+	for (p = 0; p < (1u << pb); p++)
+		if (!ring_partition(&o, part + pstart[p], pstart[p + 1] - pstart[p], bits, lbits,
+				    pb, p, &pending, &first_slot))
+			return build_err(err, errlen, -ENOMEM, "out of memory for %u vnodes",
+					 count);
+	/* the last lines wrap around to the ring's first vnode */
+	if (pending != NONE)
+		ring_patch_after(&o, pending, 1u << lbits, first_slot);
+	out->nwords = o.base + 2 * o.nspill;
 	hdr = (struct chlb_table_hdr *)out->words;
+	hdr->words = out->nwords;
 	hdr->count = count;
 	hdr->dir_bits = lbits;
 	hdr->nbackends = live;
