@@ -298,6 +298,19 @@ topo_build() {
 		die "client can't reach backend 1 through the LB's kernel routing"
 }
 
+# topo_backend_napi NS: xdp_pass on NS's eth0, so the veth receives through
+# one NAPI queue, one CPU at a time, as a NIC queue does. Without it a
+# backend's veth hands each frame to the backlog of whichever CPU forwarded
+# it, and frames chlb redirects from both CPUs reach the backend's TCP on two
+# CPUs at once: the request segment then raced the handshake ACK that was
+# turning the request socket into the connection, found neither, and the
+# listener reset the connection (1 in 1-4M churn connections, each
+# traced to the same backend that held the connection; README, Limits).
+topo_backend_napi() {
+	ip -n "$1" link set dev eth0 xdpdrv obj "$XDP_PASS_OBJ" sec xdp ||
+		die "couldn't attach xdp_pass on $1's eth0"
+}
+
 # topo_add_backend I: backend namespace I on the switch, VIPs on lo, chlb-echo
 # named bI on port 80 (TCP and UDP), decap attached when DECAP=1 (default).
 topo_add_backend() {
@@ -324,6 +337,7 @@ topo_add_backend() {
 	if [ "${DECAP:-1}" = 1 ]; then
 		topo_decap attach "$i" || die "couldn't attach decap on backend $i"
 	fi
+	topo_backend_napi "$ns"
 	# The LB resolves each backend's MAC from its neighbour table: make it
 	# permanent so no test depends on ARP/ND timing.
 	mac=$(ip -n "$ns" -br link show eth0 | awk '{ print $3 }')
@@ -381,6 +395,7 @@ topo_add_routed_backend() {
 	ip -n "$ns" addr add $VIP6/128 dev lo nodad
 	ip netns exec "$ns" sysctl -qw net.core.somaxconn=4096
 	topo_decap attach "$i" || die "couldn't attach decap on backend $i"
+	topo_backend_napi "$ns"
 	lib_bg "echo-b$i" ip netns exec "$ns" "$ECHO_BIN" -n "b$i" -p 80
 	lib_wait_for 5 tcp_probe "$NS_LB" "$(be_raddr4 "$i")" 80 ||
 		die "LB can't reach routed backend $i"
