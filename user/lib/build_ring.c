@@ -125,12 +125,13 @@ static bool spill_room(struct ring_out *o, __u32 c)
 }
 
 /*
- * Line l from its c sorted vnodes v[] (pairs {hash, slot}) and the slot of
- * the vnode after them. v[] has LINE_READ readable pairs whatever c is, so
- * the common case is a fixed-length loop with selects, no branch on c (which
- * varies from line to line and would be mispredicted).
+ * Line l from its c sorted vnodes v[] (pairs {hash, slot}), v[c] being the
+ * vnode after them (or not yet known: ring_patch_after). v[] has LINE_READ
+ * readable pairs whatever c is, so the common case is a fixed-length loop
+ * with masks, no branch on c (which varies from line to line and would be
+ * mispredicted).
  */
-static bool ring_line(struct ring_out *o, __u32 l, const __u32 *v, __u32 c, __u32 after)
+static bool ring_line(struct ring_out *o, __u32 l, const __u32 *v, __u32 c)
 {
 	__u32 *line, j;
 
@@ -141,25 +142,28 @@ static bool ring_line(struct ring_out *o, __u32 l, const __u32 *v, __u32 c, __u3
 		memset(line, 0, CHLB_RING_LINE_WORDS * sizeof(*line));
 		line[0] = o->nspill;
 		line[1] = c;
-		line[2] = after;
+		line[2] = v[2 * c + 1];
 		line[CHLB_RING_LINE_WORDS - 1] = CHLB_RING_LINE_SPILL << 16;
 		memcpy(o->t->words + o->base + 2 * o->nspill, v, (size_t)c * 8);
 		o->nspill += c;
 		return true;
 	}
 	line = ring_line_at(o, l);
-	/* masks, not branches: all ones where j >= c (padding), where j == c (after) */
+	/*
+	 * hashes j >= c are padding (all ones); halves j > c are 0. Slots are
+	 * masked to 16 bits: v[c] may be a pair not yet written (patched later).
+	 */
 	for (j = 0; j < CHLB_RING_LINE_HASHES; j++)
 		line[j] = v[2 * j] | -(__u32)(j >= c);
 	for (j = 0; j < 2 * (CHLB_RING_LINE_WORDS - CHLB_RING_LINE_HASHES); j += 2)
-		line[CHLB_RING_LINE_HASHES + j / 2] =
-		    ((v[2 * j + 1] & -(__u32)(j < c)) | (after & -(__u32)(j == c))) |
-		    ((v[2 * j + 3] & -(__u32)(j + 1 < c)) | (after & -(__u32)(j + 1 == c))) << 16;
+		line[CHLB_RING_LINE_HASHES + j / 2] = (v[2 * j + 1] & 0xffff & -(__u32)(j <= c)) |
+						      (v[2 * j + 3] & 0xffff & -(__u32)(j + 1 <= c))
+							  << 16;
 	line[CHLB_RING_LINE_WORDS - 1] |= c << 16;
 	return true;
 }
 
-/* Lines [from, to) were written with the vnode after them unknown (0): it is slot. */
+/* Lines [from, to) were written before the vnode after them was known: it is slot's. */
 static void ring_patch_after(struct ring_out *o, __u32 from, __u32 to, __u32 slot)
 {
 	for (__u32 l = from; l < to; l++) {
@@ -168,7 +172,9 @@ static void ring_patch_after(struct ring_out *o, __u32 from, __u32 to, __u32 slo
 		if (c == CHLB_RING_LINE_SPILL)
 			line[2] = slot;
 		else
-			line[CHLB_RING_LINE_HASHES + c / 2] |= slot << (c & 1) * 16;
+			line[CHLB_RING_LINE_HASHES + c / 2] =
+			    (line[CHLB_RING_LINE_HASHES + c / 2] & ~(0xffffu << (c & 1) * 16)) |
+			    slot << (c & 1) * 16;
 	}
 }
 
@@ -243,12 +249,9 @@ static bool ring_partition(struct ring_out *o, const __u64 *part, __u32 np, __u3
 	}
 	for (__u32 l = 0; l < nl; l++) {
 		__u32 first = dir[l * step], c = dir[(l + 1) * step] - first;
-		bool known = first + c < np;
-
-		if (!known && *pending == NONE)
-			*pending = l0 + l;
-		if (!ring_line(o, l0 + l, pair + 2 * first, c,
-			       known ? pair[2 * (first + c) + 1] : 0))
+		if (first + c >= np && *pending == NONE)
+			*pending = l0 + l; /* the vnode after it is in a later partition */
+		if (!ring_line(o, l0 + l, pair + 2 * first, c))
 			return false;
 	}
 	return true;
