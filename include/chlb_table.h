@@ -57,12 +57,20 @@ struct chlb_table_hdr {
 	__u32 magic;	   /* CHLB_TABLE_MAGIC */
 	__u32 algo;	   /* enum chlb_algo */
 	__u32 count;	   /* ring: vnodes; jump: buckets (tombstones included); maglev: M */
-	__u32 dir_bits;	   /* ring: directory has 2^dir_bits + 1 words; else 0 */
+	__u32 dir_bits;	   /* ring: the table has 2^dir_bits lines; else 0 */
 	__u32 fallback;	   /* jump: backend when every rehash hit a tombstone */
 	__u32 nbackends;   /* distinct backends the table names */
 	__u32 fingerprint; /* CRC32C of all words after the header */
 	__u32 words;	   /* total words, header included */
 };
+
+/* Ring lines: the layout is described above chlb_ring_base(). */
+#define CHLB_RING_LINES	      16 /* header, padded: lines never straddle a chunk */
+#define CHLB_RING_LINE_WORDS  16 /* chlb_tbl_line's length */
+#define CHLB_RING_LINE_HASHES 10
+#define CHLB_RING_LINE_SPILL  0xffffu
+_Static_assert(CHLB_MAX_BACKENDS < CHLB_RING_LINE_SPILL, "a backend slot fits half a word");
+_Static_assert(CHLB_CHUNK_WORDS % CHLB_RING_LINE_WORDS == 0, "a line lies in one chunk");
 
 #ifndef __bpf__
 struct chlb_flat_table {
@@ -84,7 +92,7 @@ static inline const __u32 *chlb_tbl_line(const void *t, __u32 i)
 {
 	const struct chlb_flat_table *ft = (const struct chlb_flat_table *)t;
 
-	return i < ft->nwords && ft->nwords - i >= 16 ? ft->w + i : NULL;
+	return i < ft->nwords && ft->nwords - i >= CHLB_RING_LINE_WORDS ? ft->w + i : NULL;
 }
 #endif
 
@@ -106,13 +114,6 @@ static inline const __u32 *chlb_tbl_line(const void *t, __u32 i)
  * of the first vnode after the line. 160k vnodes in 2^15 lines spill ~1%.
  * Backend slots fit a half (CHLB_MAX_BACKENDS < 2^16).
  */
-#define CHLB_RING_LINES	      16 /* header, padded: lines never straddle a chunk */
-#define CHLB_RING_LINE_WORDS  16 /* chlb_tbl_line's length */
-#define CHLB_RING_LINE_HASHES 10
-#define CHLB_RING_LINE_SPILL  0xffffu
-_Static_assert(CHLB_MAX_BACKENDS < CHLB_RING_LINE_SPILL, "a backend slot fits half a word");
-_Static_assert(CHLB_CHUNK_WORDS % CHLB_RING_LINE_WORDS == 0, "a line lies in one chunk");
-
 /* First word of the spilled vnodes (even, so a pair never straddles a chunk). */
 static __always_inline __u32 chlb_ring_base(__u32 dir_bits)
 {

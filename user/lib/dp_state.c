@@ -11,9 +11,11 @@
 #include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "dp_int.h"
-#include "util.h"
 #include "chlb_table.h"
 
 #define CHUNK_BYTES (CHLB_CHUNK_WORDS * sizeof(__u32))
@@ -69,15 +71,26 @@ __u32 chlb_dp_table_capacity(struct chlb_dp *dp, __u32 slot)
 }
 
 /*
- * memcpy into the map, bypassing the cache: the destination is cold (last
- * written a swap or two ago) and a plain copy reads every line in before
- * overwriting it. glibc only streams above ~3/4 of the L3 size, which a VM
- * may report as hundreds of MB. dst is page aligned.
+ * memcpy into the map, bypassing the cache on x86: the destination is cold
+ * (last written a swap or two ago) and a plain copy reads every line in
+ * before overwriting it. glibc only streams above ~3/4 of the L3 size, which
+ * a VM may report as hundreds of MB. dst is page aligned.
  */
 static void copy_to_map(void *dst, const void *src, size_t len)
 {
-	chlb_stream_copy(dst, src, len);
-	chlb_stream_fence(); /* ordered before the view that names them */
+#if defined(__x86_64__)
+	__m128i *d = dst;
+	const __m128i *s = src;
+	size_t i, n = len / sizeof(*d);
+
+	for (i = 0; i < n; i++)
+		_mm_stream_si128(&d[i], _mm_loadu_si128(&s[i]));
+	_mm_sfence(); /* streamed stores are ordered before the view that names them */
+	memcpy((char *)dst + n * sizeof(*d), (const char *)src + n * sizeof(*d),
+	       len - n * sizeof(*d));
+#else
+	memcpy(dst, src, len);
+#endif
 }
 
 /* Copy words into the (mmapable) inner map fd of `chunks` chunks; zero the rest. */

@@ -15,13 +15,4 @@ int chlb_err(char *err, size_t errlen, int rc, const char *fmt, ...)
 /* The common case: the callers only test for failure, so -1 is enough. */
 #define chlb_fail(err, errlen, ...) chlb_err(err, errlen, -1, __VA_ARGS__)
 
-/*
- * memcpy that bypasses the cache on x86 (non-temporal stores) for memory
- * written whole and not read again soon: no read of each line before it is
- * overwritten. dst must be 16-byte aligned. Stores are ordered before later
- * ones only after chlb_stream_fence().
- */
-void chlb_stream_copy(void *dst, const void *src, size_t len);
-void chlb_stream_fence(void);
-
 #endif /* CHLB_UTIL_H */
