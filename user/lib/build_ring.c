@@ -8,7 +8,6 @@
  * ~1e5 vnodes) still sort the same way everywhere.
  */
 #include <errno.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,12 +60,13 @@ static void sort_nearly_sorted(__u32 *pair, __u32 count)
  * Scratch, kept per thread and grown, never shrunk: fresh arrays per build
  * cost as many page faults as the table itself. The vnodes' hashes in
  * generation order and partitioned {hash, slot} (at most 12 MB, the
- * 1M-vnode limit); one partition's sorted pairs and its directory.
+ * 1M-vnode limit); vnodes per line; one partition's sorted pairs and its
+ * directory.
  */
 static __thread struct {
-	__u32 *hash, *pair, *dir;
+	__u32 *hash, *pair, *dir, *per_line;
 	__u64 *part;
-	__u32 n, npair, ndir;
+	__u32 n, npair, ndir, nlines;
 } scratch;
 
 static int grow(void *arrp, __u32 *have, __u32 want, size_t size)
@@ -96,32 +96,15 @@ static int scratch_vnodes(__u32 n)
 	return 0;
 }
 
-/* The table being written: lines, then the spilled vnodes (grown on demand). */
+/* The table being written: lines, then the spilled vnodes. */
 struct ring_out {
 	struct chlb_table *t;
-	__u32 base, nspill, cap;
+	__u32 base, nspill;
 };
 
 static __u32 *ring_line_at(struct ring_out *o, __u32 l)
 {
 	return o->t->words + CHLB_RING_LINES + l * CHLB_RING_LINE_WORDS;
-}
-
-/* Room for c more spilled vnodes; false when out of memory. */
-static bool spill_room(struct ring_out *o, __u32 c)
-{
-	__u32 cap = o->cap, *w;
-
-	while (cap - o->nspill < c)
-		cap = 2 * cap + c;
-	if (cap == o->cap)
-		return true;
-	w = realloc(o->t->words, ((size_t)o->base + 2 * (size_t)cap) * 4);
-	if (!w)
-		return false;
-	o->t->words = w;
-	o->cap = cap;
-	return true;
 }
 
 /*
@@ -131,14 +114,11 @@ static bool spill_room(struct ring_out *o, __u32 c)
  * with masks, no branch on c (which varies from line to line and would be
  * mispredicted).
  */
-static bool ring_line(struct ring_out *o, __u32 l, const __u32 *v, __u32 c)
+static void ring_line(struct ring_out *o, __u32 l, const __u32 *v, __u32 c)
 {
-	__u32 *line, j;
+	__u32 *line = ring_line_at(o, l), j;
 
 	if (c > CHLB_RING_LINE_HASHES) {
-		if (!spill_room(o, c))
-			return false;
-		line = ring_line_at(o, l);
 		memset(line, 0, CHLB_RING_LINE_WORDS * sizeof(*line));
 		line[0] = o->nspill;
 		line[1] = c;
@@ -146,9 +126,8 @@ static bool ring_line(struct ring_out *o, __u32 l, const __u32 *v, __u32 c)
 		line[CHLB_RING_LINE_WORDS - 1] = CHLB_RING_LINE_SPILL << 16;
 		memcpy(o->t->words + o->base + 2 * o->nspill, v, (size_t)c * 8);
 		o->nspill += c;
-		return true;
+		return;
 	}
-	line = ring_line_at(o, l);
 	/*
 	 * hashes j >= c are padding (all ones); halves j > c are 0. Slots are
 	 * masked to 16 bits: v[c] may be a pair not yet written (patched later).
@@ -160,7 +139,6 @@ static bool ring_line(struct ring_out *o, __u32 l, const __u32 *v, __u32 c)
 						      (v[2 * j + 3] & 0xffff & -(__u32)(j + 1 <= c))
 							  << 16;
 	line[CHLB_RING_LINE_WORDS - 1] |= c << 16;
-	return true;
 }
 
 /* Lines [from, to) were written before the vnode after them was known: it is slot's. */
@@ -216,7 +194,7 @@ static __u64 vnode_count(__u32 vnodes, __u32 weight)
  * lines [l0, l0 + nl) written. Lines whose next vnode lies in a later
  * partition wait in [*pending, ...) for the next partition with vnodes.
  */
-static bool ring_partition(struct ring_out *o, const __u64 *part, __u32 np, __u32 bits, __u32 lbits,
+static void ring_partition(struct ring_out *o, const __u64 *part, __u32 np, __u32 bits, __u32 lbits,
 			   __u32 pb, __u32 p, __u32 *pending, __u32 *first_slot)
 {
 	__u32 nbp = 1u << (bits - pb), lo = p << (bits - pb), shift = 32 - bits;
@@ -251,10 +229,8 @@ static bool ring_partition(struct ring_out *o, const __u64 *part, __u32 np, __u3
 		__u32 first = dir[l * step], c = dir[(l + 1) * step] - first;
 		if (first + c >= np && *pending == NONE)
 			*pending = l0 + l; /* the vnode after it is in a later partition */
-		if (!ring_line(o, l0 + l, pair + 2 * first, c))
-			return false;
+		ring_line(o, l0 + l, pair + 2 * first, c);
 	}
-	return true;
 }
 
 int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
@@ -262,7 +238,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 {
 	__u32 vnodes = spec->vnodes ? spec->vnodes : CHLB_RING_DEFAULT_VNODES;
 	__u32 pstart[(1u << PART_BITS) + 1] = { 0 }, pcur[(1u << PART_BITS) + 1];
-	__u32 *hash, count, live = 0, bits, lbits, g, pb, p, biggest = 0;
+	__u32 *hash, *per_line, count, live = 0, bits, lbits, g, pb, p, biggest = 0, nspill = 0;
 	__u32 pending = NONE, first_slot = NONE;
 	struct ring_out o = { .t = out };
 	struct chlb_table_hdr *hdr;
@@ -285,12 +261,15 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	bits = ring_sort_bits(count);
 	lbits = ring_line_bits(count);
 	pb = lbits < PART_BITS ? lbits : PART_BITS; /* whole lines per partition */
-	if (scratch_vnodes(count))
+	if (scratch_vnodes(count) ||
+	    grow(&scratch.per_line, &scratch.nlines, 1u << lbits, sizeof(*scratch.per_line)))
 		return build_err(err, errlen, -ENOMEM, "out of memory for %u vnodes", count);
 	hash = scratch.hash;
 	part = scratch.part;
+	per_line = scratch.per_line;
+	memset(per_line, 0, (sizeof(*per_line)) << lbits);
 
-	/* positions in generation order, counted per partition */
+	/* positions in generation order, counted per partition and per line */
 	g = 0;
 	for (__u32 r = 0; r < n; r++) {
 		const struct chlb_be *b = &be[byname[r]];
@@ -300,8 +279,10 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 			continue;
 		live++;
 		build_vnode_hashes(b->name, k, hash + g);
-		for (__u32 e = g + k; g < e; g++)
+		for (__u32 e = g + k; g < e; g++) {
 			pstart[(hash[g] >> (32 - pb)) + 1]++;
+			per_line[hash[g] >> (32 - lbits)]++;
+		}
 	}
 	for (p = 1; p <= (1u << pb); p++) {
 		if (pstart[p] > biggest)
@@ -322,24 +303,22 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 			part[pcur[hash[g] >> (32 - pb)]++] = (__u64)hash[g] << 32 | b->slot;
 	}
 
-	/* the table: header, lines, spilled vnodes (room for ~6%, grown if need be) */
+	/* the table: header, lines, spilled vnodes */
+	for (__u32 l = 0; l < 1u << lbits; l++)
+		if (per_line[l] > CHLB_RING_LINE_HASHES)
+			nspill += per_line[l];
 	o.base = chlb_ring_base(lbits);
-	o.cap = count / 16 + 64;
-	rc = build_alloc_prefix(out, CHLB_ALGO_RING, o.base + 2 * o.cap, CHLB_RING_LINES, err,
+	rc = build_alloc_prefix(out, CHLB_ALGO_RING, o.base + 2 * nspill, CHLB_RING_LINES, err,
 				errlen);
 	if (rc)
 		return rc;
 	for (p = 0; p < (1u << pb); p++)
-		if (!ring_partition(&o, part + pstart[p], pstart[p + 1] - pstart[p], bits, lbits,
-				    pb, p, &pending, &first_slot))
-			return build_err(err, errlen, -ENOMEM, "out of memory for %u vnodes",
-					 count);
+		ring_partition(&o, part + pstart[p], pstart[p + 1] - pstart[p], bits, lbits, pb, p,
+			       &pending, &first_slot);
 	/* the last lines wrap around to the ring's first vnode */
 	if (pending != NONE)
 		ring_patch_after(&o, pending, 1u << lbits, first_slot);
-	out->nwords = o.base + 2 * o.nspill;
 	hdr = (struct chlb_table_hdr *)out->words;
-	hdr->words = out->nwords;
 	hdr->count = count;
 	hdr->dir_bits = lbits;
 	hdr->nbackends = live;
