@@ -10,11 +10,10 @@
 #include "chlb_maps.bpf.h"
 
 /*
- * What chlb_tbl_word() reads through: one inner map of `tables`, plus the
- * last chunk it looked up. Inner-map lookups are helper calls (the verifier
- * cannot inline them), and a ring lookup reads neighbouring words - two
- * directory words, then a vnode and its backend - so one cached chunk
- * saves about half of them.
+ * What chlb_tbl_word() and chlb_tbl_line() read through: one inner map of
+ * `tables`, plus the last chunk they looked up. Inner-map lookups are helper
+ * calls (the verifier cannot inline them), and a decision reads the header
+ * in chunk 0 and then, for small tables, more words of that same chunk.
  */
 struct chlb_tbl_ref {
 	void *inner;
@@ -22,20 +21,28 @@ struct chlb_tbl_ref {
 	__u32 cur_idx;
 };
 
-/* Word i of the table: chunk i / CHLB_CHUNK_WORDS, index masked for the verifier. */
-static __always_inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out)
+/* Chunk `chunk` of the table, looked up only when it is not the last one. */
+static __always_inline __u32 *chlb_tbl_chunk(struct chlb_tbl_ref *ref, __u32 chunk)
 {
-	struct chlb_tbl_ref *ref = (struct chlb_tbl_ref *)t;
-	__u32 chunk = i / CHLB_CHUNK_WORDS;
 	__u32 *c = ref->cur;
 
 	if (chunk != ref->cur_idx || !c) {
 		c = bpf_map_lookup_elem(ref->inner, &chunk);
 		if (!c)
-			return -1;
+			return NULL;
 		ref->cur = c;
 		ref->cur_idx = chunk;
 	}
+	return c;
+}
+
+/* Word i of the table: chunk i / CHLB_CHUNK_WORDS, index masked for the verifier. */
+static __always_inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out)
+{
+	__u32 *c = chlb_tbl_chunk((struct chlb_tbl_ref *)t, i / CHLB_CHUNK_WORDS);
+
+	if (!c)
+		return -1;
 	*out = c[i & (CHLB_CHUNK_WORDS - 1)];
 	return 0;
 }
@@ -43,12 +50,10 @@ static __always_inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out)
 /* The CHLB_RING_LINE_WORDS words from word i, i a multiple of them: one chunk. */
 static __always_inline const __u32 *chlb_tbl_line(const void *t, __u32 i)
 {
-	__u32 w;
+	__u32 *c = chlb_tbl_chunk((struct chlb_tbl_ref *)t, i / CHLB_CHUNK_WORDS);
 
-	if (chlb_tbl_word(t, i, &w))
-		return NULL;
 	/* the verifier sees i masked to a line inside the chunk */
-	return ((struct chlb_tbl_ref *)t)->cur + (i & (CHLB_CHUNK_WORDS - CHLB_RING_LINE_WORDS));
+	return c ? c + (i & (CHLB_CHUNK_WORDS - CHLB_RING_LINE_WORDS)) : NULL;
 }
 
 #include "chlb_table.h"

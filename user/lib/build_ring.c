@@ -66,7 +66,7 @@ static void sort_nearly_sorted(__u32 *pair, __u32 count)
 static __thread struct {
 	__u32 *hash, *pair, *dir, *per_line;
 	__u64 *part;
-	__u32 n, npair, ndir, nlines;
+	__u32 nhash, npair, ndir, nlines, npart; /* capacities */
 } scratch;
 
 static int grow(void *arrp, __u32 *have, __u32 want, size_t size)
@@ -80,19 +80,6 @@ static int grow(void *arrp, __u32 *have, __u32 want, size_t size)
 		return -1;
 	*(void **)arrp = p;
 	*have = want;
-	return 0;
-}
-
-static int scratch_vnodes(__u32 n)
-{
-	__u32 have = scratch.n;
-
-	if (grow(&scratch.hash, &have, n, 4))
-		return -1;
-	have = scratch.n;
-	if (grow(&scratch.part, &have, n, 8))
-		return -1;
-	scratch.n = have;
 	return 0;
 }
 
@@ -156,27 +143,12 @@ static void ring_patch_after(struct ring_out *o, __u32 from, __u32 to, __u32 slo
 	}
 }
 
-/* Sort buckets for count vnodes: ceil(log2(count)), about one vnode each. */
-static __u32 ring_sort_bits(__u32 count)
+/* The fewest bits >= 1 for which count vnodes are at most `per` per 2^bits slices. */
+static __u32 ring_bits(__u32 count, __u32 per)
 {
 	__u32 bits = 1;
 
-	while (bits < CHLB_RING_MAX_DIR_BITS && (1u << bits) < count)
-		bits++;
-	return bits;
-}
-
-/*
- * Lines for count vnodes (never more than sort buckets): the fewest with at
- * most 5 vnodes per line on average. Per line the count is about
- * Poisson(2.5-5): more than CHLB_RING_LINE_HASHES, a spill, for ~1% of lines
- * at 5, ~0.01% at 2.5; 160k vnodes (1000 backends) take 32768 lines, 2 MB.
- */
-static __u32 ring_line_bits(__u32 count)
-{
-	__u32 bits = 1;
-
-	while (bits < CHLB_RING_MAX_DIR_BITS && (5ull << bits) < count)
+	while (bits < CHLB_RING_MAX_DIR_BITS && ((__u64)per << bits) < count)
 		bits++;
 	return bits;
 }
@@ -227,6 +199,7 @@ static void ring_partition(struct ring_out *o, const __u64 *part, __u32 np, __u3
 	}
 	for (__u32 l = 0; l < nl; l++) {
 		__u32 first = dir[l * step], c = dir[(l + 1) * step] - first;
+
 		if (first + c >= np && *pending == NONE)
 			*pending = l0 + l; /* the vnode after it is in a later partition */
 		ring_line(o, l0 + l, pair + 2 * first, c);
@@ -258,10 +231,18 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 		return build_alloc(out, CHLB_ALGO_RING, CHLB_TBL_HDR_WORDS, err, errlen);
 
 	count = (__u32)total;
-	bits = ring_sort_bits(count);
-	lbits = ring_line_bits(count);
+	/*
+	 * Sort buckets: about one vnode each. Lines (never more than sort
+	 * buckets): at most 5 vnodes per line on average. Per line the count is
+	 * about Poisson(2.5-5): more than CHLB_RING_LINE_HASHES, a spill, for ~1%
+	 * of lines at 5, ~0.01% at 2.5; 160k vnodes (1000 backends) take 32768
+	 * lines, 2 MB.
+	 */
+	bits = ring_bits(count, 1);
+	lbits = ring_bits(count, 5);
 	pb = lbits < PART_BITS ? lbits : PART_BITS; /* whole lines per partition */
-	if (scratch_vnodes(count) ||
+	if (grow(&scratch.hash, &scratch.nhash, count, 4) ||
+	    grow(&scratch.part, &scratch.npart, count, 8) ||
 	    grow(&scratch.per_line, &scratch.nlines, 1u << lbits, sizeof(*scratch.per_line)))
 		return build_err(err, errlen, -ENOMEM, "out of memory for %u vnodes", count);
 	hash = scratch.hash;
