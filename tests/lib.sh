@@ -293,9 +293,13 @@ topo_build() {
 		die "couldn't attach xdp_pass on the switch port"
 	ip -n "$NS_C" link set dev eth0 xdpdrv obj "$XDP_PASS_OBJ" sec xdp ||
 		die "couldn't attach xdp_pass on the client"
-	# Plain routing works before chlb is involved: client -> LB -> backend 1.
+	# Plain routing works before chlb is involved: client -> LB -> backend 1,
+	# IPv4 and IPv6 (a first matrix case once found no IPv6 answer at all
+	# within its 1.5 s timeouts: neighbours still being resolved).
 	[ "$n" -lt 1 ] || client once -t "$(be_addr4 1)" -n 1 -q | grep -q '^backend b1 1' ||
 		die "client can't reach backend 1 through the LB's kernel routing"
+	[ "$n" -lt 1 ] || client once -t "$(be_addr6 1)" -n 1 -q | grep -q '^backend b1 1' ||
+		die "client can't reach backend 1 over IPv6 through the LB's kernel routing"
 }
 
 # topo_backend_napi NS: xdp_pass on NS's eth0, so the veth receives through
@@ -346,6 +350,9 @@ topo_add_backend() {
 	lib_bg "echo-b$i" ip netns exec "$ns" "$ECHO_BIN" -n "b$i" -p 80
 	eval "ECHO_PID_$i=$LIB_LASTPID"
 	lib_wait_for 5 tcp_probe "$NS_LB" "$a4" 80 || die "LB can't reach backend $i"
+	# and over IPv6, which also has the backend resolve the LB's address (its
+	# default router, the DSR reply path) before any test counts on it
+	lib_wait_for 5 tcp_probe "$NS_LB" "$a6" 80 || die "LB can't reach backend $i over IPv6"
 	TOPO_N=$((TOPO_N > i ? TOPO_N : i))
 }
 
