@@ -107,6 +107,35 @@ int bench_upto_decide(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
+/*
+ * Platform probe, independent of chlb: one dependent read of a random word
+ * of a 1 MiB array (conn_filter's size) per run, nothing else. Timed in
+ * short and in long batches, it shows how much of an L2-sized map survives
+ * from one BPF_PROG_TEST_RUN call to the next on this machine.
+ */
+#define PROBE_WORDS (1u << 17)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PROBE_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} probe_mem SEC(".maps");
+
+__u64 probe_next;
+
+SEC("xdp")
+int bench_probe_read(struct xdp_md *ctx)
+{
+	__u32 i = (__u32)((probe_next * 0x9e3779b97f4a7c15ull) >> 47); /* 17 bits */
+	__u64 *w = bpf_map_lookup_elem(&probe_mem, &i);
+
+	if (!w)
+		return XDP_ABORTED;
+	probe_next += 1 + (*w >> 63); /* the words are 0: the next index waits for this read */
+	return XDP_TX;
+}
+
 SEC("xdp")
 int bench_bare_tx(struct xdp_md *ctx)
 {

@@ -9,9 +9,17 @@
  * plane's (reused by fd). After every case the reason counters are checked
  * so that each timed run took the intended path.
  *
- * Each case runs in BATCHES batches and reports the fastest batch (the
- * usual micro-benchmark estimator): other processes share this 2-core
- * machine, and a batch they disturb only ever gets slower.
+ * Each case runs in batches (one BPF_PROG_TEST_RUN call each) and reports
+ * the fastest batch (the usual micro-benchmark estimator): other processes
+ * share this 2-core machine, and a batch they disturb only ever gets slower.
+ *
+ * Batch length matters for the fresh-source cases. On this VM a BPF map
+ * that fits in L2 (the 1 MiB conn_filter) does not stay there from one
+ * syscall to the next: the platform_random_read_1mib_* cases show it with
+ * a program that does nothing but dependent random reads of a 1 MiB array.
+ * A flood is a continuous stream, so the flood cases run FLOOD_BATCH packets
+ * per call; the *_short_batches variants keep RUNS / BATCHES and show the
+ * cold-cache cost (README, Performance).
  *
  * Usage: dataplane [OUT.json]   (default build/bench/dataplane.json)
  */
@@ -27,6 +35,9 @@
 #define BENCH_LEN 128
 #define RUNS	  1000000 /* per case, in BATCHES batches */
 #define BATCHES	  200
+#define BATCH	  (RUNS / BATCHES)
+#define FLOOD_RUNS  4000000 /* fresh-source floods: 40 batches of FLOOD_BATCH */
+#define FLOOD_BATCH 100000
 #define NBE	  1000
 #define V6_BASE	  2000
 
@@ -39,8 +50,8 @@ static int restore_fd;
 static struct {
 	const char *name;
 	double ns;
-	__u32 runs;
-} res[32];
+	__u32 runs, batch;
+} res[40];
 static __u32 counter_base = 1;
 static const char *only; /* CHLB_BENCH_ONLY: time just this case (profiling) */
 
@@ -75,9 +86,9 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Time one case; check the counters; write its JSON member. */
+/* Time one case in batches of `batch` runs; check the counters; record it. */
 static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src_off,
-		       const struct expect *e, __u32 runs)
+		       const struct expect *e, __u32 runs, __u32 batch)
 {
 	__u8 out[512];
 	struct bpf_test_run_opts o = { .sz = sizeof(o),
@@ -85,18 +96,22 @@ static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src
 				       .data_size_in = BENCH_LEN,
 				       .data_out = out,
 				       .data_size_out = sizeof(out),
-				       .repeat = runs };
+				       .repeat = batch };
 	struct chlb_global_stats g0, g1;
 	struct chlb_counters c0 = { 0 }, c1 = { 0 };
-	__u32 batch_ns[BATCHES];
+	__u32 *batch_ns, nbatches, b;
 	double ns;
-	int b;
 
 	/* profiling aid: time only the named case (the others still set up state) */
 	if (only && strcmp(only, name))
 		return 0;
 	if (only)
 		runs *= 20; /* long enough to sample */
+	nbatches = runs / batch;
+	runs = nbatches * batch;
+	batch_ns = calloc(nbatches, sizeof(*batch_ns));
+	if (!batch_ns)
+		die("calloc", -ENOMEM);
 
 	memcpy(bs->bss->bench_pkt, pkt, BENCH_LEN);
 	bs->bss->bench_src_off = src_off;
@@ -105,24 +120,22 @@ static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src
 	if (chlb_dp_read_global(dp, &g0) || chlb_dp_read_service_stats(dp, e->svc_id, &c0))
 		die("read stats", -errno);
 	/*
-	 * BATCHES timed batches, each right after a baseline batch; the
-	 * fastest of each is the least disturbed by other tenants of the CPU.
+	 * Timed batches, each right after a baseline batch; the fastest of
+	 * each is the least disturbed by other tenants of the CPU.
 	 */
-	for (b = 0; b < BATCHES; b++) {
+	for (b = 0; b < nbatches; b++) {
 		struct bpf_test_run_opts bo = o;
 
-		bo.repeat = runs / BATCHES;
 		bo.data_size_out = sizeof(out);
 		if (prog_fd != restore_fd && bpf_prog_test_run_opts(restore_fd, &bo) == 0 &&
 		    bo.duration < baseline)
 			baseline = bo.duration;
-		o.repeat = runs / BATCHES;
 		o.data_size_out = sizeof(out);
 		if (bpf_prog_test_run_opts(prog_fd, &o))
 			die(name, -errno);
 		batch_ns[b] = o.duration;
 	}
-	qsort(batch_ns, BATCHES, sizeof(batch_ns[0]), cmp_u32);
+	qsort(batch_ns, nbatches, sizeof(batch_ns[0]), cmp_u32);
 	if (chlb_dp_read_global(dp, &g1) || chlb_dp_read_service_stats(dp, e->svc_id, &c1))
 		die("read stats", -errno);
 	if (o.retval != e->verdict) {
@@ -151,13 +164,30 @@ static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src
 		exit(1);
 	}
 	ns = (double)batch_ns[0];
+	free(batch_ns);
 	if (prog_fd == restore_fd && ns < baseline)
 		baseline = ns;
 	res[ncases].name = name;
 	res[ncases].ns = ns;
 	res[ncases].runs = runs;
+	res[ncases].batch = batch;
 	ncases++;
 	return ns;
+}
+
+/*
+ * A fresh-source case twice: as a flood (FLOOD_BATCH packets per call, the
+ * number the goals are about) and in short batches (cold caches, see above).
+ */
+static void run_flood(const char *name, int prog_fd, const __u8 *pkt, __u32 src_off,
+		      const struct expect *e)
+{
+	char *cold;
+
+	run_case(name, prog_fd, pkt, src_off, e, FLOOD_RUNS, FLOOD_BATCH);
+	if (asprintf(&cold, "%s_short_batches", name) < 0)
+		die("asprintf", -ENOMEM);
+	run_case(cold, prog_fd, pkt, src_off, e, RUNS, BATCH); /* res[] keeps the name */
 }
 
 static void must(int rc, const char *what)
@@ -312,8 +342,9 @@ int main(int argc, char **argv)
 	if (!json)
 		die(path, -errno);
 	fprintf(json, "{");
-	printf("pinned to CPU %d; XDP via BPF_PROG_TEST_RUN, %d runs per case in %d batches\n", cpu,
-	       RUNS, BATCHES);
+	printf("pinned to CPU %d; XDP via BPF_PROG_TEST_RUN, %d runs per case in batches of %d"
+	       " (floods: %d in batches of %d)\n",
+	       cpu, RUNS, BATCH, FLOOD_RUNS, FLOOD_BATCH);
 
 	struct fx_pkt s4 = { .family = CHLB_AF_INET,
 			     .proto = IPPROTO_TCP,
@@ -333,28 +364,28 @@ int main(int argc, char **argv)
 
 	frame(pkt, &s4);
 	e = (struct expect){ CHLB_R_MAX, CHLB_R_MAX, XDP_TX, 0, 0 };
-	run_case("baseline_bare_xdp_tx", bare_fd, pkt, 0, &e, RUNS);
-	run_case("baseline_xdp_tx", restore_fd, pkt, src4, &e, RUNS);
+	run_case("baseline_bare_xdp_tx", bare_fd, pkt, 0, &e, RUNS, BATCH);
+	run_case("baseline_xdp_tx", restore_fd, pkt, src4, &e, RUNS, BATCH);
 
 	/* the SYN of a flow never seen before: a fresh source every run */
 	e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_TX, 1, 1 };
-	run_case("new_flow_ring_n1000", pipe_fd, pkt, 0, &e, RUNS);
-	run_case("new_flow_ring_n1000_fresh_src", pipe_fd, pkt, src4, &e, RUNS);
+	run_case("new_flow_ring_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
+	run_flood("new_flow_ring_n1000_fresh_src", pipe_fd, pkt, src4, &e);
 	s4.dst = "10.0.0.2";
 	frame(pkt, &s4);
 	e.svc_id = 2;
-	run_case("new_flow_jump_n1000", pipe_fd, pkt, 0, &e, RUNS);
+	run_case("new_flow_jump_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 	s4.dst = "10.0.0.3";
 	frame(pkt, &s4);
 	e.svc_id = 3;
-	run_case("new_flow_maglev_n1000", pipe_fd, pkt, 0, &e, RUNS);
+	run_case("new_flow_maglev_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 	s4.dst = "10.0.0.4";
 	frame(pkt, &s4);
 	e.svc_id = 4;
-	run_case("new_flow_ring_n10", pipe_fd, pkt, 0, &e, RUNS);
+	run_case("new_flow_ring_n10", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 	frame(pkt, &s6);
 	e.svc_id = 5;
-	run_case("new_flow_ipv6_ring_n1000", pipe_fd, pkt, 0, &e, RUNS);
+	run_case("new_flow_ipv6_ring_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 
 	/* profile of the maglev and ring SYN paths: cut after VIP, CRC, stickiness+decision */
 	{
@@ -374,7 +405,7 @@ int main(int argc, char **argv)
 			frame(pkt, &s4);
 			e = (struct expect){ CHLB_R_MAX, CHLB_R_MAX, XDP_TX, 0, 0 };
 			for (k = 0; k < 3; k++)
-				run_case(names[a][k], upto[k], pkt, 0, &e, RUNS / 4);
+				run_case(names[a][k], upto[k], pkt, 0, &e, RUNS / 4, BATCH);
 		}
 	}
 
@@ -383,7 +414,7 @@ int main(int argc, char **argv)
 	s4.flags = FX_ACK;
 	frame(pkt, &s4);
 	e = (struct expect){ CHLB_R_CT_MISS, CHLB_R_FORWARDED, XDP_TX, 0, 1 };
-	run_case("established_n1000", pipe_fd, pkt, 0, &e, RUNS);
+	run_case("established_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 
 	/* established before a change that moved it: its entry carries it */
 	{
@@ -412,7 +443,7 @@ int main(int argc, char **argv)
 		if (fx_slot_of(out + 14 + 16, CHLB_AF_INET) != (int)a)
 			die("moved flow not on its original backend", -EINVAL);
 		e = (struct expect){ CHLB_R_CT_HIT, CHLB_R_FORWARDED, XDP_TX, 0, 6 };
-		run_case("established_moved_n1000", pipe_fd, pkt, 0, &e, RUNS);
+		run_case("established_moved_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 	}
 
 	/* SYN flood from never-seen sources into a full connection table */
@@ -422,18 +453,18 @@ int main(int argc, char **argv)
 	s4.flags = FX_SYN;
 	frame(pkt, &s4);
 	e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_TX, 1, 1 };
-	run_case("syn_flood_cold", pipe_fd, pkt, src4, &e, RUNS);
+	run_flood("syn_flood_cold", pipe_fd, pkt, src4, &e);
 	/* the same with Maglev: one table word per decision instead of a ring search */
 	s4.dst = "10.0.0.3";
 	frame(pkt, &s4);
 	e.svc_id = 3;
-	run_case("syn_flood_cold_maglev", pipe_fd, pkt, src4, &e, RUNS);
+	run_flood("syn_flood_cold_maglev", pipe_fd, pkt, src4, &e);
 	e.svc_id = 1;
 	/* the same during a history window (two tables, 1 of 1001 backends added) */
 	s4.dst = "10.0.0.6";
 	frame(pkt, &s4);
 	e.svc_id = 6;
-	run_case("syn_flood_cold_history", pipe_fd, pkt, src4, &e, RUNS);
+	run_flood("syn_flood_cold_history", pipe_fd, pkt, src4, &e);
 
 	/* next hop: cached per backend by the control plane vs bpf_fib_lookup per packet */
 	{
@@ -464,30 +495,39 @@ int main(int argc, char **argv)
 		s4.flags = FX_ACK;
 		frame(pkt, &s4);
 		e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_REDIRECT, 0, 7 };
-		run_case("nexthop_fib_lookup_maglev_n1", pipe_fd, pkt, 0, &e, RUNS);
+		run_case("nexthop_fib_lookup_maglev_n1", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 		be.flags = CHLB_BE_F_NH_VALID;
 		be.ifindex = ifindex;
 		memcpy(be.dmac, (const __u8[]){ 2, 0, 0, 0, 0, 0x78 }, 6);
 		must(chlb_dp_set_backend(dp, slot, &be), "cached backend");
-		run_case("nexthop_cached_maglev_n1", pipe_fd, pkt, 0, &e, RUNS);
+		run_case("nexthop_cached_maglev_n1", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 	}
 
 	/* not for a VIP */
 	s4.dst = "10.9.9.9";
 	frame(pkt, &s4);
 	e = (struct expect){ CHLB_R_PASS_NOT_VIP, CHLB_R_MAX, XDP_PASS, 0, 0 };
-	run_case("pass_non_vip", pipe_fd, pkt, 0, &e, RUNS);
+	run_case("pass_non_vip", pipe_fd, pkt, 0, &e, RUNS, BATCH);
+
+	/* the machine, not chlb: random reads of a 1 MiB array in long and short batches */
+	e = (struct expect){ CHLB_R_MAX, CHLB_R_MAX, XDP_TX, 0, 0 };
+	run_case("platform_random_read_1mib", bpf_program__fd(bs->progs.bench_probe_read), pkt, 0,
+		 &e, FLOOD_RUNS, FLOOD_BATCH);
+	run_case("platform_random_read_1mib_short_batches",
+		 bpf_program__fd(bs->progs.bench_probe_read), pkt, 0, &e, RUNS, BATCH);
 
 	for (i = 0; i < (__u32)ncases; i++) {
-		bool base = !strncmp(res[i].name, "baseline", 8);
+		/* baselines and the platform probe are not the pipeline: no net */
+		bool base = !strncmp(res[i].name, "baseline", 8) ||
+			    !strncmp(res[i].name, "platform", 8);
 		double ns = !strcmp(res[i].name, "baseline_xdp_tx") ? baseline : res[i].ns;
 
-		fprintf(json, "%s\n  \"%s\": { \"ns_per_pkt\": %.1f, \"runs\": %u", i ? "," : "",
-			res[i].name, ns, res[i].runs);
+		fprintf(json, "%s\n  \"%s\": { \"ns_per_pkt\": %.1f, \"runs\": %u, \"batch\": %u",
+			i ? "," : "", res[i].name, ns, res[i].runs, res[i].batch);
 		if (!base)
 			fprintf(json, ", \"net_ns\": %.1f", ns - baseline);
 		fprintf(json, " }");
-		printf("%-30s %7.1f ns/pkt  net %6.1f\n", res[i].name, ns,
+		printf("%-42s %7.1f ns/pkt  net %6.1f\n", res[i].name, ns,
 		       base ? 0.0 : ns - baseline);
 	}
 	fprintf(json, "\n}\n");
