@@ -69,24 +69,17 @@ static __always_inline __u64 *filter_word(__u32 fk)
 	return bpf_map_lookup_elem(&conn_filter, &idx);
 }
 
-/*
- * The flow's filter word, read early: for a new source it is a cache miss,
- * and loading it before the decision lets it overlap the table line's miss
- * instead of following it.
- */
-static __always_inline __u64 filter_load(__u32 fk)
+/* False only when the flow certainly has no conns entry. */
+static __always_inline bool conn_maybe(__u32 fk)
 {
-	__u64 *w = filter_word(fk);
+	__u64 *w = filter_word(fk), m = chlb_filter_mask(fk);
 
-	return w ? *(volatile __u64 *)w : ~0ull; /* volatile: stays here, ahead of the decision */
+	return !w || (*w & m) == m;
 }
 
-/* The flow's conns entry; none when its filter word says it certainly has none. */
-static __always_inline struct chlb_conn *conn_find(const struct chlb_flow *f, __u32 fk, __u64 fw)
+static __always_inline struct chlb_conn *conn_find(const struct chlb_flow *f, __u32 fk)
 {
-	__u64 m = chlb_filter_mask(fk);
-
-	if ((fw & m) != m)
+	if (!conn_maybe(fk))
 		return NULL;
 	return bpf_map_lookup_elem(&conns, f);
 }
@@ -120,20 +113,19 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	struct chlb_conn *e;
 	bool udp = p->flow.proto == IPPROTO_UDP;
 	__u32 used, fk = chlb_conn_fkey(&p->flow, crc);
-	__u64 now = 0, fw;
+	__u64 now = 0;
 	int d;
 
 	if (n < 1 || n > CHLB_HISTORY_MAX)
 		n = 1;
 	*new_flow = 0;
 
-	fw = filter_load(fk);
 	if (p->syn) {
 		*new_flow = 1;
 		d = chlb_decide(svc->table[0], crc);
 		if (d < 0 || !(be = be_live(d)))
 			return NULL;
-		e = conn_find(&p->flow, fk, fw);
+		e = conn_find(&p->flow, fk);
 		if (n > 1 && tables_disagree(svc, n, 0, crc, d)) {
 			conn_write(&p->flow, fk, d, be, 0);
 		} else if (e) {
@@ -145,7 +137,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		return be;
 	}
 
-	e = conn_find(&p->flow, fk, fw);
+	e = conn_find(&p->flow, fk);
 	if (udp)
 		now = bpf_ktime_get_coarse_ns();
 	if (e) {
