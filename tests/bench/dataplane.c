@@ -32,14 +32,14 @@
 #include "../bpf/dp_fixture.h"
 #include "chlb_bench.skel.h"
 
-#define BENCH_LEN 128
-#define RUNS	  1000000 /* per case, in BATCHES batches */
-#define BATCHES	  200
-#define BATCH	  (RUNS / BATCHES)
+#define BENCH_LEN   128
+#define RUNS	    1000000 /* per case, in BATCHES batches */
+#define BATCHES	    200
+#define BATCH	    (RUNS / BATCHES)
 #define FLOOD_RUNS  20000000 /* fresh-source floods: as many batches as the others */
 #define FLOOD_BATCH 100000
-#define NBE	  1000
-#define V6_BASE	  2000
+#define NBE	    1000
+#define V6_BASE	    2000
 
 static struct chlb_dp *dp;
 static struct chlb_bench_bpf *bs;
@@ -518,8 +518,8 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < (__u32)ncases; i++) {
 		/* baselines and the platform probe are not the pipeline: no net */
-		bool base = !strncmp(res[i].name, "baseline", 8) ||
-			    !strncmp(res[i].name, "platform", 8);
+		bool base =
+		    !strncmp(res[i].name, "baseline", 8) || !strncmp(res[i].name, "platform", 8);
 		double ns = !strcmp(res[i].name, "baseline_xdp_tx") ? baseline : res[i].ns;
 
 		fprintf(json, "%s\n  \"%s\": { \"ns_per_pkt\": %.1f, \"runs\": %u, \"batch\": %u",
