@@ -114,10 +114,25 @@ static inline const __u32 *chlb_tbl_line(const void *t, __u32 i)
  * of the first vnode after the line. 160k vnodes in 2^15 lines spill ~1%.
  * Backend slots fit a half (CHLB_MAX_BACKENDS < 2^16).
  */
-/* First word of the spilled vnodes (even, so a pair never straddles a chunk). */
+/* First word of line d. */
+static __always_inline __u32 chlb_ring_line_at(__u32 d)
+{
+	return CHLB_RING_LINES + d * CHLB_RING_LINE_WORDS;
+}
+
+/* The last half of a line: its count c, or CHLB_RING_LINE_SPILL. */
+#define CHLB_RING_COUNT_HALF (2 * (CHLB_RING_LINE_WORDS - CHLB_RING_LINE_HASHES) - 1)
+
+/* Half j of a line: a backend slot (j <= c), or the count (CHLB_RING_COUNT_HALF). */
+static __always_inline __u32 chlb_ring_half(const __u32 *line, __u32 j)
+{
+	return (line[CHLB_RING_LINE_HASHES + j / 2] >> (j & 1) * 16) & 0xffff;
+}
+
+/* First word of the spilled vnodes, after the last line (even: pairs never straddle a chunk). */
 static __always_inline __u32 chlb_ring_base(__u32 dir_bits)
 {
-	return CHLB_RING_LINES + (CHLB_RING_LINE_WORDS << dir_bits);
+	return chlb_ring_line_at(1u << dir_bits);
 }
 
 /*
@@ -158,16 +173,15 @@ static __always_inline int chlb_ring_search(const void *t, const struct chlb_tab
 static __always_inline int chlb_ring_lookup(const void *t, const struct chlb_table_hdr *hdr,
 					    __u32 h, __u32 *backend)
 {
-	__u32 bits = hdr->dir_bits, at, j = 0, k;
+	__u32 bits = hdr->dir_bits, j = 0, k;
 	const __u32 *line;
 
 	if (hdr->count == 0 || bits == 0 || bits > CHLB_RING_MAX_DIR_BITS)
 		return -1;
-	at = CHLB_RING_LINES + (h >> (32 - bits)) * CHLB_RING_LINE_WORDS;
-	line = chlb_tbl_line(t, at);
+	line = chlb_tbl_line(t, chlb_ring_line_at(h >> (32 - bits)));
 	if (!line)
 		return -1;
-	if ((line[CHLB_RING_LINE_WORDS - 1] >> 16) == CHLB_RING_LINE_SPILL)
+	if (chlb_ring_half(line, CHLB_RING_COUNT_HALF) == CHLB_RING_LINE_SPILL)
 		return chlb_ring_search(t, hdr, line, h, backend);
 	/* j = how many of the line's hashes are < h (padding never is) */
 	for (k = 0; k < CHLB_RING_LINE_HASHES; k++) {
@@ -176,7 +190,7 @@ static __always_inline int chlb_ring_lookup(const void *t, const struct chlb_tab
 		CHLB_BARRIER_VAR(diff);
 		j += (__u32)(diff >> 63);
 	}
-	*backend = (line[CHLB_RING_LINE_HASHES + j / 2] >> (j & 1) * 16) & 0xffff;
+	*backend = chlb_ring_half(line, j);
 	return 0;
 }
 

@@ -91,7 +91,7 @@ struct ring_out {
 
 static __u32 *ring_line_at(struct ring_out *o, __u32 l)
 {
-	return o->t->words + CHLB_RING_LINES + l * CHLB_RING_LINE_WORDS;
+	return o->t->words + chlb_ring_line_at(l);
 }
 
 /*
@@ -132,7 +132,7 @@ static void ring_line(struct ring_out *o, __u32 l, const __u32 *v, __u32 c)
 static void ring_patch_after(struct ring_out *o, __u32 from, __u32 to, __u32 slot)
 {
 	for (__u32 l = from; l < to; l++) {
-		__u32 *line = ring_line_at(o, l), c = line[CHLB_RING_LINE_WORDS - 1] >> 16;
+		__u32 *line = ring_line_at(o, l), c = chlb_ring_half(line, CHLB_RING_COUNT_HALF);
 
 		if (c == CHLB_RING_LINE_SPILL)
 			line[2] = slot;
@@ -316,8 +316,9 @@ int chlb_ring_vnodes(const struct chlb_table *t, __u32 *hash, __u32 *slot)
 		return h->count ? -EINVAL : 0;
 	base = chlb_ring_base(h->dir_bits);
 	for (__u32 d = 0; d < 1u << h->dir_bits; d++) {
-		const __u32 *line = t->words + CHLB_RING_LINES + d * CHLB_RING_LINE_WORDS;
-		__u32 c = line[CHLB_RING_LINE_WORDS - 1] >> 16, spilled = c == CHLB_RING_LINE_SPILL;
+		const __u32 *line = t->words + chlb_ring_line_at(d);
+		__u32 c = chlb_ring_half(line, CHLB_RING_COUNT_HALF),
+		      spilled = c == CHLB_RING_LINE_SPILL;
 		const __u32 *at = spilled ? t->words + base + 2 * (__u64)line[0] : NULL;
 
 		if (spilled)
@@ -328,10 +329,7 @@ int chlb_ring_vnodes(const struct chlb_table *t, __u32 *hash, __u32 *slot)
 			if (hash)
 				hash[v] = spilled ? at[2 * j] : line[j];
 			if (slot)
-				slot[v] =
-				    spilled ? at[2 * j + 1]
-					    : line[CHLB_RING_LINE_HASHES + j / 2] >> (j & 1) * 16 &
-						  0xffff;
+				slot[v] = spilled ? at[2 * j + 1] : chlb_ring_half(line, j);
 		}
 	}
 	return v == h->count ? 0 : -EINVAL;
