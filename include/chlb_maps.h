@@ -102,9 +102,9 @@ struct chlb_conn {
 
 /*
  * conn_filter (array of __u64, 2^CHLB_CONN_FILTER_BITS bits): a blocked
- * Bloom filter over chlb_conn_fkey(). An entry's two bits (in one word, so
+ * Bloom filter over chlb_conn_fkey(). An entry's three bits (in one word, so
  * one cache line per test) are set before the conns entry is written, so
- * a flow whose bits are not both set certainly has no entry. crc is
+ * a flow whose bits are not all set certainly has no entry. crc is
  * chlb_flow_crc(flow, service hash fields). Anyone writing a conns entry
  * (BPF or userspace) must set the bits first, with chlb_filter_word() and
  * chlb_filter_mask().
@@ -112,10 +112,16 @@ struct chlb_conn {
  * Sizing, measured here (tests/bench, syn_flood_cold: fresh SYNs against a
  * full 1M-entry conns table): every filter hit costs an LRU probe, a DRAM
  * miss or two (~200 ns each on this VM). One bit per flow in 512 KiB let
- * 22% of the SYNs through; two bits per flow in 1 MiB let ~5% through.
+ * 22% of the SYNs through; two bits per flow in 1 MiB 5.3%; three bits in
+ * the same 1 MiB 3.8% (tests/unit/test_filter.c counts it).
+ *
+ * CHLB_CONN_FILTER_LAYOUT names the bit layout; a pinned filter of another
+ * layout is not adopted on restart (user/lib/dp_load.c) but rebuilt from the
+ * entries, since its bits would answer "no entry" for entries it holds.
  */
-#define CHLB_CONN_FILTER_BITS  23
-#define CHLB_CONN_FILTER_WORDS (1u << (CHLB_CONN_FILTER_BITS - 6))
+#define CHLB_CONN_FILTER_BITS	23
+#define CHLB_CONN_FILTER_WORDS	(1u << (CHLB_CONN_FILTER_BITS - 6))
+#define CHLB_CONN_FILTER_LAYOUT "k3"
 
 static __always_inline __u32 chlb_conn_fkey(const struct chlb_flow *f, __u32 crc)
 {
@@ -128,10 +134,16 @@ static __always_inline __u32 chlb_filter_word(__u32 fk)
 	return fk >> (32 - (CHLB_CONN_FILTER_BITS - 6));
 }
 
-/* ... and its two bits in that word (from the low 12 bits: independent of the word). */
+/*
+ * ... and its three bits in that word. 32 bits of key hold the 17-bit word
+ * index and two 6-bit positions (the low 12 bits); the third position is the
+ * top of a multiplicative hash of the whole key, which varies with the low
+ * bits inside one word.
+ */
 static __always_inline __u64 chlb_filter_mask(__u32 fk)
 {
-	return (1ull << (fk & 63)) | (1ull << ((fk >> 6) & 63));
+	return (1ull << (fk & 63)) | (1ull << ((fk >> 6) & 63)) |
+	       (1ull << ((fk * 0x9e3779b1u) >> 26));
 }
 
 /* Per service and per backend, per CPU. */

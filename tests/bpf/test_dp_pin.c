@@ -104,12 +104,24 @@ static void test_lifecycle(void **state)
 	chlb_dp_close(dp);
 }
 
+/* How a restart finds the filter pinned beside the adopted entries. */
+enum pinned_filter {
+	FILTER_MISSING,	   /* a data plane that had no conn_filter */
+	FILTER_OLD_SIZE,   /* the one-bit 512 KiB filter of earlier versions */
+	FILTER_OLD_LAYOUT, /* same size, two bits per flow, under its old pin name */
+};
+
+/* The two-bit mask of the filter layout before CHLB_CONN_FILTER_LAYOUT "k3". */
+static __u64 filter_mask_k2(__u32 fk)
+{
+	return (1ull << (fk & 63)) | (1ull << ((fk >> 6) & 63));
+}
+
 /*
- * Connection entries adopted without their filter bits (pins from a data
- * plane that had no conn_filter, or one of an older size) must still be
+ * Connection entries adopted without usable filter bits must still be
  * found: chlb_dp_open rebuilds the filter from the entries.
  */
-static void filter_rebuilt_on_adopt(bool old_layout)
+static void filter_rebuilt_on_adopt(enum pinned_filter pinned)
 {
 	struct chlb_dp_opts o = { .pin_dir = pin_dir, .conn_max = 4096 };
 	struct fx_pkt s = { .family = CHLB_AF_INET,
@@ -146,18 +158,33 @@ static void filter_rebuilt_on_adopt(bool old_layout)
 	fd = chlb_dp_map_fd(dp, CHLB_MAP_CONNS);
 	assert_int_equal(bpf_map_update_elem(fd, &f, &c, 0), 0);
 	chlb_dp_close(dp);
-	snprintf(path, sizeof(path), "%s/conn_filter", pin_dir);
+	snprintf(path, sizeof(path), "%s/conn_filter_%s", pin_dir, CHLB_CONN_FILTER_LAYOUT);
 	assert_int_equal(unlink(path), 0);
-	if (old_layout) {
-		/* the one-bit 512 KiB filter of earlier versions, all clear */
+	if (pinned == FILTER_OLD_SIZE) {
+		/* all clear, at the current pin name */
 		fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "conn_filter", 4, 8, 65536, NULL);
 		assert_true(fd >= 0);
+		assert_int_equal(bpf_obj_pin(fd, path), 0);
+		close(fd);
+	} else if (pinned == FILTER_OLD_LAYOUT) {
+		/* the entry's two old bits set, which the current layout does not read as enough */
+		__u32 fk = chlb_conn_fkey(&f, chlb_flow_crc(&f, 0)), idx = chlb_filter_word(fk);
+		__u64 w = filter_mask_k2(fk);
+
+		assert_true((w & chlb_filter_mask(fk)) != chlb_filter_mask(fk));
+		fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "conn_filter", 4, 8, CHLB_CONN_FILTER_WORDS,
+				    NULL);
+		assert_true(fd >= 0);
+		assert_int_equal(bpf_map_update_elem(fd, &idx, &w, 0), 0);
+		snprintf(path, sizeof(path), "%s/conn_filter", pin_dir);
 		assert_int_equal(bpf_obj_pin(fd, path), 0);
 		close(fd);
 	}
 
 	assert_int_equal(chlb_dp_open(&o, &dp, err, sizeof(err)), 0);
 	assert_true(chlb_dp_adopted(dp));
+	if (pinned == FILTER_OLD_LAYOUT)
+		assert_int_not_equal(access(path, F_OK), 0); /* the old pin is gone */
 	{
 		struct bpf_map_info info = { 0 };
 		__u32 ilen = sizeof(info);
@@ -181,13 +208,19 @@ static void filter_rebuilt_on_adopt(bool old_layout)
 static void test_filter_rebuilt_on_adopt(void **state)
 {
 	(void)state;
-	filter_rebuilt_on_adopt(false);
+	filter_rebuilt_on_adopt(FILTER_MISSING);
+}
+
+static void test_filter_of_old_size_replaced(void **state)
+{
+	(void)state;
+	filter_rebuilt_on_adopt(FILTER_OLD_SIZE);
 }
 
 static void test_filter_of_old_layout_replaced(void **state)
 {
 	(void)state;
-	filter_rebuilt_on_adopt(true);
+	filter_rebuilt_on_adopt(FILTER_OLD_LAYOUT);
 }
 
 /* A table written in place through mmap is what the data plane reads. */
@@ -237,6 +270,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lifecycle),
 		cmocka_unit_test(test_filter_rebuilt_on_adopt),
+		cmocka_unit_test(test_filter_of_old_size_replaced),
 		cmocka_unit_test(test_filter_of_old_layout_replaced),
 		cmocka_unit_test(test_write_in_place),
 	};

@@ -109,15 +109,43 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
-static int map_pin_path(struct chlb_dp *dp, enum chlb_dp_map m, char *buf, size_t len)
+/*
+ * A map is pinned under its name, except conn_filter, whose pin also names
+ * its bit layout: the same size can hold another layout, and a filter of
+ * another layout answers "no entry" for entries it holds.
+ */
+#define FILTER_PIN "conn_filter_" CHLB_CONN_FILTER_LAYOUT
+
+/* Pins of earlier filter layouts: removed on adopt, the filter rebuilt. */
+static const char *const legacy_filter_pins[] = { "conn_filter" };
+
+static int pin_path(struct chlb_dp *dp, const char *name, char *buf, size_t len)
 {
-	if (snprintf(buf, len, "%s/%s", dp->pin_dir, map_names[m]) >= (int)len)
+	if (snprintf(buf, len, "%s/%s", dp->pin_dir, name) >= (int)len)
 		return -ENAMETOOLONG;
 	return 0;
 }
 
-/* Reuse every map already pinned under pin_dir. */
-/* A pinned conn_filter of another size is another layout: not adoptable. */
+static int map_pin_path(struct chlb_dp *dp, enum chlb_dp_map m, char *buf, size_t len)
+{
+	return pin_path(dp, m == CHLB_MAP_CONN_FILTER ? FILTER_PIN : map_names[m], buf, len);
+}
+
+static int unpin_legacy_filters(struct chlb_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof(legacy_filter_pins) / sizeof(legacy_filter_pins[0]); i++) {
+		if (pin_path(dp, legacy_filter_pins[i], path, sizeof(path)))
+			return -ENAMETOOLONG;
+		if (unlink(path) && errno != ENOENT)
+			return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
+	}
+	return 0;
+}
+
+/* A pinned conn_filter of another size (other CHLB_CONN_FILTER_BITS): not adoptable. */
 static bool filter_compatible(int fd)
 {
 	struct bpf_map_info info = { 0 };
@@ -127,11 +155,15 @@ static bool filter_compatible(int fd)
 	       info.max_entries == CHLB_CONN_FILTER_WORDS;
 }
 
+/* Reuse every map already pinned under pin_dir (filters of other layouts excepted). */
 static int adopt_pinned(struct chlb_dp *dp, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	int m, fd, rc, found = 0;
 
+	rc = unpin_legacy_filters(dp, err, errlen);
+	if (rc)
+		return rc;
 	for (m = 0; m < CHLB_MAP_COUNT; m++) {
 		if (map_pin_path(dp, m, path, sizeof(path)))
 			return -ENAMETOOLONG;
@@ -141,7 +173,7 @@ static int adopt_pinned(struct chlb_dp *dp, char *err, size_t errlen)
 		if (fd < 0)
 			return dp_err(err, errlen, -errno, "couldn't open pinned map '%s'", path);
 		if (m == CHLB_MAP_CONN_FILTER && !filter_compatible(fd)) {
-			/* an older filter layout: rebuilt from the entries after load */
+			/* another filter size: rebuilt from the entries after load */
 			close(fd);
 			if (unlink(path))
 				return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * conn_filter's layout (include/chlb_maps.h), counted in userspace with the
+ * same helpers the data plane uses: no false negatives, and the false
+ * positive rate at the design load (a full 1M-entry conns table) that the
+ * SYN path pays an LRU probe for.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "chlb_maps.h"
+
+#define LOAD (1u << 20) /* CHLB_DP_DEFAULT_CONN_MAX */
+
+/* Client flow i of a set (IPv4 TCP to one VIP): distinct sets never share a flow. */
+static void client_flow(struct chlb_flow *f, __u32 set, __u32 i)
+{
+	__u32 addr = __builtin_bswap32(0x0a000000u | (set << 22) | (i >> 4));
+
+	memset(f, 0, sizeof(*f));
+	memcpy(f->src, &addr, 4);
+	memcpy(f->dst, "\xc0\x00\x02\x01", 4);
+	f->sport = __builtin_bswap16((__u16)(1024 + (i & 15) * 4001));
+	f->dport = __builtin_bswap16(443);
+	f->proto = 6;
+	f->family = CHLB_AF_INET;
+}
+
+static __u32 flow_fkey(__u32 set, __u32 i)
+{
+	struct chlb_flow f;
+
+	client_flow(&f, set, i);
+	return chlb_conn_fkey(&f, chlb_flow_crc(&f, CHLB_HASH_5TUPLE));
+}
+
+static int maybe(const __u64 *words, __u32 fk)
+{
+	__u64 m = chlb_filter_mask(fk);
+
+	return (words[chlb_filter_word(fk)] & m) == m;
+}
+
+static void test_load_and_false_positives(void **state)
+{
+	__u64 *words = calloc(CHLB_CONN_FILTER_WORDS, sizeof(*words));
+	__u32 i, fp = 0;
+
+	(void)state;
+	assert_non_null(words);
+	for (i = 0; i < LOAD; i++) {
+		__u32 fk = flow_fkey(0, i);
+
+		words[chlb_filter_word(fk)] |= chlb_filter_mask(fk);
+	}
+	for (i = 0; i < LOAD; i++)
+		assert_true(maybe(words, flow_fkey(0, i))); /* no false negatives */
+	for (i = 0; i < LOAD; i++)
+		fp += maybe(words, flow_fkey(1, i));
+	print_message("false positives at %u entries: %.2f%%\n", LOAD, 100.0 * fp / LOAD);
+	/* three bits measure 3.8%; two bits per flow gave 5.3%, correlated positions more */
+	assert_true(fp < LOAD / 100 * 42 / 10);
+	free(words);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_load_and_false_positives),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
