@@ -113,7 +113,7 @@ struct chlb_conn {
  * full 1M-entry conns table): every filter hit costs an LRU probe, a DRAM
  * miss or two (~200 ns each on this VM). One bit per flow in 512 KiB let
  * 22% of the SYNs through; two bits per flow in 1 MiB 5.3%; three bits in
- * the same 1 MiB 3.8% (tests/unit/test_filter.c counts it).
+ * the same 1 MiB 3.7% (tests/unit/test_filter.c counts it).
  *
  * CHLB_CONN_FILTER_LAYOUT names the bit layout; a pinned filter of another
  * layout is not adopted on restart (user/lib/dp_load.c) but rebuilt from the

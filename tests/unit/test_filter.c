@@ -63,7 +63,7 @@ static void test_load_and_false_positives(void **state)
 	for (i = 0; i < LOAD; i++)
 		fp += maybe(words, flow_fkey(1, i));
 	print_message("false positives at %u entries: %.2f%%\n", LOAD, 100.0 * fp / LOAD);
-	/* three bits measure 3.8%; two bits per flow gave 5.3%, correlated positions more */
+	/* three bits measure 3.7%; two bits per flow gave 5.3%, correlated positions more */
 	assert_true(fp < LOAD / 100 * 42 / 10);
 	free(words);
 }
