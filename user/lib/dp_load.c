@@ -116,8 +116,8 @@ static int mkdir_p(const char *path)
  */
 #define FILTER_PIN "conn_filter_" CHLB_CONN_FILTER_LAYOUT
 
-/* Pins of earlier filter layouts: removed on adopt, the filter rebuilt. */
-static const char *const legacy_filter_pins[] = { "conn_filter" };
+/* The pin of the earlier, two-bit layout: removed on adopt, the filter rebuilt. */
+#define LEGACY_FILTER_PIN "conn_filter"
 
 static int pin_path(struct chlb_dp *dp, const char *name, char *buf, size_t len)
 {
@@ -131,17 +131,14 @@ static int map_pin_path(struct chlb_dp *dp, enum chlb_dp_map m, char *buf, size_
 	return pin_path(dp, m == CHLB_MAP_CONN_FILTER ? FILTER_PIN : map_names[m], buf, len);
 }
 
-static int unpin_legacy_filters(struct chlb_dp *dp, char *err, size_t errlen)
+static int unpin_legacy_filter(struct chlb_dp *dp, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
-	size_t i;
 
-	for (i = 0; i < sizeof(legacy_filter_pins) / sizeof(legacy_filter_pins[0]); i++) {
-		if (pin_path(dp, legacy_filter_pins[i], path, sizeof(path)))
-			return -ENAMETOOLONG;
-		if (unlink(path) && errno != ENOENT)
-			return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
-	}
+	if (pin_path(dp, LEGACY_FILTER_PIN, path, sizeof(path)))
+		return -ENAMETOOLONG;
+	if (unlink(path) && errno != ENOENT)
+		return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
 	return 0;
 }
 
@@ -161,7 +158,7 @@ static int adopt_pinned(struct chlb_dp *dp, char *err, size_t errlen)
 	char path[PATH_MAX];
 	int m, fd, rc, found = 0;
 
-	rc = unpin_legacy_filters(dp, err, errlen);
+	rc = unpin_legacy_filter(dp, err, errlen);
 	if (rc)
 		return rc;
 	for (m = 0; m < CHLB_MAP_COUNT; m++) {
