@@ -29,7 +29,10 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Iuser/lib -I$(BUILD)
 LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lpthread
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-BPF_CFLAGS := -g -O2 -target bpf -Wall -Werror -Iinclude -Ibpf -I$(ARCH_INC)
+# -mcpu=v3: 32-bit ALU ops and 32-bit compares. The hash and table code is
+# 32-bit arithmetic; without them every 32-bit result is masked back to 32
+# bits with extra instructions (v3 measured ~8 ns a packet faster; needs 5.1).
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Wall -Werror -Iinclude -Ibpf -I$(ARCH_INC)
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.bpf.o)
@@ -87,7 +90,7 @@ deps:
 	fi
 
 # ---- BPF ----
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(BUILD)
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) Makefile | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
