@@ -6,7 +6,8 @@
  * buffer: after the first run an encapsulating program would see its own
  * output. So every run first restores the original frame (shrinking the
  * head back and copying BENCH_LEN bytes), optionally writes a fresh source
- * from a counter (a flow never seen before), then runs the pipeline.
+ * from a counter (a flow never seen before, or one of a fixed mix of
+ * flows), then runs the pipeline.
  * bench_restore_tx does the same restore and returns XDP_TX: the baseline
  * that is subtracted.
  */
@@ -17,6 +18,7 @@
 __u8 bench_pkt[BENCH_LEN] __attribute__((aligned(8)));
 __u32 bench_src_off; /* 0: leave the source alone; else offset of 4 bytes to rewrite */
 __u32 bench_counter;
+__u32 bench_src_mask = ~0u; /* the counter bits a source keeps: a mix cycles through mask + 1 */
 
 static __always_inline int restore(struct xdp_md *ctx)
 {
@@ -36,7 +38,7 @@ static __always_inline int restore(struct xdp_md *ctx)
 		return -1;
 	copy_words(data, bench_pkt, BENCH_LEN);
 	if (bench_src_off) {
-		__u32 off = bench_src_off & 0x7f, c = bench_counter++;
+		__u32 off = bench_src_off & 0x7f, c = (bench_counter++ & bench_src_mask) + 1;
 
 		if (data + off + 4 > end)
 			return -1;

@@ -40,6 +40,7 @@
 #define FLOOD_BATCH 100000
 #define NBE	    1000
 #define V6_BASE	    2000
+#define MIX_FLOWS   256 /* the *_mix256 cases: SYNs cycle through this many sources */
 
 static struct chlb_dp *dp;
 static struct chlb_bench_bpf *bs;
@@ -188,6 +189,20 @@ static void run_flood(const char *name, int prog_fd, const __u8 *pkt, __u32 src_
 	if (asprintf(&cold, "%s_short_batches", name) < 0)
 		die("asprintf", -ENOMEM);
 	run_case(cold, prog_fd, pkt, src_off, e, RUNS, BATCH); /* res[] keeps the name */
+}
+
+/*
+ * A new-flow case again with the SYN's source cycling through MIX_FLOWS
+ * values: one repeated flow measures that flow's own path (for jump, its
+ * own number of loop iterations, predicted perfectly); a mix measures the
+ * average flow, caches still hot.
+ */
+static void run_mix(const char *name, int prog_fd, const __u8 *pkt, __u32 src_off,
+		    const struct expect *e)
+{
+	bs->data->bench_src_mask = MIX_FLOWS - 1;
+	run_case(name, prog_fd, pkt, src_off, e, RUNS, BATCH);
+	bs->data->bench_src_mask = ~0u;
 }
 
 static void must(int rc, const char *what)
@@ -360,7 +375,7 @@ int main(int argc, char **argv)
 			     .sport = 40000,
 			     .dport = 80,
 			     .flags = FX_SYN };
-	const __u32 src4 = 14 + 12;
+	const __u32 src4 = 14 + 12, src6 = 14 + 8;
 
 	frame(pkt, &s4);
 	e = (struct expect){ CHLB_R_MAX, CHLB_R_MAX, XDP_TX, 0, 0 };
@@ -371,14 +386,17 @@ int main(int argc, char **argv)
 	e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_TX, 1, 1 };
 	run_case("new_flow_ring_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 	run_flood("new_flow_ring_n1000_fresh_src", pipe_fd, pkt, src4, &e);
+	run_mix("new_flow_ring_n1000_mix256", pipe_fd, pkt, src4, &e);
 	s4.dst = "10.0.0.2";
 	frame(pkt, &s4);
 	e.svc_id = 2;
 	run_case("new_flow_jump_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
+	run_mix("new_flow_jump_n1000_mix256", pipe_fd, pkt, src4, &e);
 	s4.dst = "10.0.0.3";
 	frame(pkt, &s4);
 	e.svc_id = 3;
 	run_case("new_flow_maglev_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
+	run_mix("new_flow_maglev_n1000_mix256", pipe_fd, pkt, src4, &e);
 	s4.dst = "10.0.0.4";
 	frame(pkt, &s4);
 	e.svc_id = 4;
@@ -386,6 +404,7 @@ int main(int argc, char **argv)
 	frame(pkt, &s6);
 	e.svc_id = 5;
 	run_case("new_flow_ipv6_ring_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
+	run_mix("new_flow_ipv6_ring_n1000_mix256", pipe_fd, pkt, src6, &e);
 
 	/* profile of the maglev and ring SYN paths: cut after VIP, CRC, stickiness+decision */
 	{

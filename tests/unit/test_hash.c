@@ -66,7 +66,7 @@ static void test_flow_serialization(void **state)
 	f.family = CHLB_AF_INET;
 	crc = chlb_flow_crc(&f, CHLB_HASH_5TUPLE);
 	assert_int_equal(crc, 0x9f471eb1u);
-	assert_true(chlb_jump_key(crc) == 0x9f471eb1f6e4c309ULL);
+	assert_true(chlb_jump_key(crc) == 0x9f471eb1ULL);
 	assert_int_equal(chlb_flow_crc(&f, CHLB_HASH_SRC), chlb_crc32c(src, 4));
 }
 
