@@ -262,6 +262,42 @@ static __u16 jump_median_sport(struct fx_pkt s, __u32 n, __u32 *median)
 	return (__u16)p;
 }
 
+/* A case's net ns in this run, or -1 when it was not timed (CHLB_BENCH_ONLY). */
+static double net_of(const char *name)
+{
+	for (int i = 0; i < ncases; i++)
+		if (!strcmp(res[i].name, name))
+			return res[i].ns - baseline;
+	return -1;
+}
+
+/* The goals of the data-plane issue, checked against this run: a report, not a test. */
+static void print_goals(void)
+{
+	static const struct {
+		const char *name;
+		double max;
+	} goals[] = {
+		{ "new_flow_ring_n1000", 80 },	 { "new_flow_jump_n1000", 80 },
+		{ "new_flow_maglev_n1000", 80 }, { "new_flow_ipv6_ring_n1000", 80 },
+		{ "established_n1000", 70 },	 { "established_moved_n1000", 120 },
+		{ "syn_flood_cold", 150 },
+	};
+	double n1000 = net_of("new_flow_ring_n1000"), n10 = net_of("new_flow_ring_n10");
+
+	printf("goals (net ns, this run):\n");
+	for (size_t i = 0; i < sizeof(goals) / sizeof(goals[0]); i++) {
+		double v = net_of(goals[i].name);
+
+		if (v >= 0)
+			printf("  %-36s %6.1f <= %5.0f  %s\n", goals[i].name, v, goals[i].max,
+			       v <= goals[i].max ? "met" : "MISSED");
+	}
+	if (n1000 >= 0 && n10 > 0)
+		printf("  %-36s %6.2f <= %5.1f  %s\n", "new_flow_ring_n1000 / _n10", n1000 / n10,
+		       1.3, n1000 <= 1.3 * n10 ? "met" : "MISSED");
+}
+
 static void must(int rc, const char *what)
 {
 	if (rc)
@@ -629,6 +665,7 @@ int main(int argc, char **argv)
 	}
 	fprintf(json, "\n}\n");
 	fclose(json);
+	print_goals();
 	printf("wrote %s\n", path);
 	for (i = 0; i < 8; i++)
 		chlb_table_free(&t[i]);
