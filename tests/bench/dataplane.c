@@ -485,7 +485,7 @@ int main(int argc, char **argv)
 	e.svc_id = 2;
 	{
 		/*
-		 * Jump's SYN costs ~3.5 ns per loop iteration and the count is the
+		 * Jump's SYN costs ~3.3 ns per loop iteration and the count is the
 		 * flow's own: the named case takes a flow with the median count. The
 		 * flow the other algorithms use needs 16 (more than 99.8% of flows).
 		 */
