@@ -48,7 +48,7 @@ static FILE *json;
 static int ncases;
 static double baseline = 1e9; /* fastest baseline batch seen anywhere in the run */
 static int restore_fd;
-static struct {
+static struct case_result {
 	const char *name;
 	double ns;
 	__u32 runs, batch;
@@ -169,6 +169,8 @@ static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src
 	free(batch_ns);
 	if (prog_fd == restore_fd && ns < baseline)
 		baseline = ns;
+	if (ncases == (int)(sizeof(res) / sizeof(res[0])))
+		die("more cases than res[] holds", -ENOSPC);
 	res[ncases].name = name;
 	res[ncases].ns = ns;
 	res[ncases].runs = runs;
@@ -262,13 +264,30 @@ static __u16 jump_median_sport(struct fx_pkt s, __u32 n, __u32 *median)
 	return (__u16)p;
 }
 
-/* A case's net ns in this run, or -1 when it was not timed (CHLB_BENCH_ONLY). */
-static double net_of(const char *name)
+/* The result of the case called name, or NULL when it was not timed (CHLB_BENCH_ONLY). */
+static struct case_result *result_of(const char *name)
 {
 	for (int i = 0; i < ncases; i++)
 		if (!strcmp(res[i].name, name))
-			return res[i].ns - baseline;
-	return -1;
+			return &res[i];
+	return NULL;
+}
+
+/* A case's net ns in this run, or -1 when it was not timed. */
+static double net_of(const char *name)
+{
+	struct case_result *r = result_of(name);
+
+	return r ? r->ns - baseline : -1;
+}
+
+/* Record a jump case's loop iterations with its result. */
+static void note_jump_iters(const char *name, __u32 iters)
+{
+	struct case_result *r = result_of(name);
+
+	if (r)
+		r->jump_iters = iters;
 }
 
 /* The goals of the data-plane issue, checked against this run: a report, not a test. */
@@ -495,10 +514,10 @@ int main(int argc, char **argv)
 		med.sport = jump_median_sport(s4, NBE, &m);
 		frame(pkt, &med);
 		run_case("new_flow_jump_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
-		res[ncases - 1].jump_iters = m;
+		note_jump_iters("new_flow_jump_n1000", m);
 		frame(pkt, &s4);
 		run_case("new_flow_jump_n1000_slow_flow", pipe_fd, pkt, 0, &e, RUNS, BATCH);
-		res[ncases - 1].jump_iters = flow_jump_iterations(&s4, NBE);
+		note_jump_iters("new_flow_jump_n1000_slow_flow", flow_jump_iterations(&s4, NBE));
 	}
 	run_mix("new_flow_jump_n1000_mix256", pipe_fd, pkt, src4, &e);
 	s4.dst = "10.0.0.3";
