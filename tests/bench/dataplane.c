@@ -509,15 +509,16 @@ int main(int argc, char **argv)
 		 * flow the other algorithms use needs 16 (more than 99.8% of flows).
 		 */
 		struct fx_pkt med = s4;
-		__u32 m;
+		__u32 m, buckets = chlb_table_header(&t[2])->count; /* the table the SYNs use */
 
-		med.sport = jump_median_sport(s4, NBE, &m);
+		med.sport = jump_median_sport(s4, buckets, &m);
 		frame(pkt, &med);
 		run_case("new_flow_jump_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 		note_jump_iters("new_flow_jump_n1000", m);
 		frame(pkt, &s4);
 		run_case("new_flow_jump_n1000_slow_flow", pipe_fd, pkt, 0, &e, RUNS, BATCH);
-		note_jump_iters("new_flow_jump_n1000_slow_flow", flow_jump_iterations(&s4, NBE));
+		note_jump_iters("new_flow_jump_n1000_slow_flow",
+				flow_jump_iterations(&s4, buckets));
 	}
 	run_mix("new_flow_jump_n1000_mix256", pipe_fd, pkt, src4, &e);
 	s4.dst = "10.0.0.3";
