@@ -243,25 +243,27 @@ static __u32 flow_jump_iterations(const struct fx_pkt *s, __u32 n)
  */
 static __u16 jump_median_sport(struct fx_pkt s, __u32 n, __u32 *median)
 {
+	enum {
+		FIRST = 1024,
+		PORTS = 65536 - FIRST
+	};
+	static __u8 iters[PORTS]; /* per port: each flow's count is computed once */
 	__u32 hist[CHLB_JUMP_MAX_ITERS + 1] = { 0 }, acc = 0, m = 0, p;
-	const __u32 total = 65536 - 1024;
 
-	for (p = 1024; p < 65536; p++) {
+	for (p = 0; p < PORTS; p++) {
 		__u32 it;
 
-		s.sport = (__u16)p;
+		s.sport = (__u16)(FIRST + p);
 		it = flow_jump_iterations(&s, n);
-		hist[it < CHLB_JUMP_MAX_ITERS ? it : CHLB_JUMP_MAX_ITERS]++;
+		iters[p] = (__u8)(it < CHLB_JUMP_MAX_ITERS ? it : CHLB_JUMP_MAX_ITERS);
+		hist[iters[p]]++;
 	}
-	while (acc + hist[m] <= total / 2)
+	while (acc + hist[m] <= PORTS / 2)
 		acc += hist[m++];
-	for (p = 1024; p < 65536; p++) {
-		s.sport = (__u16)p;
-		if (flow_jump_iterations(&s, n) == m)
-			break;
-	}
+	for (p = 0; iters[p] != m; p++)
+		; /* m is some port's count, so this stops */
 	*median = m;
-	return (__u16)p;
+	return (__u16)(FIRST + p);
 }
 
 /* The result of the case called name, or NULL when it was not timed (CHLB_BENCH_ONLY). */
