@@ -19,7 +19,9 @@ static __always_inline const __u32 *chlb_tbl_line(const void *t, __u32 i);
 /* ---- load-time settings (skel->rodata before load) ---- */
 /* A UDP flow with no packet for this long is re-decided from the current table. */
 const volatile __u64 cfg_udp_idle_ns = 30ull * 1000 * 1000 * 1000;
-/* A UDP entry's last_ns is refreshed at most this often (saves a write per packet). */
+/* A TCP connection with no packet for this long is re-decided; 0 = no limit (Katran's). */
+const volatile __u64 cfg_tcp_idle_ns = 0;
+/* An entry's last_ns is refreshed at most this often (saves a write per packet). */
 const volatile __u64 cfg_ct_refresh_ns = 1000ull * 1000 * 1000;
 
 /* vips: {VIP address, port, proto} -> the service view: userspace's registry. */
@@ -84,9 +86,10 @@ struct {
 } backends SEC(".maps");
 
 /*
- * conns: flows whose decision differs between the tables of a service's
- * history (plus UDP flows that got one), -> {backend, generation}. Size is
- * a load-time setting (bpf_map__set_max_entries).
+ * conns: TCP connections from their first non-SYN packet, and flows the
+ * view's tables disagree about, -> {backend, generation, flags}
+ * (include/chlb_maps.h). Size is a load-time setting
+ * (bpf_map__set_max_entries).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -96,18 +99,25 @@ struct {
 } conns SEC(".maps");
 
 /*
- * conn_filter: the Bloom filter over flows that may have a conns entry
- * (include/chlb_maps.h). Both bits clear-tested before an LRU lookup, so
- * SYNs and entry-less established packets skip it (its cost, and its
- * cache misses under a SYN flood). Bits are never cleared: a stale bit
- * costs one lookup, never a wrong answer.
+ * conn_filter: per flow key, the two-bank Bloom filter over flows that may
+ * have a conns entry, and the SYN stamps (include/chlb_maps.h). Mmapable:
+ * chlbd rebuilds the idle bank in place.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, CHLB_CONN_FILTER_WORDS);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct chlb_filter_elem);
 } conn_filter SEC(".maps");
+
+/* filter_bank: element 0 is the conn_filter bank readers test (0 or 1). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} filter_bank SEC(".maps");
 
 /* svc_stats: per service id, per CPU: packets, bytes, new flows. */
 struct {

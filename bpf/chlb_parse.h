@@ -49,17 +49,17 @@ enum chlb_frag {
 
 /* What the pipeline needs from a packet (flow 4-aligned: copy_words writes it). */
 struct chlb_pkt {
-	__u32 len;     /* frame length */
-	__u32 l2len;   /* 14, 18 or 22 */
-	__u32 l4off;   /* first byte after the IP header chain */
-	__u8 family;   /* CHLB_AF_INET / CHLB_AF_INET6 (of the frame's L3) */
-	__u8 l4proto;  /* frame's L4: TCP, UDP, ICMP, ICMPv6 */
-	__u8 tos;      /* IPv4 TOS / IPv6 traffic class */
-	__u8 syn;      /* TCP SYN without ACK: a new flow */
-	__u8 frag;     /* enum chlb_frag */
-	__u8 icmp_err; /* the flow comes from an ICMP error's embedded header */
-	__u8 df;       /* IPv4 don't-fragment */
-	__u8 pad;
+	__u32 len;	       /* frame length */
+	__u32 l2len;	       /* 14, 18 or 22 */
+	__u32 l4off;	       /* first byte after the IP header chain */
+	__u8 family;	       /* CHLB_AF_INET / CHLB_AF_INET6 (of the frame's L3) */
+	__u8 l4proto;	       /* frame's L4: TCP, UDP, ICMP, ICMPv6 */
+	__u8 tos;	       /* IPv4 TOS / IPv6 traffic class */
+	__u8 syn;	       /* TCP SYN without ACK: a new flow */
+	__u8 frag;	       /* enum chlb_frag */
+	__u8 icmp_err;	       /* the flow comes from an ICMP error's embedded header */
+	__u8 df;	       /* IPv4 don't-fragment */
+	__u8 fin_rst;	       /* TCP FIN or RST: the client ends the connection */
 	struct chlb_flow flow; /* client -> VIP, as the connection table keys it */
 };
 
@@ -148,6 +148,7 @@ static __always_inline int parse_l4(void *data, void *end, struct chlb_pkt *p)
 			return CHLB_R_PARSE_L4;
 		flow_set_ports(&p->flow, *(chlb_u32_alias *)th);
 		p->syn = th->syn && !th->ack;
+		p->fin_rst = th->fin || th->rst;
 		return CHLB_R_MAX;
 	}
 	if (p->l4proto == IPPROTO_UDP) {

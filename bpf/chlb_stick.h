@@ -1,39 +1,39 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Stickiness without a connection-table insert per new flow ("table
- * history").
+ * Stickiness: which backend a packet's flow belongs to (docs/design.md,
+ * "Stickiness").
  *
- * A service view names its current table, table[0], and up to
- * CHLB_HISTORY_MAX - 1 recent ones (newest first); the daemon drops a table
- * from the view once it is older than the history window. The invariant:
- * a flow WITHOUT a conn entry gets the same answer from every table that
- * existed since it started. So:
+ * The guarantee: an established TCP connection whose SYN this LB saw keeps
+ * its backend for as long as the backend is in the service (live or
+ * draining) and its conns entry is not evicted, whatever its idle time
+ * (up to cfg_tcp_idle_ns when set) and however many changes are made.
  *
- *  - TCP SYN: decide from table[0]. Only when some table in the view
- *    disagrees is an entry written. Otherwise no insert (the common case:
- *    no recent change, or a change that does not move this flow) - but a
- *    stale entry for a reused 5-tuple is overwritten in place.
- *  - Every other packet: look the entry up. Valid (backend LIVE, same
- *    generation, UDP not idle) -> use it. Absent -> decide from the OLDEST
- *    table, which is right for every entry-less flow started within the
- *    window; if that backend is not LIVE, re-decide from table[0]; if any
- *    table of the view disagrees with the decision, write an entry so the
- *    flow outlives the window. Stale -> re-decide from table[0], overwrite.
- *
- * A Bloom filter (conn_filter) says which flows certainly have no entry, so
- * the common case - no entry - costs one word test instead of an LRU lookup.
+ *  - SYN: writes nothing to conns, so a SYN flood cannot evict an entry.
+ *    A valid entry whose connection has not ended (no FIN/RST seen) is
+ *    followed: the SYN is a retransmission or a spoof. Otherwise the SYN is
+ *    decided from the current table, table[0], and stamps the flow's SYN
+ *    slot with the time and that table (include/chlb_maps.h); an ended or
+ *    stale entry is rewritten in place (a 5-tuple reused).
+ *  - The first non-SYN packet with no entry and a fresh SYN stamp (the
+ *    handshake ACK) is decided from the table its SYN used, kept in the
+ *    view's history for this gap, and inserts the entry.
+ *  - Any other packet with no entry (an ACK flood, a flow that started
+ *    before this LB saw it, an evicted one) is decided from the OLDEST table
+ *    of the view - right for every entry-less flow that started within the
+ *    history window - and gets an entry only when the view's tables
+ *    disagree about it. UDP works this way too: UDP has no SYN.
+ *  - Valid entry (backend LIVE, same generation, not idle): followed. The
+ *    client's FIN or RST marks it ENDED. Stale entry: decided from table[0],
+ *    rewritten in place.
  *
  * An entry is trusted only while its backend slot has the same generation:
  * a removed backend's flows are re-decided, never sent to the slot's next
- * occupant (the Katran bug).
- *
- * Trade-off: an entry-less connection that stays idle for longer than the
- * history window across a change that moved it is re-decided from the
- * current table, like a flow whose LRU entry was evicted in Katran. In
- * exchange a SYN costs no map write unless the tables disagree about it.
+ * occupant (the Katran bug). ICMP errors follow entries but never write one.
  */
 #ifndef CHLB_STICK_H
 #define CHLB_STICK_H
+
+#include <linux/errno.h>
 
 #include "chlb_select.h"
 #include "chlb_stats.h"
@@ -61,43 +61,129 @@ static __always_inline bool tables_disagree(const struct chlb_service *svc, __u3
 	return false;
 }
 
-/* The conn_filter word holding flow key fk's bits. */
-static __always_inline __u64 *filter_word(__u32 fk)
-{
-	__u32 idx = chlb_filter_word(fk);
+/* The flow's filter element and the bank readers test now. */
+struct chlb_fref {
+	struct chlb_filter_elem *el;
+	__u32 fk;
+	__u32 bank;
+};
 
-	return bpf_map_lookup_elem(&conn_filter, &idx);
+static __always_inline void filter_ref(struct chlb_fref *r, const struct chlb_flow *f)
+{
+	__u32 zero = 0, idx, *bank;
+
+	r->fk = chlb_conn_fkey(f);
+	idx = chlb_filter_word(r->fk);
+	r->el = bpf_map_lookup_elem(&conn_filter, &idx);
+	bank = bpf_map_lookup_elem(&filter_bank, &zero);
+	r->bank = bank ? *bank & 1 : 0;
 }
 
-/* False only when the flow certainly has no conns entry. */
-static __always_inline bool conn_maybe(__u32 fk)
+static __always_inline struct chlb_conn *conn_find(const struct chlb_flow *f,
+						   const struct chlb_fref *r)
 {
-	__u64 *w = filter_word(fk), m = chlb_filter_mask(fk);
+	__u64 m = chlb_filter_mask(r->fk);
 
-	return !w || (*w & m) == m;
-}
-
-static __always_inline struct chlb_conn *conn_find(const struct chlb_flow *f, __u32 fk)
-{
-	if (!conn_maybe(fk))
+	/* all bits set, or no filter: maybe an entry */
+	if (r->el && (r->el->bank[r->bank] & m) != m)
 		return NULL;
 	return bpf_map_lookup_elem(&conns, f);
 }
 
-static __always_inline void conn_write(const struct chlb_flow *f, __u32 fk, __u32 d,
-				       const struct chlb_backend *be, __u64 now)
+static __always_inline void conn_insert(const struct chlb_flow *f, const struct chlb_fref *r,
+					__u32 d, const struct chlb_backend *be, __u64 now)
 {
-	struct chlb_conn c = { .backend = d, .gen = be->gen, .last_ns = now };
-	__u64 *w = filter_word(fk), m = chlb_filter_mask(fk);
+	struct chlb_conn c = { .backend = (__u16)d, .gen = be->gen, .last_ns = now };
+	__u64 m = chlb_filter_mask(r->fk);
+	long err;
 
-	/* the bits first: a reader that sees one clear decides like this writer did */
-	if (w && (*w & m) != m)
-		__sync_fetch_and_or(w, m);
-
-	if (bpf_map_update_elem(&conns, f, &c, BPF_ANY))
-		stat_reason(CHLB_R_ERROR);
-	else
+	/* the bits first, in both banks: a reader that sees one clear decides like this writer */
+	if (r->el) {
+		if ((r->el->bank[0] & m) != m)
+			__sync_fetch_and_or(&r->el->bank[0], m);
+		if ((r->el->bank[1] & m) != m)
+			__sync_fetch_and_or(&r->el->bank[1], m);
+	}
+	/* NOEXIST: ct_insert counts new elements only, so evictions = inserts - entries */
+	err = bpf_map_update_elem(&conns, f, &c, BPF_NOEXIST);
+	if (!err)
 		stat_reason(CHLB_R_CT_INSERT);
+	else if (err != -EEXIST) /* -EEXIST: another CPU inserted this flow just now */
+		stat_reason(CHLB_R_ERROR);
+}
+
+/* Point an existing entry at backend d (a reused 5-tuple, or a stale entry). */
+static __always_inline void conn_rewrite(struct chlb_conn *e, __u32 d,
+					 const struct chlb_backend *be, __u64 now)
+{
+	e->backend = (__u16)d;
+	e->gen = be->gen;
+	e->flags = 0;
+	e->last_ns = now;
+}
+
+/* The backend table k of the view picks, LIVE, or NULL. */
+static __always_inline struct chlb_backend *decide_live(const struct chlb_service *svc, __u32 k,
+							__u32 crc, int *d)
+{
+	*d = chlb_decide(svc->table[k & (CHLB_HISTORY_MAX - 1)], crc);
+	return *d >= 0 ? be_live(*d) : NULL;
+}
+
+/* Which table of the view decided the SYN stamped `stamp`, or -1. */
+static __always_inline int syn_table(const struct chlb_service *svc, __u32 n, __u16 stamp)
+{
+	__u32 k;
+
+	for (k = 0; k < CHLB_HISTORY_MAX && k < n; k++)
+		if ((svc->table[k] & 7) == (stamp & 7u))
+			return (int)k;
+	return -1;
+}
+
+/* Is this entry still the flow's: backend LIVE, same generation, not idle? */
+static __always_inline struct chlb_backend *entry_valid(const struct chlb_conn *e, bool udp,
+							__u64 now)
+{
+	struct chlb_backend *be = be_live(e->backend);
+	__u64 idle = udp ? cfg_udp_idle_ns : cfg_tcp_idle_ns;
+
+	if (!be || be->gen != e->gen)
+		return NULL;
+	/* last_ns 0: written by a data plane that kept no TCP time; refreshed below */
+	if (idle && e->last_ns && now - e->last_ns >= idle)
+		return NULL;
+	return be;
+}
+
+static __always_inline struct chlb_backend *stick_syn(const struct chlb_service *svc,
+						      struct chlb_pkt *p, __u32 crc, __u32 *slot,
+						      __u32 *new_flow, __u64 now)
+{
+	struct chlb_fref r;
+	struct chlb_backend *be;
+	struct chlb_conn *e;
+	int d;
+
+	filter_ref(&r, &p->flow);
+	e = conn_find(&p->flow, &r);
+	if (e && !(e->flags & CHLB_CONN_F_ENDED) && (be = entry_valid(e, false, now))) {
+		stat_reason(CHLB_R_SYN_KEPT);
+		*slot = e->backend;
+		return be;
+	}
+	*new_flow = 1;
+	be = decide_live(svc, 0, crc, &d);
+	if (!be)
+		return NULL;
+	if (e) {
+		stat_reason(CHLB_R_SYN_REUSE);
+		conn_rewrite(e, d, be, now);
+	}
+	if (r.el)
+		r.el->syn[chlb_syn_index(r.fk)] = chlb_syn_stamp(now, svc->table[0]);
+	*slot = d;
+	return be;
 }
 
 /*
@@ -108,76 +194,78 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 						       struct chlb_pkt *p, __u32 crc, __u32 *slot,
 						       __u32 *new_flow)
 {
-	__u32 n = svc->ntables;
+	__u32 n = svc->ntables, used;
+	bool udp = p->flow.proto == IPPROTO_UDP;
 	struct chlb_backend *be;
 	struct chlb_conn *e;
-	bool udp = p->flow.proto == IPPROTO_UDP;
-	__u32 used, fk = chlb_conn_fkey(&p->flow, crc);
+	struct chlb_fref r;
 	__u64 now = 0;
-	int d;
+	int d, k;
 
 	if (n < 1 || n > CHLB_HISTORY_MAX)
 		n = 1;
 	*new_flow = 0;
-
-	if (p->syn) {
-		*new_flow = 1;
-		d = chlb_decide(svc->table[0], crc);
-		if (d < 0 || !(be = be_live(d)))
-			return NULL;
-		e = conn_find(&p->flow, fk);
-		if (n > 1 && tables_disagree(svc, n, 0, crc, d)) {
-			conn_write(&p->flow, fk, d, be, 0);
-		} else if (e) {
-			/* 5-tuple reused: the old connection's entry must not steer this one */
-			e->backend = d;
-			e->gen = be->gen;
-		}
-		*slot = d;
-		return be;
-	}
-
-	e = conn_find(&p->flow, fk);
-	if (udp)
+	/* time is read only where it is used: SYN stamps and idle timeouts */
+	if (p->syn || udp || cfg_tcp_idle_ns)
 		now = bpf_ktime_get_coarse_ns();
-	if (e) {
-		__u32 s = e->backend;
+	if (p->syn && !udp)
+		return stick_syn(svc, p, crc, slot, new_flow, now);
 
-		be = be_live(s);
-		if (be && be->gen == e->gen && (!udp || now - e->last_ns < cfg_udp_idle_ns)) {
-			if (udp && now - e->last_ns > cfg_ct_refresh_ns)
+	filter_ref(&r, &p->flow);
+	e = conn_find(&p->flow, &r);
+	if (e) {
+		be = entry_valid(e, udp, now);
+		if (be) {
+			/* now is 0 when no timeout applies: then no write per packet */
+			if (now && now - e->last_ns > cfg_ct_refresh_ns)
 				e->last_ns = now;
+			if (p->fin_rst && !p->icmp_err && !(e->flags & CHLB_CONN_F_ENDED))
+				e->flags |= CHLB_CONN_F_ENDED;
 			stat_reason(CHLB_R_CT_HIT);
-			*slot = s;
+			*slot = e->backend;
 			return be;
 		}
-		/* backend gone, slot reoccupied, or UDP idle: decide afresh */
+		/* backend gone, slot reoccupied, or idle: decide afresh */
 		stat_reason(CHLB_R_CT_STALE);
 		*new_flow = 1;
-		d = chlb_decide(svc->table[0], crc);
-		if (d < 0 || !(be = be_live(d)))
+		be = decide_live(svc, 0, crc, &d);
+		if (!be)
 			return NULL;
-		e->backend = d;
-		e->gen = be->gen;
-		e->last_ns = now;
+		conn_rewrite(e, d, be, now);
 		*slot = d;
 		return be;
 	}
 
 	stat_reason(CHLB_R_CT_MISS);
-	used = (n - 1) & (CHLB_HISTORY_MAX - 1);
-	d = chlb_decide(svc->table[used], crc);
-	be = d >= 0 ? be_live(d) : NULL;
+	if (!udp && !p->fin_rst && !p->icmp_err) {
+		if (!now)
+			now = bpf_ktime_get_coarse_ns();
+		if (r.el) {
+			__u16 stamp = r.el->syn[chlb_syn_index(r.fk)];
+
+			k = chlb_syn_fresh(stamp, now) ? syn_table(svc, n, stamp) : -1;
+			if (k >= 0) {
+				/* the handshake ACK: the table its SYN used, then the entry */
+				be = decide_live(svc, (__u32)k, crc, &d);
+				if (!be && !(be = decide_live(svc, 0, crc, &d)))
+					return NULL;
+				conn_insert(&p->flow, &r, d, be, now);
+				*slot = d;
+				return be;
+			}
+		}
+	}
+	used = n - 1;
+	be = decide_live(svc, used, crc, &d);
 	if (!be) {
 		used = 0;
-		d = chlb_decide(svc->table[0], crc);
-		if (d < 0 || !(be = be_live(d)))
+		if (!(be = decide_live(svc, 0, crc, &d)))
 			return NULL;
 	}
 	/* UDP has no SYN and entry-less flows keep no state: new_flows counts TCP SYNs
 	 * and re-decided flows only */
-	if (n > 1 && tables_disagree(svc, n, used, crc, d))
-		conn_write(&p->flow, fk, d, be, now);
+	if (n > 1 && !p->icmp_err && !p->fin_rst && tables_disagree(svc, n, used, crc, d))
+		conn_insert(&p->flow, &r, d, be, now);
 	*slot = d;
 	return be;
 }

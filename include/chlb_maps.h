@@ -93,57 +93,121 @@ struct chlb_backend {
 	__u32 ifindex; /* egress interface */
 };
 
-/* conns (LRU hash): key is struct chlb_flow; value: */
+/*
+ * conns (LRU hash): key is struct chlb_flow; value below. An entry is
+ * written by the first non-SYN packet of a TCP connection whose SYN this LB
+ * saw (and for other flows only when the view's tables disagree about them),
+ * never by a SYN, and is never deleted by the data plane: only LRU eviction
+ * removes one. So evictions = successful inserts (ct_insert) - entries.
+ * 16 bytes, as before the flags: an entry pinned by an older data plane
+ * reads as flags 0 (backend slots are < 2^16).
+ */
 struct chlb_conn {
-	__u32 backend; /* backend slot */
+	__u16 backend; /* backend slot */
+	__u16 flags;   /* CHLB_CONN_F_* */
 	__u32 gen;     /* the slot's generation when the entry was written */
-	__u64 last_ns; /* coarse time of the last packet (UDP idle timeout) */
+	__u64 last_ns; /* coarse time of the last refresh: UDP, and TCP with a timeout */
 };
 
+/* The client sent FIN or RST: a later SYN for this 5-tuple is a reuse, decided afresh. */
+#define CHLB_CONN_F_ENDED 0x1
+
 /*
- * conn_filter (array of __u64, 2^CHLB_CONN_FILTER_BITS bits): a blocked
- * Bloom filter over chlb_conn_fkey(). An entry's three bits (in one word, so
- * one cache line per test) are set before the conns entry is written, so
- * a flow whose bits are not all set certainly has no entry. crc is
- * chlb_flow_crc(flow, service hash fields). Anyone writing a conns entry
- * (BPF or userspace) must set the bits first, with chlb_filter_word() and
- * chlb_filter_mask().
+ * conn_filter (mmapable array of struct chlb_filter_elem, 2^CHLB_FILTER_ELEM_BITS
+ * elements): per flow key (chlb_conn_fkey), one element holds
+ *
+ *  - two banks of a blocked Bloom filter over the flows that may have a conns
+ *    entry: three bits of one 64-bit word. Readers test the bank
+ *    filter_bank names; writers set the bits in BOTH banks before the conns
+ *    entry is written, so a flow whose bits are not all set certainly has no
+ *    entry. Bits are never cleared under a reader: chlbd rebuilds the idle
+ *    bank from the entries and then flips filter_bank (user/lib/dp_filter.c),
+ *    so the filter does not fill up as connections come and go.
+ *  - eight SYN stamps: the coarse time of the last SYN of a flow hashing
+ *    there, and which table slot decided it. The flow's first non-SYN packet
+ *    reads its stamp (same cache line as the bits) to know that its SYN was
+ *    seen, and which table of the view decided it. A stamp is a hint: a
+ *    collision costs an entry for a flow that did not need one, or (under a
+ *    SYN flood during a change) a handshake decided by the wrong table.
  *
  * Sizing, measured here (tests/bench, syn_flood_cold: fresh SYNs against a
  * full 1M-entry conns table): every filter hit costs an LRU probe, a DRAM
- * miss or two (~200 ns each on this VM). One bit per flow in 512 KiB let
- * 22% of the SYNs through; two bits per flow in 1 MiB 5.3%; three bits in
- * the same 1 MiB 3.7% (tests/unit/test_filter.c counts it).
+ * miss or two. Three bits per flow in 2^23 bits let ~3.7% of the SYNs
+ * through with 1M entries (tests/unit/test_filter.c counts it).
  *
- * CHLB_CONN_FILTER_LAYOUT names the bit layout; a pinned filter of another
+ * CHLB_CONN_FILTER_LAYOUT names the layout; a pinned filter of another
  * layout is not adopted on restart (user/lib/dp_load.c) but rebuilt from the
  * entries, since its bits would answer "no entry" for entries it holds.
  */
 #define CHLB_CONN_FILTER_BITS	23
-#define CHLB_CONN_FILTER_WORDS	(1u << (CHLB_CONN_FILTER_BITS - 6))
-#define CHLB_CONN_FILTER_LAYOUT "k3"
+#define CHLB_FILTER_ELEM_BITS	(CHLB_CONN_FILTER_BITS - 6)
+#define CHLB_CONN_FILTER_WORDS	(1u << CHLB_FILTER_ELEM_BITS)
+#define CHLB_CONN_FILTER_LAYOUT "k3b2s8"
 
-static __always_inline __u32 chlb_conn_fkey(const struct chlb_flow *f, __u32 crc)
+struct chlb_filter_elem {
+	__u64 bank[2];
+	__u16 syn[8]; /* chlb_syn_stamp() */
+};
+
+/*
+ * A SYN stamp: bits 15..3 the coarse time in units of 2^26 ns (67 ms,
+ * wrapping every 549 s), bits 2..0 the low bits of the table slot that
+ * decided the SYN. A service's table slots are CHLB_SLOTS_PER_SERVICE (<= 8)
+ * consecutive numbers, so their low three bits tell them apart.
+ */
+#define CHLB_SYN_TIME_SHIFT 26
+#define CHLB_SYN_FRESH	    480 /* units: ~32 s, covers SYN-ACK retransmissions (1+2+4+8+16 s) */
+_Static_assert(CHLB_SLOTS_PER_SERVICE <= 8, "a SYN stamp names a table slot in 3 bits");
+
+static __always_inline __u16 chlb_syn_stamp(__u64 now_ns, __u32 table_slot)
 {
-	return chlb_fmix32(crc ^ (((__u32)f->sport << 16) | f->dport) ^ ((__u32)f->proto << 8));
+	return (__u16)(((__u32)(now_ns >> CHLB_SYN_TIME_SHIFT) << 3) | (table_slot & 7));
 }
 
-/* The filter word of a flow key (its top bits) ... */
-static __always_inline __u32 chlb_filter_word(__u32 fk)
+/* Was the stamp written within CHLB_SYN_FRESH units of now? */
+static __always_inline int chlb_syn_fresh(__u16 stamp, __u64 now_ns)
 {
-	return fk >> (32 - (CHLB_CONN_FILTER_BITS - 6));
+	__u32 age = ((__u32)(now_ns >> CHLB_SYN_TIME_SHIFT) - ((__u32)stamp >> 3)) & 0x1fff;
+
+	return age <= CHLB_SYN_FRESH;
 }
 
 /*
- * ... and its three bits in that word. 32 bits of key hold the 17-bit word
+ * The flow key the filter and the stamps use: every field of the 5-tuple
+ * and nothing of the service's settings, so a live change of the hash
+ * fields keeps finding the entries.
+ */
+static __always_inline __u32 chlb_conn_fkey(const struct chlb_flow *f)
+{
+	const chlb_word_alias *w = (const chlb_word_alias *)f;
+	__u32 a = w[0] ^ w[1] * 0x85ebca77u ^ w[2] * 0xc2b2ae3du ^ w[3] * 0x27d4eb2fu;
+	__u32 b = w[4] ^ w[5] * 0x85ebca77u ^ w[6] * 0xc2b2ae3du ^ w[7] * 0x27d4eb2fu;
+
+	return chlb_fmix32(a * 0x9e3779b1u ^ b ^ w[8] * 0x165667b1u ^ w[9]);
+}
+
+/* The filter element of a flow key (its top bits) ... */
+static __always_inline __u32 chlb_filter_word(__u32 fk)
+{
+	return fk >> (32 - CHLB_FILTER_ELEM_BITS);
+}
+
+/*
+ * ... its three bits in a bank word: 32 bits of key hold the 17-bit element
  * index and two 6-bit positions (the low 12 bits); the third position is the
  * top of a multiplicative hash of the whole key, which varies with the low
- * bits inside one word.
+ * bits inside one word ...
  */
 static __always_inline __u64 chlb_filter_mask(__u32 fk)
 {
 	return (1ull << (fk & 63)) | (1ull << ((fk >> 6) & 63)) |
 	       (1ull << ((fk * 0x9e3779b1u) >> 26));
+}
+
+/* ... and its SYN stamp: three bits the word index and positions leave. */
+static __always_inline __u32 chlb_syn_index(__u32 fk)
+{
+	return (fk >> 12) & 7;
 }
 
 /* Per service and per backend, per CPU. */
@@ -170,8 +234,10 @@ enum chlb_reason {
 	CHLB_R_TOO_BIG,	      /* ipip: answered with ICMP frag-needed / packet-too-big */
 	CHLB_R_CT_HIT,	      /* connection-table entry used */
 	CHLB_R_CT_MISS,	      /* no entry, decided from the tables */
-	CHLB_R_CT_INSERT,     /* entry written (decision differs between tables) */
-	CHLB_R_CT_STALE,      /* entry ignored: backend gone or UDP idle */
+	CHLB_R_CT_INSERT,     /* entry inserted: handshake ACK, or tables disagree */
+	CHLB_R_CT_STALE,      /* entry ignored: backend gone or flow idle */
+	CHLB_R_SYN_KEPT,      /* SYN for a connection that has not ended: follows its entry */
+	CHLB_R_SYN_REUSE,     /* SYN for an ended (FIN/RST) connection's 5-tuple: decided afresh */
 	CHLB_R_ERROR,	      /* internal: helper failed */
 	CHLB_R_MAX
 };
@@ -199,6 +265,8 @@ static const char *const chlb_reason_names[CHLB_R_MAX] = {
 	[CHLB_R_CT_MISS] = "ct_miss",
 	[CHLB_R_CT_INSERT] = "ct_insert",
 	[CHLB_R_CT_STALE] = "ct_stale",
+	[CHLB_R_SYN_KEPT] = "syn_kept",
+	[CHLB_R_SYN_REUSE] = "syn_reuse",
 	[CHLB_R_ERROR] = "error",
 };
 #endif

@@ -383,34 +383,17 @@ static void fill_conns(__u32 n)
 	free(k);
 	free(v);
 	/* and their conn_filter bits, as the data plane would have set them */
-	{
-		__u32 words = CHLB_CONN_FILTER_WORDS, *keys = calloc(words, 4);
-		__u64 *bits = calloc(words, 8);
-		struct chlb_flow f = { 0 };
+	for (i = 0; i < n; i++) {
+		struct chlb_flow f = { .family = CHLB_AF_INET, .proto = IPPROTO_TCP };
 
-		for (i = 0; i < n; i++) {
-			__u32 fk;
-
-			f.family = CHLB_AF_INET;
-			f.proto = IPPROTO_TCP;
-			f.src[0] = 172;
-			f.src[1] = 31;
-			memcpy(f.src + 2, &i, 2);
-			memcpy(&f.sport, (char *)&i + 2, 2);
-			f.dst[0] = 10;
-			f.dport = htons(80);
-			fk = chlb_conn_fkey(&f, chlb_flow_crc(&f, CHLB_HASH_5TUPLE));
-			bits[chlb_filter_word(fk)] |= chlb_filter_mask(fk);
-		}
-		for (i = 0; i < words; i++)
-			keys[i] = i;
-		cnt = words;
-		LIBBPF_OPTS(bpf_map_batch_opts, bo);
-		if (bpf_map_update_batch(chlb_dp_map_fd(dp, CHLB_MAP_CONN_FILTER), keys, bits, &cnt,
-					 &bo))
-			die("fill conn_filter", -errno);
-		free(keys);
-		free(bits);
+		f.src[0] = 172;
+		f.src[1] = 31;
+		memcpy(f.src + 2, &i, 2);
+		memcpy(&f.sport, (char *)&i + 2, 2);
+		f.dst[0] = 10;
+		f.dport = htons(80);
+		if (chlb_dp_filter_add(dp, &f))
+			die("fill conn_filter", -ENODEV);
 	}
 }
 

@@ -369,7 +369,9 @@ static void test_matrix(void **state)
 					s2 = expect_fwd(in, n, m);
 					assert_int_equal(s1, s2);
 					stats_delta(CHLB_R_FORWARDED, 4);
-					stats_delta(CHLB_R_CT_INSERT, 0); /* no history: no state */
+					/* TCP: the handshake ACK writes the entry (XDP; TC then hits
+					 * it); UDP: one table, nothing to disagree about: no state */
+					stats_delta(CHLB_R_CT_INSERT, protos[p] == IPPROTO_TCP);
 				}
 }
 
@@ -887,18 +889,45 @@ static int send_flow(struct fx_pkt *s, __u8 flags)
 	return expect_fwd(in, fx_build(in, s), M_IP4);
 }
 
+#define FX_FIN 0x01
+#define FX_RST 0x04
+
+/* The flow's entry: 0 and its backend slot and flags, or -ENOENT. */
+static int entry_of(const struct fx_pkt *s, struct chlb_conn *c)
+{
+	struct chlb_flow key;
+
+	fx_flow(&key, s);
+	return chlb_dp_conn_lookup(dp, &key, c);
+}
+
+/* A flow after `from` whose decision differs between t1 and t2. */
+static struct fx_pkt moved_flow(const struct fx_pkt *from, const struct chlb_table *t1,
+				const struct chlb_table *t2)
+{
+	struct fx_pkt f = *from;
+
+	for (f.sport++; decide(t1, &f) == decide(t2, &f); f.sport++)
+		;
+	return f;
+}
+
+/*
+ * The stickiness rules of bpf/chlb_stick.h, one packet at a time. Every
+ * send runs XDP then TC on the same frame, so each counter moves twice
+ * unless the first run changed state (an insert, then a hit).
+ */
 static void test_sticky(void **state)
 {
 	struct chlb_table t1 = { 0 }, t2 = { 0 }, t3 = { 0 };
 	__u32 s1[] = { 50, 51, 52, 53, 54, 55, 56, 57 }, s2[9], s3[8], i, j;
-	struct fx_pkt f = { .family = CHLB_AF_INET,
-			    .proto = IPPROTO_TCP,
-			    .src = "198.51.100.20",
-			    .dst = "10.0.0.7",
-			    .dport = 80 };
-	struct fx_pkt g = f;
+	const struct fx_pkt base = { .family = CHLB_AF_INET,
+				     .proto = IPPROTO_TCP,
+				     .src = "198.51.100.20",
+				     .dst = "10.0.0.7",
+				     .dport = 80 };
+	struct fx_pkt f, g, h, u;
 	struct chlb_backend be;
-	struct chlb_flow key;
 	struct chlb_conn c;
 	int d1, d2, d3;
 
@@ -909,46 +938,94 @@ static void test_sticky(void **state)
 	assert_int_equal(
 	    fx_table(dp, tslot_of(SVC_STICK, 1), CHLB_ALGO_RING, s2, 9, CHLB_AF_INET, &t2), 0);
 	/* flows whose decision the membership change (add 58) moves */
-	for (f.sport = 1; decide(&t1, &f) == decide(&t2, &f); f.sport++)
-		;
-	for (g.sport = f.sport + 1; decide(&t1, &g) == decide(&t2, &g); g.sport++)
-		;
+	f = moved_flow(&base, &t1, &t2);
+	g = moved_flow(&f, &t1, &t2);
+	h = moved_flow(&g, &t1, &t2);
 	d1 = decide(&t1, &f);
 	d2 = decide(&t2, &f);
-	fx_flow(&key, &f);
 
-	/* before the change: SYN then ACK, same backend, no state kept */
+	/* a SYN writes nothing; the handshake ACK writes the entry */
 	set_view(SVC_STICK, "10.0.0.7", 1, (const __u32[]){ 0 });
 	stats_mark();
 	assert_int_equal(send_flow(&f, FX_SYN), d1);
-	assert_int_equal(send_flow(&f, FX_ACK), d1);
-	assert_int_equal(send_flow(&f, FX_ACK | 0x08), d1);
 	stats_delta(CHLB_R_CT_INSERT, 0);
-	assert_int_equal(chlb_dp_conn_lookup(dp, &key, &c), -ENOENT);
-
-	/* the change: view {t2, t1}; the established flow stays, and gets an entry */
-	set_view(SVC_STICK, "10.0.0.7", 2, (const __u32[]){ 1, 0 });
-	stats_mark();
+	assert_int_equal(entry_of(&f, &c), -ENOENT);
 	assert_int_equal(send_flow(&f, FX_ACK), d1);
 	stats_delta(CHLB_R_CT_INSERT, 1); /* XDP inserted; TC then hit */
 	stats_delta(CHLB_R_CT_HIT, 1);
-	assert_int_equal(chlb_dp_conn_lookup(dp, &key, &c), 0);
+	assert_int_equal(entry_of(&f, &c), 0);
 	assert_int_equal(c.backend, d1);
 	assert_int_equal(c.gen, 1);
-	/* a new flow that moves: current table, with an entry (tables disagree) */
-	stats_mark();
-	assert_int_equal(send_flow(&g, FX_SYN), decide(&t2, &g));
-	stats_delta(CHLB_R_CT_INSERT, 2);
-	assert_int_equal(send_flow(&g, FX_ACK), decide(&t2, &g));
+	assert_int_equal(c.flags, 0);
 
-	/* history dropped: entries carry both flows */
+	/* g's SYN is decided by t1; the change lands before its handshake ACK */
+	assert_int_equal(send_flow(&g, FX_SYN), decide(&t1, &g));
+	set_view(SVC_STICK, "10.0.0.7", 2, (const __u32[]){ 1, 0 });
+	stats_mark();
+	assert_int_equal(send_flow(&g, FX_ACK), decide(&t1, &g)); /* the SYN's table */
+	stats_delta(CHLB_R_CT_INSERT, 1);
+	assert_int_equal(send_flow(&f, FX_ACK), d1);
+	stats_delta(CHLB_R_CT_HIT, 3);
+
+	/* history gone (the window passed): entries alone keep both */
 	set_view(SVC_STICK, "10.0.0.7", 1, (const __u32[]){ 1 });
 	stats_mark();
-	assert_int_equal(send_flow(&f, FX_ACK), d1);
-	assert_int_equal(send_flow(&g, FX_ACK), decide(&t2, &g));
+	assert_int_equal(send_flow(&f, FX_ACK | 0x08), d1);
+	assert_int_equal(send_flow(&g, FX_ACK), decide(&t1, &g));
 	stats_delta(CHLB_R_CT_HIT, 4);
+	stats_delta(CHLB_R_CT_INSERT, 0);
+
+	/* a SYN for a connection that has not ended follows its entry (spoof, retransmission) */
+	stats_mark();
+	assert_int_equal(send_flow(&f, FX_SYN), d1);
+	stats_delta(CHLB_R_SYN_KEPT, 2);
+	assert_int_equal(entry_of(&f, &c), 0);
+	assert_int_equal(c.backend, d1);
+
+	/* the client's FIN ends it; its later packets still follow the entry ... */
+	assert_int_equal(send_flow(&f, FX_ACK | FX_FIN), d1);
+	assert_int_equal(entry_of(&f, &c), 0);
+	assert_int_equal(c.flags, CHLB_CONN_F_ENDED);
+	assert_int_equal(send_flow(&f, FX_ACK), d1);
+	/* ... and a SYN on the 5-tuple is a reuse: the current table, entry rewritten */
+	stats_mark();
+	assert_int_equal(send_flow(&f, FX_SYN), d2);
+	stats_delta(CHLB_R_SYN_REUSE, 1); /* XDP rewrote it; TC then follows the new entry */
+	stats_delta(CHLB_R_SYN_KEPT, 1);
+	assert_int_equal(entry_of(&f, &c), 0);
+	assert_int_equal(c.backend, d2);
+	assert_int_equal(c.flags, 0);
+	assert_int_equal(send_flow(&f, FX_ACK), d2);
+
+	/* RST ends a connection too */
+	assert_int_equal(send_flow(&g, FX_RST), decide(&t1, &g));
+	assert_int_equal(entry_of(&g, &c), 0);
+	assert_int_equal(c.flags, CHLB_CONN_F_ENDED);
+	assert_int_equal(send_flow(&g, FX_SYN), decide(&t2, &g));
+
+	/* non-SYN packets of a flow whose SYN was not seen: no entry while the tables agree */
+	u = base;
+	u.sport = 30000;
+	stats_mark();
+	assert_int_equal(send_flow(&u, FX_ACK), decide(&t2, &u));
+	stats_delta(CHLB_R_CT_INSERT, 0);
+	assert_int_equal(entry_of(&u, &c), -ENOENT);
+	/* ... and with the tables disagreeing, the oldest table and an entry */
+	set_view(SVC_STICK, "10.0.0.7", 2, (const __u32[]){ 1, 0 });
+	assert_int_equal(send_flow(&h, FX_ACK), decide(&t1, &h));
+	assert_int_equal(entry_of(&h, &c), 0);
+	assert_int_equal(c.backend, decide(&t1, &h));
+	/* a FIN or RST without an entry writes none */
+	u = moved_flow(&h, &t1, &t2);
+	assert_int_equal(send_flow(&u, FX_ACK | FX_FIN), decide(&t1, &u));
+	assert_int_equal(entry_of(&u, &c), -ENOENT);
 
 	/* backend d1 removed and its slot immediately reoccupied (generation 2) */
+	assert_int_equal(send_flow(&g, FX_ACK), decide(&t2, &g)); /* g was reused onto t2 */
+	h = moved_flow(&h, &t1, &t2);
+	while (decide(&t1, &h) != d1)
+		h = moved_flow(&h, &t1, &t2);
+	assert_int_equal(send_flow(&h, FX_ACK), d1); /* oldest table, entry (disagree) */
 	for (i = 0, j = 0; i < 9; i++)
 		if (s2[i] != (__u32)d1)
 			s3[j++] = s2[i];
@@ -957,36 +1034,79 @@ static void test_sticky(void **state)
 	fx_backend(&be, d1, CHLB_AF_INET, 2);
 	assert_int_equal(chlb_dp_set_backend(dp, d1, &be), 0);
 	set_view(SVC_STICK, "10.0.0.7", 1, (const __u32[]){ 2 });
-	d3 = decide(&t3, &f);
+	d3 = decide(&t3, &h);
 	assert_int_not_equal(d3, d1);
 	stats_mark();
 	/* never to the new occupant of d1: re-decided from the current table */
-	assert_int_equal(send_flow(&f, FX_ACK), d3);
+	assert_int_equal(send_flow(&h, FX_ACK), d3);
 	stats_delta(CHLB_R_CT_STALE, 1);
-	assert_int_equal(chlb_dp_conn_lookup(dp, &key, &c), 0);
+	assert_int_equal(entry_of(&h, &c), 0);
 	assert_int_equal(c.backend, d3);
 
 	/* a dead backend: entry-less flows whose oldest table names it re-decide */
 	be.state = CHLB_BE_DEAD;
 	assert_int_equal(chlb_dp_set_backend(dp, d1, &be), 0);
 	set_view(SVC_STICK, "10.0.0.7", 2, (const __u32[]){ 2, 0 });
-	{
-		struct fx_pkt h = f;
-
-		for (h.sport = 20000; decide(&t1, &h) != d1; h.sport++)
-			;
-		assert_int_equal(send_flow(&h, FX_ACK), decide(&t3, &h));
-	}
-	/* a reused 5-tuple's SYN overwrites the stale entry in place */
-	assert_int_equal(send_flow(&f, FX_SYN), d3);
-	assert_int_equal(chlb_dp_conn_lookup(dp, &key, &c), 0);
-	assert_int_equal(c.backend, d3);
-	(void)d2;
+	u = base;
+	for (u.sport = 20000; decide(&t1, &u) != d1; u.sport++)
+		;
+	assert_int_equal(send_flow(&u, FX_ACK), decide(&t3, &u));
 	chlb_table_free(&t1);
 	chlb_table_free(&t2);
 	chlb_table_free(&t3);
 	fx_backend(&be, d1, CHLB_AF_INET, 1);
 	assert_int_equal(chlb_dp_set_backend(dp, d1, &be), 0);
+}
+
+/* A live change of the hash fields keeps established connections: the entry key ignores them. */
+static void test_hash_change_keeps_entries(void **state)
+{
+	struct fx_pkt f = { .family = CHLB_AF_INET,
+			    .proto = IPPROTO_TCP,
+			    .src = "198.51.100.30",
+			    .dst = "10.0.0.7",
+			    .dport = 80,
+			    .sport = 1234 };
+	struct chlb_service svc;
+	struct chlb_vip_key key;
+	struct chlb_conn c;
+	struct chlb_table t = { 0 };
+	__u32 s[] = { 50, 51, 52, 53, 54, 55, 56, 57 };
+	__u8 a[4];
+	int d;
+
+	assert_int_equal(
+	    fx_table(dp, tslot_of(SVC_STICK, 3), CHLB_ALGO_MAGLEV, s, 8, CHLB_AF_INET, &t), 0);
+	set_view(SVC_STICK, "10.0.0.7", 1, (const __u32[]){ 3 });
+	d = decide(&t, &f);
+	assert_int_equal(send_flow(&f, FX_SYN), d);
+	assert_int_equal(send_flow(&f, FX_ACK), d);
+	assert_int_equal(entry_of(&f, &c), 0);
+	inet_pton(AF_INET, "10.0.0.7", a);
+	chlb_dp_vip_key(&key, CHLB_AF_INET, a, 80, IPPROTO_TCP);
+	assert_int_equal(chlb_dp_get_service(dp, &key, &svc), 0);
+	svc.hash_fields = CHLB_HASH_SRC;
+	assert_int_equal(chlb_dp_set_service(dp, &key, &svc), 0);
+	/* find a source port whose new decision differs: the entry must still win */
+	for (;; f.sport++) {
+		struct chlb_flow fl;
+		__u32 slot;
+
+		fx_flow(&fl, &f);
+		assert_int_equal(chlb_table_decide(&t, chlb_flow_crc(&fl, CHLB_HASH_SRC), &slot),
+				 0);
+		if ((int)slot != decide(&t, &f))
+			break;
+	}
+	d = decide(&t, &f);
+	svc.hash_fields = 0;
+	assert_int_equal(chlb_dp_set_service(dp, &key, &svc), 0);
+	assert_int_equal(send_flow(&f, FX_SYN), d);
+	assert_int_equal(send_flow(&f, FX_ACK), d);
+	svc.hash_fields = CHLB_HASH_SRC;
+	assert_int_equal(chlb_dp_set_service(dp, &key, &svc), 0);
+	assert_int_equal(send_flow(&f, FX_ACK), d);
+	chlb_table_free(&t);
 }
 
 /* UDP entries expire after the idle timeout (a data plane loaded with 100 ms). */
@@ -1105,13 +1225,21 @@ static void test_fib_and_nexthop(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_matrix),		cmocka_unit_test(test_vlan_single_double),
-		cmocka_unit_test(test_ipv4_options),	cmocka_unit_test(test_ipv6_ext_headers),
-		cmocka_unit_test(test_fragments),	cmocka_unit_test(test_icmp_errors),
-		cmocka_unit_test(test_not_vip),		cmocka_unit_test(test_port0_wildcard),
-		cmocka_unit_test(test_truncation),	cmocka_unit_test(test_4in6_and_encap_src),
-		cmocka_unit_test(test_no_backend),	cmocka_unit_test(test_too_big),
-		cmocka_unit_test(test_sticky),		cmocka_unit_test(test_udp_idle),
+		cmocka_unit_test(test_matrix),
+		cmocka_unit_test(test_vlan_single_double),
+		cmocka_unit_test(test_ipv4_options),
+		cmocka_unit_test(test_ipv6_ext_headers),
+		cmocka_unit_test(test_fragments),
+		cmocka_unit_test(test_icmp_errors),
+		cmocka_unit_test(test_not_vip),
+		cmocka_unit_test(test_port0_wildcard),
+		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_4in6_and_encap_src),
+		cmocka_unit_test(test_no_backend),
+		cmocka_unit_test(test_too_big),
+		cmocka_unit_test(test_sticky),
+		cmocka_unit_test(test_hash_change_keeps_entries),
+		cmocka_unit_test(test_udp_idle),
 		cmocka_unit_test(test_fib_and_nexthop),
 	};
 	int rc;

@@ -107,15 +107,9 @@ static void test_lifecycle(void **state)
 /* How a restart finds the filter pinned beside the adopted entries. */
 enum pinned_filter {
 	FILTER_MISSING,	   /* a data plane that had no conn_filter */
-	FILTER_OLD_SIZE,   /* the one-bit 512 KiB filter of earlier versions */
-	FILTER_OLD_LAYOUT, /* same size, two bits per flow, under its old pin name */
+	FILTER_OLD_SIZE,   /* another shape (the one-bit 512 KiB filter) at the current pin name */
+	FILTER_OLD_LAYOUT, /* the one-bank "k3" layout under its old pin name, bits set */
 };
-
-/* The two-bit mask of the filter layout before CHLB_CONN_FILTER_LAYOUT "k3". */
-static __u64 filter_mask_k2(__u32 fk)
-{
-	return (1ull << (fk & 63)) | (1ull << ((fk >> 6) & 63));
-}
 
 /*
  * Connection entries adopted without usable filter bits must still be
@@ -167,16 +161,15 @@ static void filter_rebuilt_on_adopt(enum pinned_filter pinned)
 		assert_int_equal(bpf_obj_pin(fd, path), 0);
 		close(fd);
 	} else if (pinned == FILTER_OLD_LAYOUT) {
-		/* the entry's two old bits set, which the current layout does not read as enough */
-		__u32 fk = chlb_conn_fkey(&f, chlb_flow_crc(&f, 0)), idx = chlb_filter_word(fk);
-		__u64 w = filter_mask_k2(fk);
+		/* every bit set: it would answer "maybe" for anything, but it is not adopted */
+		__u64 w = ~0ull;
 
-		assert_true((w & chlb_filter_mask(fk)) != chlb_filter_mask(fk));
 		fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "conn_filter", 4, 8, CHLB_CONN_FILTER_WORDS,
 				    NULL);
 		assert_true(fd >= 0);
-		assert_int_equal(bpf_map_update_elem(fd, &idx, &w, 0), 0);
-		snprintf(path, sizeof(path), "%s/conn_filter", pin_dir);
+		for (i = 0; i < CHLB_CONN_FILTER_WORDS; i++)
+			assert_int_equal(bpf_map_update_elem(fd, &i, &w, 0), 0);
+		snprintf(path, sizeof(path), "%s/conn_filter_k3", pin_dir);
 		assert_int_equal(bpf_obj_pin(fd, path), 0);
 		close(fd);
 	}
@@ -192,6 +185,7 @@ static void filter_rebuilt_on_adopt(enum pinned_filter pinned)
 		fd = chlb_dp_map_fd(dp, CHLB_MAP_CONN_FILTER);
 		assert_int_equal(bpf_obj_get_info_by_fd(fd, &info, &ilen), 0);
 		assert_int_equal(info.max_entries, CHLB_CONN_FILTER_WORDS);
+		assert_int_equal(info.value_size, sizeof(struct chlb_filter_elem));
 	}
 	n = fx_build(in, &s);
 	len = sizeof(out);
@@ -221,6 +215,84 @@ static void test_filter_of_old_layout_replaced(void **state)
 {
 	(void)state;
 	filter_rebuilt_on_adopt(FILTER_OLD_LAYOUT);
+}
+
+/* Send one TCP packet of flow s through XDP; the backend slot it went to. */
+static int send_xdp(struct chlb_dp *dp, struct fx_pkt *s, __u8 flags)
+{
+	__u8 in[256], out[512];
+	__u32 len = sizeof(out), v;
+	int n;
+
+	s->flags = flags;
+	n = fx_build(in, s);
+	assert_int_equal(chlb_dp_test_run(dp, CHLB_PROG_XDP, in, n, out, &len, &v), 0);
+	return (int)fx_slot_of(out + 30, CHLB_AF_INET);
+}
+
+/*
+ * The filter rebuild (user/lib/dp_filter.c): entries that exist keep their
+ * bits in the new bank, bits of entries that are gone leave, and the flip
+ * is what readers see.
+ */
+static void test_filter_rebuild(void **state)
+{
+	struct chlb_dp_opts o = { .conn_max = 4096 };
+	struct chlb_table t = { 0 };
+	struct chlb_backend be;
+	struct chlb_conn c;
+	struct chlb_flow f;
+	__u32 slots[2] = { 1, 2 }, i, zero = 0, bank0, bank1;
+	struct fx_pkt s = { .family = CHLB_AF_INET,
+			    .proto = IPPROTO_TCP,
+			    .src = "198.51.100.9",
+			    .dst = "10.0.0.1",
+			    .dport = 80 };
+	double fill_all, fill_half;
+	char err[256];
+	struct chlb_dp *dp;
+
+	(void)state;
+	assert_int_equal(chlb_dp_open(&o, &dp, err, sizeof(err)), 0);
+	for (i = 1; i <= 2; i++) {
+		fx_backend(&be, i, CHLB_AF_INET, 1);
+		assert_int_equal(chlb_dp_set_backend(dp, i, &be), 0);
+	}
+	assert_int_equal(fx_table(dp, 0, CHLB_ALGO_MAGLEV, slots, 2, CHLB_AF_INET, &t), 0);
+	assert_int_equal(
+	    fx_service(dp, CHLB_AF_INET, "10.0.0.1", 80, IPPROTO_TCP, 0, CHLB_FWD_IPIP, 0, 0), 0);
+	/* 2000 connections through the data plane: SYN, then the ACK that writes the entry */
+	for (s.sport = 1000; s.sport < 3000; s.sport++) {
+		send_xdp(dp, &s, FX_SYN);
+		send_xdp(dp, &s, FX_ACK);
+	}
+	assert_int_equal(chlb_dp_filter_fill(dp, &fill_all), 0);
+	assert_true(fill_all > 0);
+	/* half of them go (as LRU eviction would remove them) */
+	for (s.sport = 1000; s.sport < 2000; s.sport++) {
+		fx_flow(&f, &s);
+		assert_int_equal(chlb_dp_conn_delete(dp, &f), 0);
+	}
+	assert_int_equal(
+	    bpf_map_lookup_elem(chlb_dp_map_fd(dp, CHLB_MAP_FILTER_BANK), &zero, &bank0), 0);
+	assert_int_equal(chlb_dp_filter_rebuild(dp), 0);
+	assert_int_equal(
+	    bpf_map_lookup_elem(chlb_dp_map_fd(dp, CHLB_MAP_FILTER_BANK), &zero, &bank1), 0);
+	assert_int_equal(bank1, !bank0);
+	assert_int_equal(chlb_dp_filter_fill(dp, &fill_half), 0);
+	/* about half the bits: 1000 of 2000 flows, three bits each, few collisions */
+	assert_true(fill_half < fill_all * 0.6 && fill_half > fill_all * 0.4);
+	/* every remaining connection still hits its entry, whatever the table says now */
+	for (s.sport = 2000; s.sport < 3000; s.sport++) {
+		fx_flow(&f, &s);
+		assert_int_equal(chlb_dp_conn_lookup(dp, &f, &c), 0);
+		c.backend = c.backend == 1 ? 2 : 1; /* a decision no table makes */
+		assert_int_equal(bpf_map_update_elem(chlb_dp_map_fd(dp, CHLB_MAP_CONNS), &f, &c, 0),
+				 0);
+		assert_int_equal(send_xdp(dp, &s, FX_ACK), c.backend);
+	}
+	chlb_table_free(&t);
+	chlb_dp_close(dp);
 }
 
 /* A table written in place through mmap is what the data plane reads. */
@@ -273,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_filter_of_old_size_replaced),
 		cmocka_unit_test(test_filter_of_old_layout_replaced),
 		cmocka_unit_test(test_write_in_place),
+		cmocka_unit_test(test_filter_rebuild),
 	};
 
 	return cmocka_run_group_tests_name("dp_pin", tests, setup, NULL);

@@ -36,7 +36,7 @@ static __u32 flow_fkey(__u32 set, __u32 i)
 	struct chlb_flow f;
 
 	client_flow(&f, set, i);
-	return chlb_conn_fkey(&f, chlb_flow_crc(&f, CHLB_HASH_5TUPLE));
+	return chlb_conn_fkey(&f);
 }
 
 static int maybe(const __u64 *words, __u32 fk)
@@ -68,10 +68,50 @@ static void test_load_and_false_positives(void **state)
 	free(words);
 }
 
+/* A SYN stamp is fresh for CHLB_SYN_FRESH units, across the 13-bit wrap, and names its slot. */
+static void test_syn_stamp(void **state)
+{
+	const __u64 unit = 1ull << CHLB_SYN_TIME_SHIFT;
+	__u64 t0 = 8191 * unit + 5; /* one unit before the time bits wrap */
+	__u16 st = chlb_syn_stamp(t0, 6 * 37 + 4);
+
+	(void)state;
+	assert_int_equal(st & 7, (6 * 37 + 4) & 7);
+	assert_true(chlb_syn_fresh(st, t0));
+	assert_true(chlb_syn_fresh(st, t0 + CHLB_SYN_FRESH * unit));
+	assert_false(chlb_syn_fresh(st, t0 + (CHLB_SYN_FRESH + 1) * unit));
+	/* a stamp from far in the past (mod the wrap) is stale, not fresh */
+	assert_false(chlb_syn_fresh(chlb_syn_stamp(t0 - 4000 * unit, 0), t0));
+	/* the six table slots of any service differ in their low three bits */
+	for (__u32 id = 0; id < CHLB_MAX_SERVICES; id++)
+		for (__u32 a = 0; a < CHLB_SLOTS_PER_SERVICE; a++)
+			for (__u32 b = a + 1; b < CHLB_SLOTS_PER_SERVICE; b++)
+				assert_int_not_equal((id * CHLB_SLOTS_PER_SERVICE + a) & 7,
+						     (id * CHLB_SLOTS_PER_SERVICE + b) & 7);
+}
+
+/* The flow key changes with every field of the 5-tuple, so no two connections share bits by design. */
+static void test_fkey_uses_every_field(void **state)
+{
+	struct chlb_flow f, g;
+	__u32 k;
+
+	(void)state;
+	client_flow(&f, 0, 7);
+	k = chlb_conn_fkey(&f);
+	for (size_t i = 0; i < offsetof(struct chlb_flow, pad); i++) {
+		g = f;
+		((__u8 *)&g)[i] ^= 0x10;
+		assert_int_not_equal(chlb_conn_fkey(&g), k);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_load_and_false_positives),
+		cmocka_unit_test(test_syn_stamp),
+		cmocka_unit_test(test_fkey_uses_every_field),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

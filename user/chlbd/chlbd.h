@@ -31,7 +31,7 @@ struct chlbd {
 	int niface;
 	const char *netns, *socket_path, *pin_dir, *state_path, *config_path;
 	enum chlb_attach_mode mode;
-	__u32 ct_size, udp_timeout_ms;
+	__u32 ct_size, udp_timeout_ms, tcp_timeout_ms;
 	__u64 history_ms, grace_ms;
 	bool foreground;
 	int verbose;
@@ -79,6 +79,9 @@ json_object *view_services(const struct chlb_cmd *c);
 json_object *view_backends(const struct chlb_cmd *c);
 json_object *view_stats(void);
 json_object *view_which(const struct chlb_cmd *c);
+
+/* ctmaint.c: connection filter upkeep, from the timer */
+void ct_maintain(__u64 now);
 
 /* loop.c */
 int loop_init(void);

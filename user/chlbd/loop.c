@@ -50,6 +50,7 @@ void loop_kick_timer(void)
 	struct itimerspec its = { 0 };
 
 	server_expire(now);
+	ct_maintain(now);
 	if (chlb_rt_verify_next(D.rt, &D.state))
 		next = now; /* one adopted service per loop iteration: requests interleave */
 	if (!next || next > now + HOUSEKEEPING_NS)

@@ -39,6 +39,9 @@ static void usage(FILE *f)
 	    "                          file) and on SIGHUP / `chlbctl apply`\n"
 	    "      --ct-size N         connection-table entries (default %u)\n"
 	    "      --udp-timeout-ms N  UDP flow idle timeout (default %u)\n"
+	    "      --tcp-timeout-ms N  TCP connection idle timeout (default 0: none; an\n"
+	    "                          entry lives until its connection's backend leaves\n"
+	    "                          or the table evicts it)\n"
 	    "      --history-ms N      how long a replaced table keeps flows sticky (default %u)\n"
 	    "      --grace-ms N        wait before reusing a table slot (default %u)\n"
 	    "  -f, --foreground        stay in the foreground, log to stderr\n"
@@ -74,6 +77,7 @@ static int parse_args(int argc, char **argv)
 		O_STATE,
 		O_CT,
 		O_UDP,
+		O_TCP,
 		O_HIST,
 		O_GRACE,
 		O_GROUP
@@ -89,6 +93,7 @@ static int parse_args(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "ct-size", required_argument, NULL, O_CT },
 		{ "udp-timeout-ms", required_argument, NULL, O_UDP },
+		{ "tcp-timeout-ms", required_argument, NULL, O_TCP },
 		{ "history-ms", required_argument, NULL, O_HIST },
 		{ "grace-ms", required_argument, NULL, O_GRACE },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -163,6 +168,11 @@ static int parse_args(int argc, char **argv)
 			if (parse_num("--udp-timeout-ms", optarg, 86400000, &v))
 				return -1;
 			D.udp_timeout_ms = (__u32)v;
+			break;
+		case O_TCP:
+			if (parse_num("--tcp-timeout-ms", optarg, 30ull * 86400000, &v))
+				return -1;
+			D.tcp_timeout_ms = (__u32)v;
 			break;
 		case O_HIST:
 			if (parse_num("--history-ms", optarg, 86400000, &v))
@@ -352,6 +362,7 @@ int main(int argc, char **argv)
 		return 1;
 	dopts.conn_max = D.ct_size;
 	dopts.udp_idle_ms = D.udp_timeout_ms;
+	dopts.tcp_idle_ms = D.tcp_timeout_ms;
 	dopts.pin_dir = D.pin_dir;
 	dopts.verbose = D.verbose > 1;
 	if (lock_pin_dir(D.pin_dir) < 0)

@@ -44,6 +44,7 @@ enum chlb_attach_mode {
 struct chlb_dp_opts {
 	__u32 conn_max;	   /* conns LRU entries; 0 = CHLB_DP_DEFAULT_CONN_MAX */
 	__u32 udp_idle_ms; /* UDP flow idle timeout; 0 = CHLB_DP_DEFAULT_UDP_IDLE_MS */
+	__u32 tcp_idle_ms; /* TCP connection idle timeout; 0 = none (entries live until evicted) */
 	/*
 	 * Pin directory on a bpffs (e.g. /sys/fs/bpf/chlb/<name>); NULL = no
 	 * pins. When it already holds chlb's pinned maps, they are adopted
@@ -137,6 +138,16 @@ int chlb_dp_conn_count(struct chlb_dp *dp, __u64 *entries);
 /* The table's size in entries and, when memory is given, its kernel memory in bytes. */
 int chlb_dp_conn_size(struct chlb_dp *dp, __u32 *max_entries, __u64 *memory);
 
+/*
+ * The connection filter (include/chlb_maps.h): the share of the bits set in
+ * the bank readers test, and a rebuild of the other bank from the entries
+ * followed by a flip, so stale bits of ended connections go away.
+ */
+int chlb_dp_filter_fill(struct chlb_dp *dp, double *fill);
+int chlb_dp_filter_rebuild(struct chlb_dp *dp);
+/* Set a flow's bits in both banks (before writing its conns entry). */
+int chlb_dp_filter_add(struct chlb_dp *dp, const struct chlb_flow *flow);
+
 /* ---- test runs ---- */
 enum chlb_dp_prog {
 	CHLB_PROG_XDP = 0,
@@ -160,9 +171,10 @@ enum chlb_dp_map {
 	CHLB_MAP_SVC_STATS,
 	CHLB_MAP_BE_STATS,
 	CHLB_MAP_GLOBAL_STATS,
-	CHLB_MAP_CONN_FILTER, /* bitmap: flows that may have a conns entry */
+	CHLB_MAP_CONN_FILTER, /* two-bank filter of flows that may have an entry, SYN stamps */
 	CHLB_MAP_VIP_INDEX,   /* the data plane's VIP index: key slot -> views slot */
 	CHLB_MAP_VIEWS,	      /* the data plane's copies of the views */
+	CHLB_MAP_FILTER_BANK, /* which conn_filter bank readers test */
 	CHLB_MAP_COUNT
 };
 /* Map fd (owned by dp), or -1. Names as in bpf/chlb_maps.bpf.h. */

@@ -28,6 +28,8 @@ struct chlb_dp {
 	struct chlb_vip_view *views;
 	bool view_used[CHLB_VIEW_SLOTS];
 	__u64 view_free_ns[CHLB_VIEW_SLOTS]; /* rewritable from then on */
+	/* conn_filter, mapped (dp_filter.c) */
+	struct chlb_filter_elem *filter;
 };
 
 /* dp_views.c: the data plane's VIP index, written before the vips registry. */
@@ -54,6 +56,10 @@ static inline int dp_err(char *err, size_t len, int rc, const char *fmt, ...)
 		snprintf(err + n, len - n, ": %s (%d)", strerror(-rc), rc);
 	return rc;
 }
+
+/* dp_filter.c: the connection filter, mapped at open. */
+int dp_filter_open(struct chlb_dp *dp);
+void dp_filter_close(struct chlb_dp *dp);
 
 struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m);
 

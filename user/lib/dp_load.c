@@ -24,6 +24,7 @@ static const char *const map_names[CHLB_MAP_COUNT] = {
 	[CHLB_MAP_CONN_FILTER] = "conn_filter",
 	[CHLB_MAP_VIP_INDEX] = "vip_index",
 	[CHLB_MAP_VIEWS] = "views",
+	[CHLB_MAP_FILTER_BANK] = "filter_bank",
 };
 
 const char *chlb_dp_map_name(enum chlb_dp_map m)
@@ -54,6 +55,8 @@ struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m)
 		return dp->skel->maps.vip_index;
 	case CHLB_MAP_VIEWS:
 		return dp->skel->maps.views;
+	case CHLB_MAP_FILTER_BANK:
+		return dp->skel->maps.filter_bank;
 	default:
 		return NULL;
 	}
@@ -111,13 +114,13 @@ static int mkdir_p(const char *path)
 
 /*
  * A map is pinned under its name, except conn_filter, whose pin also names
- * its bit layout: the same size can hold another layout, and a filter of
+ * its layout: the same size can hold another layout, and a filter of
  * another layout answers "no entry" for entries it holds.
  */
 #define FILTER_PIN "conn_filter_" CHLB_CONN_FILTER_LAYOUT
 
-/* The pin of the earlier, two-bit layout: removed on adopt, the filter rebuilt. */
-#define LEGACY_FILTER_PIN "conn_filter"
+/* Pins of earlier filter layouts: removed on adopt, the filter rebuilt. */
+static const char *const legacy_filter_pins[] = { "conn_filter", "conn_filter_k3" };
 
 static int pin_path(struct chlb_dp *dp, const char *name, char *buf, size_t len)
 {
@@ -131,34 +134,50 @@ static int map_pin_path(struct chlb_dp *dp, enum chlb_dp_map m, char *buf, size_
 	return pin_path(dp, m == CHLB_MAP_CONN_FILTER ? FILTER_PIN : map_names[m], buf, len);
 }
 
-static int unpin_legacy_filter(struct chlb_dp *dp, char *err, size_t errlen)
+static int unpin_legacy_filters(struct chlb_dp *dp, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 
-	if (pin_path(dp, LEGACY_FILTER_PIN, path, sizeof(path)))
-		return -ENAMETOOLONG;
-	if (unlink(path) && errno != ENOENT)
-		return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
+	for (size_t i = 0; i < sizeof(legacy_filter_pins) / sizeof(legacy_filter_pins[0]); i++) {
+		if (pin_path(dp, legacy_filter_pins[i], path, sizeof(path)))
+			return -ENAMETOOLONG;
+		if (unlink(path) && errno != ENOENT)
+			return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
+	}
 	return 0;
 }
 
-/* A pinned conn_filter of another size (other CHLB_CONN_FILTER_BITS): not adoptable. */
-static bool filter_compatible(int fd)
+/*
+ * Maps whose contents can be rebuilt or started afresh when a pinned copy
+ * has another shape (an upgrade changed it): the filter (rebuilt from the
+ * entries after load), its bank selector, and the counters (they restart
+ * at zero). Any other mismatch is an error: tables and entries carry
+ * decisions.
+ */
+static bool recreatable(enum chlb_dp_map m)
+{
+	return m == CHLB_MAP_CONN_FILTER || m == CHLB_MAP_FILTER_BANK ||
+	       m == CHLB_MAP_GLOBAL_STATS || m == CHLB_MAP_SVC_STATS || m == CHLB_MAP_BE_STATS;
+}
+
+static bool same_shape(int fd, const struct bpf_map *map)
 {
 	struct bpf_map_info info = { 0 };
 	__u32 len = sizeof(info);
 
 	return !bpf_obj_get_info_by_fd(fd, &info, &len) &&
-	       info.max_entries == CHLB_CONN_FILTER_WORDS;
+	       info.key_size == bpf_map__key_size(map) &&
+	       info.value_size == bpf_map__value_size(map) &&
+	       info.max_entries == bpf_map__max_entries(map);
 }
 
-/* Reuse every map already pinned under pin_dir (filters of other layouts excepted). */
+/* Reuse every map already pinned under pin_dir (recreatable ones of another shape excepted). */
 static int adopt_pinned(struct chlb_dp *dp, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	int m, fd, rc, found = 0;
 
-	rc = unpin_legacy_filter(dp, err, errlen);
+	rc = unpin_legacy_filters(dp, err, errlen);
 	if (rc)
 		return rc;
 	for (m = 0; m < CHLB_MAP_COUNT; m++) {
@@ -169,8 +188,7 @@ static int adopt_pinned(struct chlb_dp *dp, char *err, size_t errlen)
 		fd = bpf_obj_get(path);
 		if (fd < 0)
 			return dp_err(err, errlen, -errno, "couldn't open pinned map '%s'", path);
-		if (m == CHLB_MAP_CONN_FILTER && !filter_compatible(fd)) {
-			/* another filter size: rebuilt from the entries after load */
+		if (recreatable(m) && !same_shape(fd, dp_map(dp, m))) {
 			close(fd);
 			if (unlink(path))
 				return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
@@ -225,42 +243,20 @@ int chlb_dp_unpin(struct chlb_dp *dp, char *err, size_t errlen)
 	return 0;
 }
 
-static int filter_set(int fd, __u32 fk)
+static int filter_add_cb(const struct chlb_flow *f, const struct chlb_conn *c, void *dp)
 {
-	__u32 idx = chlb_filter_word(fk);
-	__u64 w;
-
-	if (bpf_map_lookup_elem(fd, &idx, &w))
-		return -errno;
-	w |= chlb_filter_mask(fk);
-	return bpf_map_update_elem(fd, &idx, &w, 0) ? -errno : 0;
+	(void)c;
+	return chlb_dp_filter_add(dp, f);
 }
 
 /*
  * Adopted connection entries but a fresh filter (pins from a data plane
- * without it, or a lost pin): every entry must get its bit, or its flow
- * would be re-decided. The service's hash fields are not known here, so
- * both possible bits are set; an extra bit only costs a lookup.
+ * with another filter layout, or a lost pin): every entry must get its
+ * bits, or its flow would be taken for one without an entry.
  */
 static int rebuild_conn_filter(struct chlb_dp *dp)
 {
-	int cfd = chlb_dp_map_fd(dp, CHLB_MAP_CONNS),
-	    ffd = chlb_dp_map_fd(dp, CHLB_MAP_CONN_FILTER);
-	struct chlb_flow key, next;
-	void *prev = NULL;
-	int rc;
-
-	while (!bpf_map_get_next_key(cfd, prev, &next)) {
-		rc = filter_set(ffd, chlb_conn_fkey(&next, chlb_flow_crc(&next, CHLB_HASH_5TUPLE)));
-		if (!rc)
-			rc = filter_set(ffd,
-					chlb_conn_fkey(&next, chlb_flow_crc(&next, CHLB_HASH_SRC)));
-		if (rc)
-			return rc;
-		key = next;
-		prev = &key;
-	}
-	return 0;
+	return chlb_dp_conns_foreach(dp, filter_add_cb, dp);
 }
 
 int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *err, size_t errlen)
@@ -297,6 +293,7 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 	dp->skel->rodata->cfg_udp_idle_ns =
 	    (__u64)(opts->udp_idle_ms ? opts->udp_idle_ms : CHLB_DP_DEFAULT_UDP_IDLE_MS) *
 	    1000000ull;
+	dp->skel->rodata->cfg_tcp_idle_ns = (__u64)opts->tcp_idle_ms * 1000000ull;
 	rc = bpf_map__set_max_entries(dp->skel->maps.conns,
 				      opts->conn_max ? opts->conn_max : CHLB_DP_DEFAULT_CONN_MAX);
 	if (rc) {
@@ -312,6 +309,11 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 	if (rc) {
 		rc = dp_err(err, errlen, rc,
 			    "couldn't load the data plane (run with -v for the verifier log)");
+		goto fail;
+	}
+	rc = dp_filter_open(dp);
+	if (rc) {
+		rc = dp_err(err, errlen, rc, "couldn't map the connection filter");
 		goto fail;
 	}
 	if (dp->map_adopted[CHLB_MAP_CONNS] && !dp->map_adopted[CHLB_MAP_CONN_FILTER]) {
@@ -348,6 +350,7 @@ void chlb_dp_close(struct chlb_dp *dp)
 		if (dp->link_fd[i] >= 0)
 			close(dp->link_fd[i]);
 	dp_views_close(dp);
+	dp_filter_close(dp);
 	chlb_bpf__destroy(dp->skel);
 	free(dp);
 }
