@@ -274,11 +274,15 @@ json_object *view_which(const struct chlb_cmd *c)
 			     D.rt->be[conn.backend].state == CHLB_BE_LIVE &&
 			     D.rt->be[conn.backend].gen == conn.gen;
 
-		if (c->flow.proto == IPPROTO_UDP) {
-			/* the data plane stamps UDP entries with the coarse monotonic clock */
+		bool udp = c->flow.proto == IPPROTO_UDP;
+		__u64 idle_ms =
+		    udp ? (D.udp_timeout_ms ? D.udp_timeout_ms : CHLB_DP_DEFAULT_UDP_IDLE_MS)
+			: D.tcp_timeout_ms;
+
+		if (idle_ms && conn.last_ns) {
+			/* the data plane stamps entries with the coarse monotonic clock */
 			struct timespec ts;
-			__u64 now, idle_ms = D.udp_timeout_ms ? D.udp_timeout_ms
-							      : CHLB_DP_DEFAULT_UDP_IDLE_MS;
+			__u64 now;
 
 			clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 			now = (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
@@ -287,6 +291,9 @@ json_object *view_which(const struct chlb_cmd *c)
 			if (now > conn.last_ns && now - conn.last_ns >= idle_ms * 1000000ull)
 				valid = false;
 		}
+		/* a FIN or RST was seen: the next SYN on this 5-tuple is decided afresh */
+		json_object_object_add(e, "ended",
+				       json_object_new_boolean(conn.flags & CHLB_CONN_F_ENDED));
 		add_int(e, "gen", conn.gen);
 		json_object_object_add(e, "valid", json_object_new_boolean(valid));
 		json_object_object_add(o, "conn", e);
