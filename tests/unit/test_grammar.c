@@ -63,6 +63,21 @@ static void backend_forms(void **st)
 	assert_int_equal(c.kind, CHLB_CMD_WHICH);
 	assert_int_equal(c.flow.family, CHLB_AF_INET);
 	assert_int_equal(ntohs(c.flow.sport), 40000);
+	ok("conns", &c);
+	assert_int_equal(c.kind, CHLB_CMD_CONNS);
+	assert_false(c.has_vip);
+	assert_false(c.list);
+	assert_int_equal(c.backend.family, 0);
+	ok("conns 10.0.0.10:80/tcp backend 10.1.0.2 list", &c);
+	assert_true(c.has_vip);
+	assert_int_equal(c.vip.port, 80);
+	assert_int_equal(c.backend.family, CHLB_AF_INET);
+	assert_int_equal(c.backend.a[3], 2);
+	assert_true(c.list);
+	ok("conns list backend 2001:db8::2", &c);
+	assert_false(c.has_vip);
+	assert_true(c.list);
+	assert_int_equal(c.backend.family, CHLB_AF_INET6);
 	ok("shutdown detach", &c);
 	assert_true(c.detach);
 	ok("   # only a comment", &c);
@@ -98,6 +113,11 @@ static const struct {
 	{ "backend add 10.0.0.10:80/tcp 10.1.0.2 buckets 1,,2", "'1,,2'" },
 	{ "which 1.2.3.4 10.0.0.10:80 tcp", "missing ':PORT'" },
 	{ "which 1.2.3.4:1 [::1]:80 tcp", "family" },
+	{ "conns backend notanaddr", "'notanaddr': malformed backend address" },
+	{ "conns 10.0.0.10:80/tcp backend", "missing backend address" },
+	{ "conns 10.0.0.10:80/tcp list list", "'list': given twice" },
+	{ "conns 10.0.0.10/sctp", "'sctp'" },
+	{ "conns 10.0.0.10:80/tcp 10.0.0.11:80/tcp", "'10.0.0.11:80/tcp': unexpected argument" },
 	{ "frobnicate", "'frobnicate'" },
 	{ "shutdown now", "'now'" },
 };

@@ -478,6 +478,40 @@ static int parse_which(int ntok, char *const *tok, struct chlb_cmd *c, char *err
 	return 0;
 }
 
+/*
+ * conns [VIP] [backend ADDR] [list]: the VIP is positional (the first word
+ * when it is not a keyword), like `service list [VIP]`.
+ */
+static int parse_conns(int ntok, char *const *tok, struct chlb_cmd *c, char *err, size_t errlen)
+{
+	int i = 1;
+
+	c->kind = CHLB_CMD_CONNS;
+	if (i < ntok && strcmp(tok[i], "backend") && strcmp(tok[i], "list")) {
+		c->has_vip = true;
+		if (chlb_parse_vip(tok[i++], &c->vip, err, errlen))
+			return -1;
+	}
+	for (; i < ntok; i++) {
+		if (!strcmp(tok[i], "list") && !c->list) {
+			c->list = true;
+		} else if (!strcmp(tok[i], "backend") && !c->backend.family) {
+			if (i + 1 >= ntok)
+				return chlb_fail(err, errlen, "'backend': missing backend address");
+			if (chlb_parse_addr(tok[++i], &c->backend))
+				return chlb_fail(err, errlen, "'%s': malformed backend address",
+						 tok[i]);
+		} else if (!strcmp(tok[i], "list") || !strcmp(tok[i], "backend")) {
+			return chlb_fail(err, errlen, "'%s': given twice", tok[i]);
+		} else {
+			return chlb_fail(
+			    err, errlen,
+			    "'%s': unexpected argument (expected backend ADDR or list)", tok[i]);
+		}
+	}
+	return 0;
+}
+
 static int no_args(int ntok, char *const *tok, int max, char *err, size_t errlen)
 {
 	if (ntok > max)
@@ -498,6 +532,8 @@ int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *c, char *err,
 		return parse_backend(ntok, tok, c, err, errlen);
 	if (!strcmp(tok[0], "which"))
 		return parse_which(ntok, tok, c, err, errlen);
+	if (!strcmp(tok[0], "conns"))
+		return parse_conns(ntok, tok, c, err, errlen);
 	if (!strcmp(tok[0], "stats")) {
 		c->kind = CHLB_CMD_STATS;
 		return no_args(ntok, tok, 1, err, errlen);
@@ -527,8 +563,8 @@ int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *c, char *err,
 	}
 	return chlb_fail(
 	    err, errlen,
-	    "'%s': unknown object (expected service, backend, stats, which, save, apply, "
-	    "shutdown)",
+	    "'%s': unknown object (expected service, backend, stats, which, conns, save, "
+	    "apply, shutdown)",
 	    tok[0]);
 }
 

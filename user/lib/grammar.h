@@ -13,6 +13,7 @@
  *   backend list [VIP]
  *   stats | save | shutdown [detach] | dry-run | apply
  *   which SRC:PORT DST:PORT tcp|udp
+ *   conns [VIP] [backend ADDR] [list]
  *
  * VIP = ADDR:PORT/PROTO, IPv6 in brackets: 10.0.0.10:80/tcp, [2001:db8::10]:443/udp;
  * port 0 (or no port: 10.0.0.10/tcp) means every port of the address.
@@ -58,6 +59,7 @@ enum chlb_cmd_kind {
 	CHLB_CMD_APPLY,
 	CHLB_CMD_SHUTDOWN,
 	CHLB_CMD_DRY_RUN,
+	CHLB_CMD_CONNS,
 };
 
 /* Which service options a statement set (struct chlb_cmd.set). */
@@ -92,6 +94,7 @@ struct chlb_cmd {
 	__u32 bucket[CHLB_BE_BUCKETS_MAX];
 	struct chlb_flow flow; /* which */
 	bool detach;	       /* shutdown detach */
+	bool list;	       /* conns: the entries too, not only the counts */
 };
 
 /* Is this statement a change of the desired state (add/set/del)? */
