@@ -131,7 +131,7 @@ static __always_inline struct chlb_backend *decide_live(const struct chlb_servic
 }
 
 /* Which table of the view decided the SYN stamped `stamp`, or -1. */
-static __always_inline int syn_table(const struct chlb_service *svc, __u32 n, __u16 stamp)
+static __always_inline int syn_table(const struct chlb_service *svc, __u32 n, __u32 stamp)
 {
 	__u32 k;
 
@@ -240,19 +240,20 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	if (!udp && !p->fin_rst && !p->icmp_err) {
 		if (!now)
 			now = bpf_ktime_get_coarse_ns();
-		if (r.el) {
-			__u16 stamp = r.el->syn[chlb_syn_index(r.fk)];
-
-			k = chlb_syn_fresh(stamp, now) ? syn_table(svc, n, stamp) : -1;
-			if (k >= 0) {
-				/* the handshake ACK: the table its SYN used, then the entry */
-				be = decide_live(svc, (__u32)k, crc, &d);
-				if (!be && !(be = decide_live(svc, 0, crc, &d)))
-					return NULL;
-				conn_insert(&p->flow, &r, d, be, now);
-				*slot = d;
-				return be;
-			}
+		if (r.el && chlb_syn_fresh(r.el->syn[chlb_syn_index(r.fk)], now)) {
+			/*
+			 * The handshake ACK: the table its SYN used, then the entry.
+			 * A stamp naming no table of the view (more than three swaps
+			 * since the SYN, or another flow's SYN in the same stamp)
+			 * falls back to the oldest; the entry is written either way.
+			 */
+			k = syn_table(svc, n, r.el->syn[chlb_syn_index(r.fk)]);
+			be = decide_live(svc, k >= 0 ? (__u32)k : n - 1, crc, &d);
+			if (!be && !(be = decide_live(svc, 0, crc, &d)))
+				return NULL;
+			conn_insert(&p->flow, &r, d, be, now);
+			*slot = d;
+			return be;
 		}
 	}
 	used = n - 1;

@@ -123,7 +123,7 @@ struct chlb_conn {
  *    entry. Bits are never cleared under a reader: chlbd rebuilds the idle
  *    bank from the entries and then flips filter_bank (user/lib/dp_filter.c),
  *    so the filter does not fill up as connections come and go.
- *  - eight SYN stamps: the coarse time of the last SYN of a flow hashing
+ *  - four SYN stamps: the coarse time of the last SYN of a flow hashing
  *    there, and which table slot decided it. The flow's first non-SYN packet
  *    reads its stamp (same cache line as the bits) to know that its SYN was
  *    seen, and which table of the view decided it. A stamp is a hint: a
@@ -142,34 +142,37 @@ struct chlb_conn {
 #define CHLB_CONN_FILTER_BITS	23
 #define CHLB_FILTER_ELEM_BITS	(CHLB_CONN_FILTER_BITS - 6)
 #define CHLB_CONN_FILTER_WORDS	(1u << CHLB_FILTER_ELEM_BITS)
-#define CHLB_CONN_FILTER_LAYOUT "k3b2s8"
+#define CHLB_CONN_FILTER_LAYOUT "k3b2s4"
 
 struct chlb_filter_elem {
 	__u64 bank[2];
-	__u16 syn[8]; /* chlb_syn_stamp() */
+	__u32 syn[4]; /* chlb_syn_stamp(); 0: none */
 };
 
 /*
- * A SYN stamp: bits 15..3 the coarse time in units of 2^26 ns (67 ms,
- * wrapping every 549 s), bits 2..0 the low bits of the table slot that
- * decided the SYN. A service's table slots are CHLB_SLOTS_PER_SERVICE (<= 8)
- * consecutive numbers, so their low three bits tell them apart.
+ * A SYN stamp: bits 31..3 the coarse time in units of 2^26 ns (67 ms,
+ * wrapping after 1.1 years, so an old stamp never looks fresh), bits 2..0
+ * the low bits of the table slot that decided the SYN. A service's table
+ * slots are CHLB_SLOTS_PER_SERVICE (<= 8) consecutive numbers, so their low
+ * three bits tell them apart. 0 means no SYN was stamped there.
  */
 #define CHLB_SYN_TIME_SHIFT 26
 #define CHLB_SYN_FRESH	    480 /* units: ~32 s, covers SYN-ACK retransmissions (1+2+4+8+16 s) */
 _Static_assert(CHLB_SLOTS_PER_SERVICE <= 8, "a SYN stamp names a table slot in 3 bits");
 
-static __always_inline __u16 chlb_syn_stamp(__u64 now_ns, __u32 table_slot)
+static __always_inline __u32 chlb_syn_stamp(__u64 now_ns, __u32 table_slot)
 {
-	return (__u16)(((__u32)(now_ns >> CHLB_SYN_TIME_SHIFT) << 3) | (table_slot & 7));
+	__u32 st = ((__u32)(now_ns >> CHLB_SYN_TIME_SHIFT) << 3) | (table_slot & 7);
+
+	return st ? st : 8; /* never "none": one unit later is as good */
 }
 
 /* Was the stamp written within CHLB_SYN_FRESH units of now? */
-static __always_inline int chlb_syn_fresh(__u16 stamp, __u64 now_ns)
+static __always_inline int chlb_syn_fresh(__u32 stamp, __u64 now_ns)
 {
-	__u32 age = ((__u32)(now_ns >> CHLB_SYN_TIME_SHIFT) - ((__u32)stamp >> 3)) & 0x1fff;
+	__u32 age = ((__u32)(now_ns >> CHLB_SYN_TIME_SHIFT) - (stamp >> 3)) & 0x1fffffff;
 
-	return age <= CHLB_SYN_FRESH;
+	return stamp && age <= CHLB_SYN_FRESH;
 }
 
 /*
@@ -204,10 +207,10 @@ static __always_inline __u64 chlb_filter_mask(__u32 fk)
 	       (1ull << ((fk * 0x9e3779b1u) >> 26));
 }
 
-/* ... and its SYN stamp: three bits the word index and positions leave. */
+/* ... and its SYN stamp: two bits the word index and positions leave. */
 static __always_inline __u32 chlb_syn_index(__u32 fk)
 {
-	return (fk >> 12) & 7;
+	return (fk >> 12) & 3;
 }
 
 /* Per service and per backend, per CPU. */

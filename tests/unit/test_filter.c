@@ -68,20 +68,26 @@ static void test_load_and_false_positives(void **state)
 	free(words);
 }
 
-/* A SYN stamp is fresh for CHLB_SYN_FRESH units, across the 13-bit wrap, and names its slot. */
+/* A SYN stamp is fresh for CHLB_SYN_FRESH units, never after, and names its slot. */
 static void test_syn_stamp(void **state)
 {
 	const __u64 unit = 1ull << CHLB_SYN_TIME_SHIFT;
-	__u64 t0 = 8191 * unit + 5; /* one unit before the time bits wrap */
-	__u16 st = chlb_syn_stamp(t0, 6 * 37 + 4);
+	__u64 t0 = 8191 * unit + 5;
+	__u32 st = chlb_syn_stamp(t0, 6 * 37 + 4);
 
 	(void)state;
 	assert_int_equal(st & 7, (6 * 37 + 4) & 7);
 	assert_true(chlb_syn_fresh(st, t0));
 	assert_true(chlb_syn_fresh(st, t0 + CHLB_SYN_FRESH * unit));
 	assert_false(chlb_syn_fresh(st, t0 + (CHLB_SYN_FRESH + 1) * unit));
-	/* a stamp from far in the past (mod the wrap) is stale, not fresh */
-	assert_false(chlb_syn_fresh(chlb_syn_stamp(t0 - 4000 * unit, 0), t0));
+	/* old stamps stay stale: the 29 time bits wrap only after a year */
+	assert_false(chlb_syn_fresh(st, t0 + 549 * 1000000000ull));
+	assert_false(chlb_syn_fresh(st, t0 + 86400ull * 1000000000ull));
+	/* no stamp is never fresh, even at boot time; a real one is never 0 */
+	assert_false(chlb_syn_fresh(0, 0));
+	assert_false(chlb_syn_fresh(0, 5 * unit));
+	assert_int_not_equal(chlb_syn_stamp(0, 0), 0);
+	assert_true(chlb_syn_fresh(chlb_syn_stamp(0, 0), unit)); /* stamped one unit late */
 	/* the six table slots of any service differ in their low three bits */
 	for (__u32 id = 0; id < CHLB_MAX_SERVICES; id++)
 		for (__u32 a = 0; a < CHLB_SLOTS_PER_SERVICE; a++)
