@@ -49,6 +49,12 @@ BAD=(
 	"backend add [2001:db8::50]:80/tcp 10.1.0.2|1|IPv6-in-IPv4 is not supported"
 	"service del [2001:db8::50]:80/tcp|0|"
 	"service set 10.0.0.50:80/tcp algo maglev table 2|1|'2': maglev table size must be larger than"
+	"conns --backend notanaddr|2|'notanaddr': malformed backend address"
+	"conns --backend|2|'--backend' needs a backend address"
+	"conns $VIP --frob|2|'--frob'"
+	"conns 10.0.0.99:80/tcp|1|'10.0.0.99:80/tcp': no such service"
+	"conns 10.0.0.50:80/tcp --backend 10.1.0.77|1|'10.1.0.77': no such backend in the service"
+	"conns --backend 10.1.0.77|1|'10.1.0.77': not a backend of any service"
 )
 
 test_bad_input() {
@@ -114,6 +120,104 @@ test_which_agrees() {
 		which_matches 83 150 83
 }
 
+CV=10.0.0.70:80/tcp
+CW=10.0.0.71:0/tcp
+
+# nogrep ARGS: grep finds nothing
+nogrep() { ! grep "$@"; }
+
+# the probed flows of file $1 as "CLIENT BACKEND STATE" ($2), sorted
+probed() { awk -v st="$2" '{ print $1, $3, st }' "$1"; }
+
+# conns_of SVC_JSON BACKEND FIELD: a backend's count in `conns` JSON
+conns_of() { jq --arg b "$2" ".services[0].backends[] | select(.address == \$b) | .$3" <<<"$1"; }
+
+# `conns` against connections made through the attached program: SYN then
+# handshake ACK (writes the entry), some closed by FIN (entry ended), some to
+# a port-0 wildcard service; a drain keeps them, a removal makes them stale.
+test_conns() {
+	local j got want be n live ended out list bl
+	c service add $CV algo jump && c service add $CW algo jump || return 1
+	# backends of no other service: removing one from $CV makes its slot DEAD
+	for i in 12 13 14; do c backend add $CV 10.1.0.$i || return 1; done
+	c backend add $CW 10.1.0.15 || return 1
+	check "no entries before any connection" \
+		[ "$(c -j conns $CV | jq -c '.services[0] | [.entries, .listed]')" = "[0,null]" ] || return 1
+	probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.70 80 100 701 >"$LIB_DIR/c_live" &&
+		probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.70 80 20 702 fin >"$LIB_DIR/c_fin" &&
+		probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.71 8080 10 703 >"$LIB_DIR/c_wild" || return 1
+	check "every probed packet forwarded" nogrep -q verdict "$LIB_DIR"/c_live "$LIB_DIR"/c_fin \
+		"$LIB_DIR"/c_wild || return 1
+	n=$(cat "$LIB_DIR"/c_live "$LIB_DIR"/c_fin | awk '{ print $1 }' | sort -u | wc -l)
+	check "130 distinct probed flows ($n + 10)" [ "$n" = 120 ] || return 1
+
+	j=$(c -j conns $CV) || return 1
+	got=$(jq -c '[.services[0] | .entries, .live, .ended, .stale] + [.listed, .truncated, .list_max]' <<<"$j")
+	check "service counts [entries, live, ended, stale, listed, truncated, max]: $got" \
+		[ "$got" = "[120,100,20,0,120,false,100000]" ] || return 1
+	# the list is exactly the probed flows, each on the backend its ACK reached
+	{ probed "$LIB_DIR/c_live" live; probed "$LIB_DIR/c_fin" ended; } | sort >"$LIB_DIR/c_want"
+	jq -r '.conns[] | "\(.client) \(.backend) \(.state)"' <<<"$j" | sort >"$LIB_DIR/c_got"
+	if ! diff "$LIB_DIR/c_want" "$LIB_DIR/c_got" >"$LIB_DIR/c_diff"; then
+		diag "conns list vs the probed flows:"
+		sed 's/^/#   /' "$LIB_DIR/c_diff" | head
+		return 1
+	fi
+	check "entries name VIP, service, slot, generation" jq -e --arg s "$CV" \
+		'[.conns[] | select(.vip == $s and .service == $s and (.slot | type) == "number" and .gen >= 1)] | length == 120' \
+		<<<"$j" >/dev/null || return 1
+	bl=$(c -j backend list $CV) || return 1
+	for be in 10.1.0.12 10.1.0.13 10.1.0.14; do
+		live=$(grep -c " $be\$" "$LIB_DIR/c_live")
+		ended=$(grep -c " $be\$" "$LIB_DIR/c_fin")
+		got="$(conns_of "$j" $be live) $(conns_of "$j" $be ended)"
+		check "$be: live ended $got, probed $live $ended" [ "$got" = "$live $ended" ] || return 1
+		got=$(jq --arg b $be '.backends[] | select(.address == $b) | "\(.conns) \(.conns_ended)"' -r <<<"$bl")
+		check "$be: backend list conns $got" [ "$got" = "$live $ended" ] || return 1
+	done
+	# text: the backend's own line, the other backends left out
+	out=$(c conns $CV --backend 10.1.0.12) || return 1
+	live=$(grep -c " 10.1.0.12\$" "$LIB_DIR/c_live")
+	ended=$(grep -c " 10.1.0.12\$" "$LIB_DIR/c_fin")
+	check "text names the service: $out" grep -qE "^$CV +120 +100 +20 +0\$" <<<"$out" || return 1
+	check "text: 10.1.0.12's line with $live live, $ended ended" \
+		grep -qE "^  10\.1\.0\.12 \(slot [0-9]+, gen [0-9]+\) +$live +$ended\$" <<<"$out" || return 1
+	check "text: --backend leaves the other backends out" nogrep -q "10.1.0.13" <<<"$out" || return 1
+	check "text: backend list has a CONNS column" \
+		c backend list $CV | grep -qE "^$CV +10\.1\.0\.12 .* $live\$" || return 1
+	# the port-0 wildcard takes the flows to any port
+	j=$(c -j conns $CW) || return 1
+	check "wildcard service: 10 live entries to port 8080" jq -e --arg s "$CW" \
+		'.services[0].live == 10 and ([.conns[] | select(.vip == "10.0.0.71:8080/tcp" and .service == $s)] | length) == 10' \
+		<<<"$j" >/dev/null || return 1
+	# the whole table
+	j=$(c -j conns) || return 1
+	check "whole table: 130 entries, none of another service" \
+		jq -e '.entries == 130 and .other == 0 and ([.conns[]] | length) == 130' <<<"$j" >/dev/null || return 1
+	# a drain keeps a backend's entries; its removal makes them stale
+	live=$(grep -c " 10.1.0.13\$" "$LIB_DIR/c_live")
+	ended=$(grep -c " 10.1.0.13\$" "$LIB_DIR/c_fin")
+	c backend set $CV 10.1.0.13 weight 0 || return 1
+	got=$(c -j backend list $CV | jq -r '.backends[] | select(.address == "10.1.0.13") | "\(.state) \(.conns)"')
+	check "drained backend keeps its $live entries: $got" [ "$got" = "draining $live" ] || return 1
+	c backend del $CV 10.1.0.13 || return 1
+	got=$(c -j conns $CV | jq -c '[.services[0] | .entries, .live, .ended, .stale]')
+	want="[120,$((100 - live)),$((20 - ended)),$((live + ended))]"
+	check "removed backend's entries are stale: $got, want $want" [ "$got" = "$want" ] || return 1
+	check "stale entries keep their slot, show no live backend" \
+		c -j conns $CV | jq -e '[.conns[] | select(.state == "stale")] | length == '"$((live + ended))" >/dev/null || return 1
+	# stats: table pressure
+	j=$(c -j stats) || return 1
+	check "stats: ct_size 1048576, ct_entries 130, inserts >= 130, evictions = inserts - entries: $(jq -c '[.ct_size, .ct_entries, .ct_inserts, .ct_evictions]' <<<"$j")" \
+		jq -e '.ct_size == 1048576 and .ct_entries == 130 and .ct_inserts >= 130 and
+			.ct_evictions == ([.ct_inserts - .ct_entries, 0] | max)' <<<"$j" >/dev/null || return 1
+	check "stats: bytes per entry ($(jq .ct_bytes_per_entry <<<"$j")) at least key + value, memory = size x that" \
+		jq -e '.ct_bytes_per_entry >= 56 and .ct_bytes_per_entry < 512 and
+			(.ct_memory_bytes / .ct_size - .ct_bytes_per_entry | fabs) < 0.001' <<<"$j" >/dev/null || return 1
+	check "stats text shows the table" c stats | grep -q "^connection table: 130 of 1048576 entries" || return 1
+	c service del $CV && c service del $CW
+}
+
 # connection entries of the probed flows, as chlbctl which reports them
 conns() {
 	awk '{ print $1 }' <<<"$1" | head -60 | while read -r src; do
@@ -123,10 +227,16 @@ conns() {
 
 prog_id() { bpftool -j link show pinned "$D_PIN/link_$D_IFINDEX" | jq .prog_id; }
 
+# the entries `chlbctl conns` lists for the VIP, sorted
+listed() { c -j conns 10.0.0.10:80/tcp | jq -c '[.conns[] | [.client, .backend, .slot, .gen, .state]] | sort'; }
+
 restart_keeps_flows() {
-	local sig=$1 fp_before fp_after before after conn_before prog_before
+	local sig=$1 fp_before fp_after before after conn_before prog_before est list_before
 	before=$(probe which "$D_PIN" "$D_IFINDEX" 10.0.0.10 80 200 42)
-	conn_before=$(conns "$before")
+	# established connections (SYN, then the handshake ACK that writes the entry)
+	est=$(probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.10 80 60 43)
+	conn_before=$(conns "$est")
+	list_before=$(listed)
 	prog_before=$(prog_id)
 	fp_before=$(c -j service list | jq -c '[.services[] | [.service, .fingerprint]]')
 	local state_before
@@ -140,8 +250,11 @@ restart_keeps_flows() {
 	check "adopted pinned maps" grep -q "adopted pinned maps" "$D_LOG" || return 1
 	after=$(probe which "$D_PIN" "$D_IFINDEX" 10.0.0.10 80 200 42)
 	check "no flow re-hashed across the restart" [ "$before" = "$after" ] || return 1
-	check "some probed flows have connection entries" grep -q slot <<<"$conn_before" || return 1
-	check "connection entries survived" [ "$conn_before" = "$(conns "$before")" ] || return 1
+	check "every established flow has a connection entry" \
+		[ "$(grep -c slot <<<"$conn_before")" = 60 ] || return 1
+	check "connection entries survived" [ "$conn_before" = "$(conns "$est")" ] || return 1
+	check "chlbctl conns lists the same entries ($(jq length <<<"$list_before"))" \
+		[ "$list_before" = "$(listed)" ] || return 1
 	check "program replaced in place (prog $prog_before -> $(prog_id))" \
 		[ "$(prog_id)" != "$prog_before" ] || return 1
 	fp_after=$(c -j service list | jq -c '[.services[] | [.service, .fingerprint]]')
@@ -331,6 +444,29 @@ test_two_daemons_side_by_side() {
 		--pin-dir "$D_PIN" --state "$LIB_DIR/d3.state" -f 2>&1)
 	check "a second chlbd on the same pin dir refuses: $out" grep -q "in use by another chlbd" <<<"$out" || rc=1
 	return $rc
+}
+
+# more connections than --ct-size: the LRU evicts, and stats counts every eviction
+test_ct_pressure() {
+	local j n
+	c shutdown --detach >/dev/null || return 1
+	lib_wait_for 5 bash -c "! kill -0 $D_PID 2>/dev/null" || return 1
+	D_PID=
+	d_start --ct-size 2048 || return 1
+	c service add 10.0.0.72:80/tcp algo jump && c backend add 10.0.0.72:80/tcp 10.1.0.2 &&
+		c backend add 10.0.0.72:80/tcp 10.1.0.3 || return 1
+	probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.72 80 5000 720 >"$LIB_DIR/p_live" || return 1
+	n=$(awk '{ print $1 }' "$LIB_DIR/p_live" | sort -u | wc -l)
+	j=$(c -j stats) || return 1
+	diag "$n connections into 2048 entries: $(jq -c '{ct_size, ct_entries, ct_inserts, ct_evictions}' <<<"$j")"
+	check "ct_size is --ct-size" jq -e '.ct_size == 2048' <<<"$j" >/dev/null || return 1
+	check "one insert per connection" jq -e ".ct_inserts == $n" <<<"$j" >/dev/null || return 1
+	check "table within its size" jq -e '.ct_entries <= 2048 and .ct_entries > 0' <<<"$j" >/dev/null || return 1
+	check "evictions = inserts - entries > 0" \
+		jq -e '.ct_evictions == .ct_inserts - .ct_entries and .ct_evictions >= '"$((n - 2048))" <<<"$j" >/dev/null || return 1
+	check "conns counts what stats counts" \
+		[ "$(c -j conns | jq .entries)" = "$(jq .ct_entries <<<"$j")" ] || return 1
+	c service del 10.0.0.72:80/tcp
 }
 
 test_shutdown_detach() {

@@ -6,6 +6,10 @@
  *   chlb-probe which PIN_DIR IFINDEX VIP PORT N SEED
  *       N random TCP SYNs to VIP:PORT; prints "SRC:SPORT DST:DPORT BACKEND" per flow
  *       (BACKEND = outer IPv4 destination of the IPIP packet, or "verdict=V").
+ *   chlb-probe connect PIN_DIR IFINDEX VIP PORT N SEED [fin]
+ *       the same flows as `which`, each a SYN then the handshake ACK (which
+ *       writes the flow's connection entry), and with `fin` a FIN after it
+ *       (which marks the entry ended); prints what the ACK was sent to.
  *   chlb-probe torture PIN_DIR IFINDEX STOPFILE VIP:PORT=LO-HI...
  *       until STOPFILE exists: random flows (SYN and non-SYN) to every VIP; each
  *       packet must be forwarded (never passed or dropped) to a backend of that
@@ -51,7 +55,11 @@ static __u16 csum(const void *p, int len)
 	return htons((__u16)~s);
 }
 
-static void make_pkt(__u8 *p, __u32 src, __u16 sport, __u32 dst, __u16 dport, bool syn)
+#define TCP_SYN 0x02
+#define TCP_ACK 0x10
+#define TCP_FIN 0x01
+
+static void make_tcp(__u8 *p, __u32 src, __u16 sport, __u32 dst, __u16 dport, __u8 flags)
 {
 	memset(p, 0, PKT_LEN);
 	memcpy(p, "\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02\x08\x00", 14);
@@ -68,7 +76,12 @@ static void make_pkt(__u8 *p, __u32 src, __u16 sport, __u32 dst, __u16 dport, bo
 	*(__u16 *)tcp = htons(sport);
 	*(__u16 *)(tcp + 2) = htons(dport);
 	tcp[12] = 5 << 4;
-	tcp[13] = syn ? 0x02 : 0x10;
+	tcp[13] = flags;
+}
+
+static void make_pkt(__u8 *p, __u32 src, __u16 sport, __u32 dst, __u16 dport, bool syn)
+{
+	make_tcp(p, src, sport, dst, dport, syn ? TCP_SYN : TCP_ACK);
 }
 
 static int attached_prog(const char *pin_dir, int ifindex)
@@ -108,7 +121,8 @@ static int run(int pfd, const __u8 *pkt, __u32 *backend, __u32 *verdict)
 	return 0;
 }
 
-static int do_which(int pfd, const char *vip, int port, int n)
+/* which: one SYN per flow; connect: SYN, then ACK (and FIN when fin) */
+static int do_which(int pfd, const char *vip, int port, int n, bool connect, bool fin)
 {
 	__u32 dst, be, v;
 	__u8 pkt[PKT_LEN];
@@ -122,6 +136,16 @@ static int do_which(int pfd, const char *vip, int port, int n)
 
 		make_pkt(pkt, src, sport, dst, (__u16)port, true);
 		r = run(pfd, pkt, &be, &v);
+		if (r >= 0 && connect) {
+			make_tcp(pkt, src, sport, dst, (__u16)port, TCP_ACK);
+			r = run(pfd, pkt, &be, &v);
+		}
+		if (r >= 0 && fin) {
+			__u32 be2;
+
+			make_tcp(pkt, src, sport, dst, (__u16)port, TCP_FIN | TCP_ACK);
+			r = run(pfd, pkt, &be2, &v) < 0 ? -1 : r;
+		}
 		if (r < 0)
 			return 1;
 		inet_ntop(AF_INET, &src, a, sizeof(a));
@@ -233,13 +257,22 @@ int main(int argc, char **argv)
 	if (argc >= 8 && !strcmp(argv[1], "which")) {
 		rng ^= strtoull(argv[7], NULL, 0) * 0x9e3779b97f4a7c15ull;
 		pfd = attached_prog(argv[2], atoi(argv[3]));
-		return pfd < 0 ? 2 : do_which(pfd, argv[4], atoi(argv[5]), atoi(argv[6]));
+		return pfd < 0 ? 2
+			       : do_which(pfd, argv[4], atoi(argv[5]), atoi(argv[6]), false, false);
+	}
+	if (argc >= 8 && !strcmp(argv[1], "connect")) {
+		rng ^= strtoull(argv[7], NULL, 0) * 0x9e3779b97f4a7c15ull;
+		pfd = attached_prog(argv[2], atoi(argv[3]));
+		return pfd < 0 ? 2
+			       : do_which(pfd, argv[4], atoi(argv[5]), atoi(argv[6]), true,
+					  argc >= 9 && !strcmp(argv[8], "fin"));
 	}
 	if (argc >= 6 && !strcmp(argv[1], "torture")) {
 		pfd = attached_prog(argv[2], atoi(argv[3]));
 		return pfd < 0 ? 2 : do_torture(pfd, argv[2], argv[4], argc - 5, argv + 5);
 	}
 	fprintf(stderr, "usage: chlb-probe which PIN_DIR IFINDEX VIP PORT N SEED\n"
+			"       chlb-probe connect PIN_DIR IFINDEX VIP PORT N SEED [fin]\n"
 			"       chlb-probe torture PIN_DIR IFINDEX STOPFILE VIP:PORT=LO-HI...\n");
 	return 2;
 }

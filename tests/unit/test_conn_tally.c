@@ -193,6 +193,9 @@ static void attributes_and_classifies(void **state)
 	       conn("10.1.0.2", 0, now - 29 * NS), CHLB_CONN_LIVE, "10.0.0.20:53/udp", "10.1.0.2");
 	expect(&t, flow("192.0.2.1", 1009, "10.0.0.20", 53, IPPROTO_UDP),
 	       conn("10.1.0.2", 0, now - 30 * NS), CHLB_CONN_STALE, "10.0.0.20:53/udp", NULL);
+	/* last_ns 0 (no time kept when written): never idle, as in bpf/chlb_stick.h */
+	expect(&t, flow("192.0.2.1", 1013, "10.0.0.20", 53, IPPROTO_UDP), conn("10.1.0.2", 0, 0),
+	       CHLB_CONN_LIVE, "10.0.0.20:53/udp", "10.1.0.2");
 	/* TCP without a TCP timeout: idle for ever is still live */
 	expect(&t, flow("192.0.2.1", 1010, "10.0.0.10", 80, IPPROTO_TCP), conn("10.1.0.2", 0, 1),
 	       CHLB_CONN_LIVE, "10.0.0.10:80/tcp", "10.1.0.2");
@@ -203,17 +206,18 @@ static void attributes_and_classifies(void **state)
 	expect(&t, flow("192.0.2.1", 1012, "10.0.0.10", 80, IPPROTO_TCP), wild_slot,
 	       CHLB_CONN_STALE, "10.0.0.10:80/tcp", NULL);
 
-	assert_int_equal(t.entries, 13);
+	assert_int_equal(t.entries, 14);
 	assert_int_equal(t.other, 2);
 	assert_int_equal(t.svc[web].entries, 7);
 	assert_int_equal(t.svc[web].live, 4);
 	assert_int_equal(t.svc[web].ended, 1);
 	assert_int_equal(t.svc[web].stale, 2);
+	assert_int_equal(t.svc[web].unlisted, 1);
 	assert_int_equal(t.svc[web].be[two].live, 2);
 	assert_int_equal(t.svc[web].be[two].ended, 1);
 	assert_int_equal(t.svc[web].be[three].live, 1);
 	assert_int_equal(t.svc[wild].live, 1);
-	assert_int_equal(t.svc[dns].entries, 2);
+	assert_int_equal(t.svc[dns].entries, 3);
 	assert_int_equal(t.svc[dns].stale, 1);
 	assert_int_equal(t.svc[v6].be[0].live, 1);
 	assert_int_equal(t.svc[web].be[two].slot, slot("10.1.0.2"));

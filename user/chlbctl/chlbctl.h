@@ -58,6 +58,7 @@ int do_service(int argc, char **argv);
 int do_backend(int argc, char **argv);
 int do_stats(int argc, char **argv);
 int do_which(int argc, char **argv);
+int do_conns(int argc, char **argv);
 int do_save(int argc, char **argv);
 int do_apply(int argc, char **argv);
 int do_batch(int argc, char **argv);

@@ -21,6 +21,7 @@ static const struct chlbctl_cmd cmds[] = {
 	{ "backend", do_backend, "add|set|del|list: a service's backends" },
 	{ "stats", do_stats, "counters per service, backend, reason; rates since the last call" },
 	{ "which", do_which, "SRC:PORT DST:PORT tcp|udp: where a flow goes, and why" },
+	{ "conns", do_conns, "[VIP] [--backend ADDR] [--json]: the connection table (entries)" },
 	{ "save", do_save, "print the state in the grammar (input for apply -f)" },
 	{ "apply", do_apply, "-f FILE [--dry-run]: converge to FILE, atomically" },
 	{ "batch", do_batch, "-f FILE|- [--dry-run]: several changes as one transaction" },

@@ -65,13 +65,14 @@ void show_backends(json_object *r)
 {
 	json_object *a = arr(r, "backends");
 
-	printf("%-28s %-40s %6s %5s %5s %s\n", "SERVICE", "BACKEND", "WEIGHT", "SLOT", "GEN",
-	       "STATE");
+	/* CONNS: live connection entries, what a drain waits for (ended ones are kept too) */
+	printf("%-28s %-40s %6s %5s %5s %-8s %8s\n", "SERVICE", "BACKEND", "WEIGHT", "SLOT", "GEN",
+	       "STATE", "CONNS");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
 
-		printf("%-28s %-40s %6s %5s %5s %s\n", s(e, "service"), s(e, "address"),
-		       s(e, "weight"), s(e, "slot"), s(e, "gen"), s(e, "state"));
+		printf("%-28s %-40s %6s %5s %5s %-8s %8s\n", s(e, "service"), s(e, "address"),
+		       s(e, "weight"), s(e, "slot"), s(e, "gen"), s(e, "state"), s(e, "conns"));
 	}
 }
 
@@ -109,6 +110,16 @@ void show_stats(json_object *r)
 	json_object *g, *a;
 
 	printf("interval since the previous `stats`: %.1f s\n", d(r, "interval_s"));
+	if (json_object_object_get_ex(r, "ct_size", NULL)) {
+		char mem[32];
+
+		human(d(r, "ct_memory_bytes"), "B", mem, sizeof(mem));
+		printf("connection table: %s of %s entries (%.2f%%), %s inserts, %s evicted; "
+		       "%s, %.0f B per entry\n",
+		       s(r, "ct_entries"), s(r, "ct_size"),
+		       d(r, "ct_size") ? 100 * d(r, "ct_entries") / d(r, "ct_size") : 0,
+		       s(r, "ct_inserts"), s(r, "ct_evictions"), mem, d(r, "ct_bytes_per_entry"));
+	}
 	if (json_object_object_get_ex(r, "global", &g)) {
 		printf("global:\n");
 		json_object_object_foreach(g, k, v)

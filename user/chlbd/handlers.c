@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Control requests. A request is text in the grammar:
- *   - one read statement: service list, backend list, stats, which, save;
+ *   - one read statement: service list, backend list, stats, which, conns, save;
  *   - change statements (one or many lines), optionally after a `dry-run`
  *     line: applied together as ONE transaction, so a burst (a backend
  *     leaving 100 services) costs one swap per service, and one bad line
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "chlbd.h"
+#include "conns.h"
 #include "plan.h"
 
 char *chlbd_reply(json_object *o)
@@ -197,6 +198,8 @@ char *handle_request(const char *req, size_t len)
 		return chlbd_reply(view_stats());
 	case CHLB_CMD_WHICH:
 		return chlbd_reply(view_which(&c));
+	case CHLB_CMD_CONNS:
+		return view_conns(&c);
 	case CHLB_CMD_SAVE:
 		return chlbd_reply(do_save());
 	case CHLB_CMD_SHUTDOWN:

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "chlbd.h"
+#include "conns.h"
 
 static json_object *no_such_service(const struct chlb_vip *vip)
 {
@@ -96,7 +97,12 @@ json_object *view_backends(const struct chlb_cmd *c)
 	json_object *o = json_object_new_object(), *arr = json_object_new_array();
 	char b[CHLB_ADDRSTR];
 	bool found = false;
+	/* entries per backend, so a drain can be watched to its end */
+	struct chlb_ct_tally t;
+	int ct_rc = conns_tally(&t);
 
+	if (ct_rc)
+		pr_warn("backend list: couldn't read the connection table: %s", strerror(-ct_rc));
 	for (__u32 i = 0; i < D.state.nsvc; i++) {
 		const struct chlb_svc_cfg *s = &D.state.svc[i];
 
@@ -115,9 +121,15 @@ json_object *view_backends(const struct chlb_cmd *c)
 				add_int(e, "gen", D.rt->be[slot].gen);
 				add_str(e, "state", s->be[j].weight ? "live" : "draining");
 			}
+			if (!ct_rc) {
+				add_int(e, "conns", (int64_t)t.svc[i].be[j].live);
+				add_int(e, "conns_ended", (int64_t)t.svc[i].be[j].ended);
+			}
 			json_object_array_add(arr, e);
 		}
 	}
+	if (!ct_rc)
+		chlb_ct_tally_free(&t);
 	if (c->has_vip && !found) {
 		json_object_put(arr);
 		json_object_put(o);
@@ -161,9 +173,11 @@ json_object *view_stats(void)
 	double dt = prev_ns ? (double)(now - prev_ns) / 1e9 : 0;
 	char b[CHLB_ADDRSTR];
 
-	if (!chlb_dp_read_global(D.dp, &gs))
+	if (!chlb_dp_read_global(D.dp, &gs)) {
 		for (int i = 0; i < CHLB_R_MAX; i++)
 			add_int(g, chlb_reason_names[i], (int64_t)gs.reason[i]);
+		conns_stats(o, gs.reason[CHLB_R_CT_INSERT]);
+	}
 	for (__u32 i = 0; i < D.state.nsvc; i++) {
 		int id = chlb_rt_svc_id(D.rt, &D.state.svc[i].vip);
 		struct chlb_counters c;

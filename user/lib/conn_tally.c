@@ -143,7 +143,8 @@ static bool idle_out(const struct chlb_ct_tally *t, const struct chlb_flow *f,
 {
 	__u64 limit = f->proto == IPPROTO_UDP ? t->udp_idle_ns : t->tcp_idle_ns;
 
-	return limit && t->now_ns > c->last_ns && t->now_ns - c->last_ns >= limit;
+	/* last_ns 0: written by a data plane that kept no time; it does not idle it out */
+	return limit && c->last_ns && t->now_ns > c->last_ns && t->now_ns - c->last_ns >= limit;
 }
 
 enum chlb_conn_state chlb_ct_tally_add(struct chlb_ct_tally *t, const struct chlb_flow *f,
@@ -179,11 +180,11 @@ enum chlb_conn_state chlb_ct_tally_add(struct chlb_ct_tally *t, const struct chl
 	else
 		ts->live++;
 	*be = find_be(ts, c->backend);
-	if (*be >= 0) {
-		if (state == CHLB_CONN_ENDED)
-			ts->be[*be].ended++;
-		else
-			ts->be[*be].live++;
-	}
+	if (*be < 0)
+		ts->unlisted++;
+	else if (state == CHLB_CONN_ENDED)
+		ts->be[*be].ended++;
+	else
+		ts->be[*be].live++;
 	return state;
 }

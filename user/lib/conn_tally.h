@@ -40,6 +40,12 @@ struct chlb_ct_be {
 
 struct chlb_ct_svc {
 	__u64 entries, live, ended, stale;
+	/*
+	 * live or ended entries whose backend is not one of the service's any
+	 * more but is still LIVE because another service has it: the data
+	 * plane still follows them (slots are per address, not per service).
+	 */
+	__u64 unlisted;
 	struct chlb_ct_be *be; /* [st->svc[i].nbe], in the service's backend order */
 	__u32 *by_slot;	       /* backend indexes sorted by slot (those with a slot) */
 	__u32 nslot;

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * chlbctl conns [VIP] [--backend ADDR] [--json]: the connection table, the
+ * analogue of `ipvsadm -Lnc`. Text: the entries per service and per
+ * backend. JSON: the same counts plus the entries themselves (at most
+ * chlbd's CHLBD_CONNS_LIST_MAX, then "truncated": true).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "chlbctl.h"
+#include "client.h"
+
+static long long num(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v ? (long long)json_object_get_int64(v) : 0;
+}
+
+static const char *str(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : "-";
+}
+
+static void show_conns(json_object *r)
+{
+	json_object *svcs, *bes;
+	long long size = num(r, "ct_size"), n = num(r, "entries");
+
+	printf("connection table: %lld of %lld entries (%.2f%%)\n", n, size,
+	       size ? 100.0 * (double)n / (double)size : 0.0);
+	printf("%-44s %10s %10s %10s %10s\n", "SERVICE / BACKEND", "ENTRIES", "LIVE", "ENDED",
+	       "STALE");
+	if (!json_object_object_get_ex(r, "services", &svcs))
+		return;
+	for (size_t i = 0; i < json_object_array_length(svcs); i++) {
+		json_object *s = json_object_array_get_idx(svcs, i);
+
+		printf("%-44s %10lld %10lld %10lld %10lld\n", str(s, "service"), num(s, "entries"),
+		       num(s, "live"), num(s, "ended"), num(s, "stale"));
+		if (!json_object_object_get_ex(s, "backends", &bes))
+			continue;
+		for (size_t j = 0; j < json_object_array_length(bes); j++) {
+			json_object *b = json_object_array_get_idx(bes, j);
+			char name[96];
+
+			snprintf(name, sizeof(name), "  %s (slot %s, gen %s)", str(b, "address"),
+				 str(b, "slot"), str(b, "gen"));
+			printf("%-44s %10s %10lld %10lld\n", name, "", num(b, "live"),
+			       num(b, "ended"));
+		}
+		if (num(s, "unlisted"))
+			printf("  %-42s %10lld (live or ended, still followed)\n",
+			       "backends no longer in the service", num(s, "unlisted"));
+	}
+	if (json_object_object_get_ex(r, "other", NULL))
+		printf("entries of no configured service: %lld\n", num(r, "other"));
+}
+
+int do_conns(int argc, char **argv)
+{
+	const char *vip = NULL, *backend = NULL;
+	json_object *r;
+	char *line;
+	int rc;
+
+	if (ctl_take_flag(&argc, argv, "--json", "-j"))
+		ctl.json = true;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--backend") || !strcmp(argv[i], "-b")) {
+			if (i + 1 >= argc)
+				return p_usage("conns: '%s' needs a backend address", argv[i]);
+			if (backend)
+				return p_usage("conns: '%s' given twice", argv[i]);
+			backend = argv[++i];
+		} else if (argv[i][0] == '-') {
+			return p_usage(
+			    "conns: unknown option '%s' (expected --backend ADDR, --json)",
+			    argv[i]);
+		} else if (!vip) {
+			vip = argv[i];
+		} else {
+			return p_usage("conns: unexpected argument '%s'", argv[i]);
+		}
+	}
+	/* the entries themselves only for JSON: text shows the counts */
+	if (asprintf(&line, "conns%s%s%s%s%s", vip ? " " : "", vip ? vip : "",
+		     backend ? " backend " : "", backend ? backend : "",
+		     ctl.json ? " list" : "") < 0)
+		return CHLBCTL_EXIT_FAIL;
+	rc = ctl_check_statement(line);
+	if (!rc)
+		rc = ctl_request(line, &r);
+	free(line);
+	if (rc)
+		return rc;
+	if (ctl.json)
+		ctl_print_json(r);
+	else
+		show_conns(r);
+	json_object_put(r);
+	return CHLBCTL_EXIT_OK;
+}
