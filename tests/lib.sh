@@ -119,6 +119,7 @@ lib_wait_up() {
 # exit; its path in $LIB_PINDIR. (Not for $(...): the registration must
 # happen in this shell.)
 lib_pindir() {
+	lib_require_bpffs
 	LIB_PINDIR=/sys/fs/bpf/chlb-test-$LIB_ID-$1
 	mkdir -p "$LIB_PINDIR" || die "couldn't create $LIB_PINDIR"
 	LIB_PINS+=("$LIB_PINDIR")
@@ -129,12 +130,24 @@ lib_require_root() {
 	[ "$(id -u)" = 0 ] || die "needs root (BPF, XDP, network namespaces)"
 	ip netns add "chlb-$LIB_ID-probe" 2>/dev/null || die "can't create network namespaces"
 	ip netns del "chlb-$LIB_ID-probe"
-	mountpoint -q /sys/fs/bpf || die "/sys/fs/bpf is not a bpffs mount"
 }
 
-# lib_require_e2e: root, and the binaries the namespace topology and chlbd use.
+# lib_require_bpffs: a bpffs on /sys/fs/bpf, for pins that must outlive the
+# suite's processes. A fresh host (no systemd) has none: mount it as chlbd
+# does (user/chlbd/bpffs.c: same options, same flock on the directory, so
+# suites and chlbds starting together never stack two mounts).
+lib_bpffs_here() { [ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" = bpf_fs ]; }
+lib_require_bpffs() {
+	lib_bpffs_here && return 0
+	flock /sys/fs/bpf sh -c '[ "$(stat -f -c %T /sys/fs/bpf)" = bpf_fs ] ||
+		mount -t bpf -o mode=0700 bpf /sys/fs/bpf' || die "couldn't mount a bpffs on /sys/fs/bpf"
+	diag "/sys/fs/bpf had no bpffs: mounted one (mount -t bpf -o mode=0700 bpf /sys/fs/bpf), as chlbd does"
+}
+
+# lib_require_e2e: root, a bpffs, and the binaries the namespace topology and chlbd use.
 lib_require_e2e() {
 	lib_require_root
+	lib_require_bpffs
 	lib_require_bins "$CHLBD" "$CHLBCTL" "$ECHO_BIN" "$CLIENT_BIN" "$XDP_PASS_OBJ"
 }
 

@@ -46,6 +46,11 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 run_suite lint lint_suite
+# First chlbd on a fresh host (no bpffs at /sys/fs/bpf), in private mount
+# namespaces; then a bpffs for the suites that pin into the host's, mounted
+# as chlbd would mount it (tests/lib.sh).
+run_suite daemon/test_fresh_host.sh bash tests/daemon/test_fresh_host.sh
+bash -c '. tests/lib.sh && lib_require_bpffs'
 for t in "$BUILD"/tests/unit/test_*; do
 	[ -x "$t" ] && run_suite "unit/$(basename "$t")" "$t"
 done
@@ -56,6 +61,7 @@ for t in "$BUILD"/tests/bpf/test_*; do
 	[ -x "$t" ] && run_suite "bpf/$(basename "$t")" "$t"
 done
 for t in tests/daemon/test_*.sh tests/e2e/test_*.sh; do
+	[ "$t" = tests/daemon/test_fresh_host.sh ] && continue
 	[ -f "$t" ] && run_suite "${t#tests/}" bash "$t"
 done
 

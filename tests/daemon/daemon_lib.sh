@@ -6,6 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 lib_require_root
+lib_require_bpffs
 PROBE=$BUILD/tests/tools/chlb-probe
 lib_require_bins "$CHLBD" "$CHLBCTL" "$PROBE"
 

@@ -29,7 +29,7 @@ struct chlbd {
 	const char *iface[CHLBD_MAX_IFACES];
 	int ifindex[CHLBD_MAX_IFACES];
 	int niface;
-	const char *netns, *socket_path, *pin_dir, *state_path, *config_path;
+	const char *netns, *socket_path, *pin_dir, *state_path, *config_path, *pid_file;
 	enum chlb_attach_mode mode;
 	__u32 ct_size, udp_timeout_ms, tcp_timeout_ms;
 	__u64 history_ms, grace_ms;
@@ -41,6 +41,9 @@ struct chlbd {
 	struct chlb_rt *rt;
 	struct chlb_state state; /* what serves */
 	int epfd, listen_fd, sig_fd, timer_fd;
+	int lock_fd;	   /* flock on the pin directory */
+	int nattached;	   /* iface[0..nattached) carry our program */
+	bool made_pin_dir; /* this start created the pin directory */
 	bool stop, detach;
 	__u64 started_ns;
 };
@@ -48,11 +51,22 @@ extern struct chlbd D;
 
 /* log.c */
 void chlbd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void chlbd_log_to_syslog(void);
+/* syslog from now on; problems_to_stderr: warnings and errors to stderr too */
+void chlbd_log_to_syslog(bool problems_to_stderr);
 #define pr_err(...)   chlbd_log(LOG_ERR, __VA_ARGS__)
 #define pr_warn(...)  chlbd_log(LOG_WARNING, __VA_ARGS__)
 #define pr_info(...)  chlbd_log(LOG_INFO, __VA_ARGS__)
 #define pr_debug(...) chlbd_log(LOG_DEBUG, __VA_ARGS__)
+
+/* bpffs.c: mount a bpffs for the pin directory if none is there; 0 or -errno */
+int chlbd_bpffs_ensure(const char *pin_dir);
+
+/* daemon.c: daemon mode and the pid file; 0 or -errno */
+int chlbd_daemon_fork(void);  /* returns in the child; the parent exits with its verdict */
+int chlbd_daemon_ready(void); /* no-op in the foreground */
+int chlbd_absolute_paths(void);
+int chlbd_pidfile_write(const char *path);
+void chlbd_pidfile_remove(void);
 
 /* dpops.c: the data plane behind apply.c's ops */
 void chlbd_dp_ops(struct chlb_dp *dp, struct chlb_dp_ops *ops, struct chlb_adopt_ops *aops);

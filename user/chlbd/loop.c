@@ -20,6 +20,10 @@
 static struct loop_ev sig_ev = { .type = LOOP_EV_SIGNAL };
 static struct loop_ev timer_ev = { .type = LOOP_EV_TIMER };
 
+/*
+ * Only in the process that runs the loop: epoll reports a signalfd ready for
+ * the signals of the process that registered it (so daemon.c forks first).
+ */
 int loop_init(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN };

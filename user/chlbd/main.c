@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include "chlbd.h"
 
-struct chlbd D = { .listen_fd = -1, .epfd = -1, .socket_gid = -1 };
+struct chlbd D = { .listen_fd = -1, .epfd = -1, .socket_gid = -1, .lock_fd = -1 };
 
 static void usage(FILE *f)
 {
@@ -33,7 +33,8 @@ static void usage(FILE *f)
 	    "                          pins stay in the host's bpffs\n"
 	    "  -s, --socket PATH       control socket (default %s), mode 0600\n"
 	    "      --socket-group GRP  also let members of GRP use the socket (mode 0660)\n"
-	    "      --pin-dir DIR       bpffs pin directory (default %s)\n"
+	    "      --pin-dir DIR       bpffs pin directory (default %s); no bpffs there:\n"
+	    "                          chlbd mounts one (on /sys/fs/bpf, else on DIR's parent)\n"
 	    "      --state FILE        state file (default %s)\n"
 	    "  -c, --config FILE       config file: applied at start (instead of the state\n"
 	    "                          file) and on SIGHUP / `chlbctl apply`\n"
@@ -44,7 +45,9 @@ static void usage(FILE *f)
 	    "                          or the table evicts it)\n"
 	    "      --history-ms N      how long a replaced table keeps flows sticky (default %u)\n"
 	    "      --grace-ms N        wait before reusing a table slot (default %u)\n"
-	    "  -f, --foreground        stay in the foreground, log to stderr\n"
+	    "  -f, --foreground        stay in the foreground, log to stderr (default:\n"
+	    "                          daemonize once serving, log to syslog)\n"
+	    "      --pid-file FILE     write chlbd's pid to FILE (removed at exit)\n"
 	    "  -v, --verbose           debug logging (twice: libbpf too)\n"
 	    "  -h, --help              this text\n"
 	    "Signals: TERM/INT stop (program stays attached), HUP re-reads the config file.\n",
@@ -80,7 +83,8 @@ static int parse_args(int argc, char **argv)
 		O_TCP,
 		O_HIST,
 		O_GRACE,
-		O_GROUP
+		O_GROUP,
+		O_PIDFILE
 	};
 	static const struct option opts[] = {
 		{ "interface", required_argument, NULL, 'i' },
@@ -97,6 +101,7 @@ static int parse_args(int argc, char **argv)
 		{ "history-ms", required_argument, NULL, O_HIST },
 		{ "grace-ms", required_argument, NULL, O_GRACE },
 		{ "foreground", no_argument, NULL, 'f' },
+		{ "pid-file", required_argument, NULL, O_PIDFILE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -186,6 +191,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'f':
 			D.foreground = true;
+			break;
+		case O_PIDFILE:
+			D.pid_file = optarg;
 			break;
 		case 'v':
 			D.verbose++;
@@ -277,36 +285,68 @@ static int initial_state(struct chlb_state *st)
 	return 0;
 }
 
-static int attach_all(void)
+/* Every interface exists (in --netns): checked before anything is mounted or pinned. */
+static int resolve_ifaces(void)
 {
-	char err[256];
-
 	for (int i = 0; i < D.niface; i++) {
 		D.ifindex[i] = (int)if_nametoindex(D.iface[i]);
 		if (!D.ifindex[i]) {
 			pr_err("no interface '%s'%s%s", D.iface[i], D.netns ? " in netns " : "",
 			       D.netns ? D.netns : "");
-			return -1;
+			return -ENODEV;
 		}
-		if (chlb_dp_attach(D.dp, D.ifindex[i], D.mode, err, sizeof(err))) {
+	}
+	return 0;
+}
+
+static int attach_all(void)
+{
+	char err[256];
+	int rc;
+
+	for (int i = 0; i < D.niface; i++) {
+		rc = chlb_dp_attach(D.dp, D.ifindex[i], D.mode, err, sizeof(err));
+		if (rc) {
 			pr_err("%s", err);
-			return -1;
+			return rc;
 		}
+		D.nattached = i + 1;
 		pr_info("attached to %s (ifindex %d)", D.iface[i], D.ifindex[i]);
 	}
 	return 0;
 }
 
-static void teardown(void)
+static void detach_unpin(void)
 {
 	char err[256];
 
-	for (int i = 0; i < D.niface; i++)
-		if (D.ifindex[i] && chlb_dp_detach(D.dp, D.ifindex[i], D.mode, err, sizeof(err)))
+	for (int i = 0; i < D.nattached; i++)
+		if (chlb_dp_detach(D.dp, D.ifindex[i], D.mode, err, sizeof(err)))
 			pr_warn("%s", err);
 	if (chlb_dp_unpin(D.dp, err, sizeof(err)))
 		pr_warn("%s", err);
+}
+
+static void teardown(void)
+{
+	detach_unpin();
 	pr_info("detached and unpinned");
+}
+
+/*
+ * A start that failed must not leave a half-made data plane behind: maps
+ * this start loaded and pinned, links it pinned, the pin directory it
+ * made. Adopted pins stay: they belong to the previous chlbd's program,
+ * which still forwards.
+ */
+static void undo_start(void)
+{
+	if (D.dp && !chlb_dp_adopted(D.dp)) {
+		detach_unpin();
+		pr_info("start failed: removed the pins it made in %s", D.pin_dir);
+	}
+	if (D.made_pin_dir)
+		rmdir(D.pin_dir); /* fails, as it should, while adopted pins are in it */
 }
 
 /* One chlbd per pin directory: a second one would fight over the same maps. */
@@ -316,6 +356,7 @@ static int lock_pin_dir(const char *dir)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/x", dir);
+	D.made_pin_dir = access(dir, F_OK) != 0;
 	if (mkdir_parent(path))
 		return -1;
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -326,19 +367,113 @@ static int lock_pin_dir(const char *dir)
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		pr_err("pin directory '%s' is in use by another chlbd", dir);
 		close(fd);
+		D.made_pin_dir = false;
 		return -1;
 	}
 	return fd; /* held until exit */
 }
 
-int main(int argc, char **argv)
+/* Load (or adopt) the data plane and restore `next` into it. */
+static int open_dataplane(struct chlb_state *next)
 {
 	struct chlb_dp_opts dopts = { 0 };
 	struct chlb_adopt_ops aops;
 	struct chlb_dp_ops ops;
-	struct chlb_state next;
 	char err[CHLB_ERR_MAX * 2];
-	int rc = 1, stale;
+	int stale;
+
+	dopts.conn_max = D.ct_size;
+	dopts.udp_idle_ms = D.udp_timeout_ms;
+	dopts.tcp_idle_ms = D.tcp_timeout_ms;
+	dopts.pin_dir = D.pin_dir;
+	dopts.verbose = D.verbose > 1;
+	if (chlb_dp_open(&dopts, &D.dp, err, sizeof(err))) {
+		pr_err("data plane: %s", err);
+		return -1;
+	}
+	if (loop_init() || server_open(D.socket_path))
+		return -1;
+	chlbd_dp_ops(D.dp, &ops, &aops);
+	D.rt = chlb_rt_new(&ops, D.history_ms, D.grace_ms);
+	if (!D.rt)
+		return -1;
+	D.rt->log = chlbd_log;
+	if (chlb_dp_adopted(D.dp)) {
+		stale = chlbd_drop_stale_views(D.dp, next);
+		if (stale) {
+			/* their tables' slots may be rewritten below: let readers finish */
+			pr_info("removed %d pinned services the state no longer has", stale);
+			usleep((useconds_t)D.grace_ms * 1000);
+		}
+		pr_info("adopted pinned maps in %s: %d services", D.pin_dir,
+			chlb_rt_adopt(D.rt, &aops, next));
+	}
+	/* adopted services keep serving their pinned tables; the loop verifies them */
+	D.rt->defer_adopted = true;
+	if (chlbd_commit(next, err, sizeof(err)))
+		pr_err("restoring state: %s", err);
+	D.rt->defer_adopted = false;
+	return 0;
+}
+
+/*
+ * Everything up to "ready", cheapest checks first: a bad interface or a
+ * bad state file is refused before anything is mounted, created or pinned.
+ */
+static int start(struct chlb_state *next)
+{
+	int rc;
+
+	if (resolve_ifaces())
+		return -1;
+	if (mkdir_parent(D.state_path)) {
+		pr_err("couldn't create the directory of '%s': %s", D.state_path, strerror(errno));
+		return -1;
+	}
+	if (initial_state(next))
+		return -1;
+	if (chlbd_bpffs_ensure(D.pin_dir))
+		return -1;
+	D.lock_fd = lock_pin_dir(D.pin_dir);
+	if (D.lock_fd < 0 || open_dataplane(next) || attach_all())
+		return -1;
+	if (D.pid_file) {
+		rc = chlbd_pidfile_write(D.pid_file);
+		if (rc) {
+			pr_err("couldn't write pid file '%s': %s (%d)", D.pid_file, strerror(-rc),
+			       rc);
+			return -1;
+		}
+	}
+	/* logged before the parent returns, so the log has it when `chlbd` has returned */
+	pr_info("ready: %u services, socket %s, %.1f ms after start", D.state.nsvc, D.socket_path,
+		(double)(chlb_now_ns() - D.started_ns) / 1e6);
+	rc = chlbd_daemon_ready();
+	if (rc) {
+		pr_err("daemonizing: %s (%d)", strerror(-rc), rc);
+		return -1;
+	}
+	return 0;
+}
+
+static void cleanup(struct chlb_state *next)
+{
+	server_close_all();
+	chlb_state_free(next);
+	chlb_state_free(&D.state);
+	chlb_rt_free(D.rt);
+	if (D.dp)
+		chlb_dp_close(D.dp);
+	chlbd_pidfile_remove();
+	if (D.lock_fd >= 0)
+		close(D.lock_fd); /* the next chlbd may take the pin directory now */
+	/* a `chlbctl shutdown` is still connected: exiting closes it (server.c) */
+}
+
+int main(int argc, char **argv)
+{
+	struct chlb_state next;
+	int rc = 1;
 
 	D.started_ns = chlb_now_ns();
 	/*
@@ -351,69 +486,29 @@ int main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	if (parse_args(argc, argv))
 		return 2;
+	rc = chlbd_absolute_paths();
+	if (rc) {
+		pr_err("paths: %s (%d)", strerror(-rc), rc);
+		return 1;
+	}
 	if (D.netns && join_netns(D.netns))
 		return 1;
-	if (mkdir_parent(D.state_path)) {
-		pr_err("couldn't create the directory of '%s': %s", D.state_path, strerror(errno));
+	/* daemon mode: fork now, before any fd exists (daemon.c says why) */
+	rc = D.foreground ? 0 : chlbd_daemon_fork();
+	if (rc) {
+		pr_err("daemonizing: %s (%d)", strerror(-rc), rc);
 		return 1;
 	}
 	chlb_state_init(&next);
-	if (initial_state(&next))
-		return 1;
-	dopts.conn_max = D.ct_size;
-	dopts.udp_idle_ms = D.udp_timeout_ms;
-	dopts.tcp_idle_ms = D.tcp_timeout_ms;
-	dopts.pin_dir = D.pin_dir;
-	dopts.verbose = D.verbose > 1;
-	if (lock_pin_dir(D.pin_dir) < 0)
-		goto out;
-	if (chlb_dp_open(&dopts, &D.dp, err, sizeof(err))) {
-		pr_err("data plane: %s", err);
-		goto out;
-	}
-	if (loop_init() || server_open(D.socket_path))
-		goto out;
-	chlbd_dp_ops(D.dp, &ops, &aops);
-	D.rt = chlb_rt_new(&ops, D.history_ms, D.grace_ms);
-	if (!D.rt)
-		goto out;
-	D.rt->log = chlbd_log;
 	chlb_state_init(&D.state);
-	if (chlb_dp_adopted(D.dp)) {
-		stale = chlbd_drop_stale_views(D.dp, &next);
-		if (stale) {
-			/* their tables' slots may be rewritten below: let readers finish */
-			pr_info("removed %d pinned services the state no longer has", stale);
-			usleep((useconds_t)D.grace_ms * 1000);
-		}
-		pr_info("adopted pinned maps in %s: %d services", D.pin_dir,
-			chlb_rt_adopt(D.rt, &aops, &next));
+	if (start(&next)) {
+		undo_start();
+		rc = 1;
+	} else {
+		rc = loop_run() ? 1 : 0;
+		if (D.detach)
+			teardown();
 	}
-	/* adopted services keep serving their pinned tables; the loop verifies them */
-	D.rt->defer_adopted = true;
-	if (chlbd_commit(&next, err, sizeof(err)))
-		pr_err("restoring state: %s", err);
-	D.rt->defer_adopted = false;
-	if (attach_all())
-		goto out;
-	pr_info("ready: %u services, socket %s, %.1f ms after start", D.state.nsvc, D.socket_path,
-		(double)(chlb_now_ns() - D.started_ns) / 1e6);
-	if (!D.foreground) {
-		if (daemon(0, 0)) {
-			pr_err("daemon(): %s", strerror(errno));
-			goto out;
-		}
-		chlbd_log_to_syslog();
-	}
-	rc = loop_run() ? 1 : 0;
-	if (D.detach)
-		teardown();
-out:
-	server_close_all();
-	chlb_state_free(&next);
-	chlb_state_free(&D.state);
-	chlb_rt_free(D.rt);
-	if (D.dp)
-		chlb_dp_close(D.dp);
+	cleanup(&next);
 	return rc;
 }

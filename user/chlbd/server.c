@@ -8,6 +8,11 @@
  * than CHLBD_REQ_MAX get an error reply. Peers must be root, our own uid or,
  * with --socket-group, a member of that group (SO_PEERCRED); the socket is
  * mode 0600, 0660 with --socket-group.
+ *
+ * The request that stops chlbd (`shutdown`) gets its reply at once, but its
+ * connection stays open until chlbd has released everything (pins, lock,
+ * socket, pid file): the kernel closes it as the process exits, so
+ * `chlbctl shutdown`, which reads to EOF, returns only once chlbd is gone.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,10 +36,12 @@ struct client {
 	char *out;
 	size_t outlen, outoff;
 	__u64 deadline;
+	bool hold; /* the shutdown request: keep the connection once answered */
 	struct client *next, **pprev;
 };
 
 static struct client *clients;
+static int held_fd = -1; /* the shutdown request's connection, closed by the exit */
 static struct loop_ev listen_ev = { .type = LOOP_EV_LISTEN };
 
 static int mkdir_p(const char *dir)
@@ -108,14 +115,27 @@ int server_open(const char *path)
 
 static void client_free(struct client *c)
 {
-	epoll_ctl(D.epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
+	if (c->fd >= 0) {
+		epoll_ctl(D.epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+	}
 	*c->pprev = c->next;
 	if (c->next)
 		c->next->pprev = c->pprev;
 	free(c->in);
 	free(c->out);
 	free(c);
+}
+
+/* The shutdown request, answered: its connection is left for the exit to close. */
+static void client_hold(struct client *c)
+{
+	epoll_ctl(D.epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	if (held_fd >= 0)
+		close(held_fd);
+	held_fd = c->fd;
+	c->fd = -1;
+	client_free(c);
 }
 
 static void client_reply(struct client *c, char *reply)
@@ -216,6 +236,8 @@ void server_accept(void)
 
 static void client_read(struct client *c)
 {
+	char *reply;
+
 	for (;;) {
 		ssize_t n;
 
@@ -260,7 +282,9 @@ static void client_read(struct client *c)
 			client_reply(c, error_reply("request contains a NUL byte"));
 			return;
 		}
-		client_reply(c, handle_request(c->in, c->inlen));
+		reply = handle_request(c->in, c->inlen);
+		c->hold = D.stop; /* this request stopped chlbd */
+		client_reply(c, reply);
 		return;
 	}
 }
@@ -284,7 +308,10 @@ void server_client_event(void *p, unsigned int events)
 		c->outoff += (size_t)n;
 		c->deadline = chlb_now_ns() + CHLBD_CLIENT_TIMEOUT * 1000000ull;
 	}
-	client_free(c);
+	if (c->hold && c->outoff == c->outlen)
+		client_hold(c);
+	else
+		client_free(c);
 }
 
 void server_expire(__u64 now)
