@@ -86,6 +86,16 @@ test_dry_run() {
 	out=$(c backend del $VIP 10.1.0.2 --dry-run) || return 1
 	check "dry run names the moving backend: $out" grep -q "10.1.0.2 .*-> *0.00%" <<<"$out" || return 1
 	c -j backend add $VIP 10.1.0.9 --dry-run | jq -e '.dry_run and .services[0].moved > 0.1' >/dev/null || return 1
+	# a hash-field change moves new flows (not "0.00% of the keyspace"): with
+	# ring's two serving backends (10.1.0.3 drains), a re-keyed flow stays on
+	# its backend only when both hashes pick the same one
+	out=$(c service set $VIP hash src --dry-run) || return 1
+	check "hash change: share of new flows, not keyspace: $out" \
+		grep -qE "^$VIP: change, hash 5tuple -> src: [0-9.]+% of new flows go to another backend" <<<"$out" || return 1
+	check "hash change: established connections keep their entries" \
+		grep -qx "  established connections keep their connection entries and their backends" <<<"$out" || return 1
+	check "hash change moves 40-60% of new flows with two equal backends" \
+		c -j service set $VIP hash src --dry-run | jq -e '.services[0] | .basis == "flows" and .moved > 0.4 and .moved < 0.6' >/dev/null || return 1
 	check "dry run changed nothing" [ "$before" = "$(saved)" ]
 }
 
@@ -215,6 +225,12 @@ test_conns() {
 		jq -e '.ct_bytes_per_entry >= 56 and .ct_bytes_per_entry < 512 and
 			(.ct_memory_bytes / .ct_size - .ct_bytes_per_entry | fabs) < 0.001' <<<"$j" >/dev/null || return 1
 	check "stats text shows the table" c stats | grep -q "^connection table: 130 of 1048576 entries" || return 1
+	# the list stops at 100,000 entries and says so; the counts still cover everything
+	probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.71 9090 100050 704 >/dev/null || return 1
+	j=$(c -j conns | jq -c '[.entries, .listed, .truncated, (.conns | length)]')
+	check "list truncated at 100000: $j" [ "$j" = "[100180,100000,true,100000]" ] || return 1
+	j=$(c -j conns $CW | jq -c '[.services[0].live, .listed, .truncated]')
+	check "the wildcard service's entries: $j" [ "$j" = "[100060,100000,true]" ] || return 1
 	c service del $CV && c service del $CW
 }
 

@@ -195,10 +195,19 @@ void show_plan(json_object *r)
 		return;
 	}
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
-		json_object *e = json_object_array_get_idx(a, i), *b = arr(e, "backends");
+		json_object *e = json_object_array_get_idx(a, i), *b = arr(e, "backends"), *est;
 
-		printf("%s: %s, %.2f%% of the keyspace moves\n", s(e, "service"), s(e, "action"),
-		       100 * d(e, "moved"));
+		/* a hash change moves flows, not hash values: say which share of new flows */
+		if (!strcmp(s(e, "basis"), "flows"))
+			printf("%s: %s, hash %s -> %s: %.2f%% of new flows go to another backend "
+			       "(they are hashed on other fields)\n",
+			       s(e, "service"), s(e, "action"), s(e, "hash_from"), s(e, "hash_to"),
+			       100 * d(e, "moved"));
+		else
+			printf("%s: %s, %.2f%% of the keyspace moves\n", s(e, "service"),
+			       s(e, "action"), 100 * d(e, "moved"));
+		if (json_object_object_get_ex(e, "established", &est))
+			printf("  %s\n", json_object_get_string(est));
 		for (size_t j = 0; b && j < json_object_array_length(b); j++) {
 			json_object *x = json_object_array_get_idx(b, j);
 			double bf = d(x, "before"), af = d(x, "after");

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Dry-run keyspace diff (see plan.h). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include "plan.h"
@@ -43,6 +45,69 @@ static __u32 splitmix32(__u64 *x)
 	return (__u32)(z ^ (z >> 31));
 }
 
+/*
+ * A random flow to the VIP: random client address and port, the VIP's
+ * port (a random one for a port-0 service). Only whole flows can be hashed
+ * on two sets of fields; a flow hash alone is bound to one.
+ */
+static void sample_flow(const struct chlb_vip *vip, __u64 *seed, struct chlb_flow *f)
+{
+	__u32 r;
+
+	memset(f, 0, sizeof(*f));
+	f->family = vip->addr.family;
+	f->proto = vip->proto;
+	memcpy(f->dst, vip->addr.a, 16);
+	for (int i = 0; i < (f->family == CHLB_AF_INET6 ? 16 : 4); i += 4) {
+		r = splitmix32(seed);
+		memcpy(f->src + i, &r, 4);
+	}
+	r = splitmix32(seed);
+	f->sport = htons((__u16)(1024 + (r & 0xffff) % 64512));
+	f->dport = htons(vip->port ? vip->port : (__u16)(r >> 16));
+}
+
+/*
+ * What a change does to flows already running, as the data plane treats
+ * them (bpf/chlb_stick.h): every established TCP connection has a
+ * connection entry, found by its 5-tuple, and keeps its backend while the
+ * backend stays in the service (draining included); an entry-less UDP flow
+ * gets one on its first packet after a change, but is decided by its hash,
+ * which new hash fields change.
+ */
+static json_object *established(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg *n,
+				bool rehash)
+{
+	char buf[512];
+	int len, nrem = 0;
+
+	if (o->vip.proto == IPPROTO_UDP && rehash)
+		len = snprintf(buf, sizeof(buf),
+			       "UDP flows without a connection entry move like new flows "
+			       "(the new hash fields re-key them)");
+	else if (o->vip.proto == IPPROTO_UDP)
+		len = snprintf(buf, sizeof(buf),
+			       "active UDP flows keep their backends (an entry is written on their "
+			       "first packet after the change) until idle for the UDP timeout");
+	else
+		len = snprintf(buf, sizeof(buf),
+			       "established connections keep their connection entries and their "
+			       "backends");
+	for (__u32 i = 0; i < o->nbe; i++) {
+		if (chlb_svc_find_be(n, &o->be[i].addr))
+			continue;
+		if (nrem < 3 && len > 0 && (size_t)len < sizeof(buf))
+			len +=
+			    snprintf(buf + len, sizeof(buf) - len, "%s%s",
+				     nrem ? ", " : "; those of removed backends (", o->be[i].name);
+		nrem++;
+	}
+	if (nrem && len > 0 && (size_t)len < sizeof(buf))
+		snprintf(buf + len, sizeof(buf) - len, "%s) are decided again",
+			 nrem > 3 ? " and more" : "");
+	return json_object_new_string(buf);
+}
+
 static json_object *diff_svc(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg *n)
 {
 	struct chlb_table to = { 0 }, tn = { 0 };
@@ -52,6 +117,8 @@ static json_object *diff_svc(const struct chlb_svc_cfg *o, const struct chlb_svc
 	__u32 *before = NULL, *after = NULL;
 	char vip[CHLB_ADDRSTR];
 	__u64 seed = 1;
+	/* new hash fields: every flow gets another hash, so sample flows, not hashes */
+	bool rehash = o && n && o->hash != n->hash;
 
 	chlb_fmt_vip(o ? &o->vip : &n->vip, vip, sizeof(vip));
 	json_object_object_add(j, "service", json_object_new_string(vip));
@@ -65,11 +132,20 @@ static json_object *diff_svc(const struct chlb_svc_cfg *o, const struct chlb_svc
 	if (!ns.name || !before || !after || (o && build(o, &ns, &to)) || (n && build(n, &ns, &tn)))
 		goto out;
 	for (__u32 i = 0; i < CHLB_PLAN_SAMPLES; i++) {
-		__u32 crc = splitmix32(&seed), a = total, b = total;
+		__u32 ca, cb, a = total, b = total;
 
-		if (o && chlb_table_decide(&to, crc, &a))
+		if (rehash) {
+			struct chlb_flow f;
+
+			sample_flow(&n->vip, &seed, &f);
+			ca = chlb_flow_crc(&f, o->hash);
+			cb = chlb_flow_crc(&f, n->hash);
+		} else {
+			ca = cb = splitmix32(&seed);
+		}
+		if (o && chlb_table_decide(&to, ca, &a))
 			a = total;
-		if (n && chlb_table_decide(&tn, crc, &b))
+		if (n && chlb_table_decide(&tn, cb, &b))
 			b = total;
 		before[a]++;
 		after[b]++;
@@ -77,6 +153,16 @@ static json_object *diff_svc(const struct chlb_svc_cfg *o, const struct chlb_svc
 	}
 	json_object_object_add(j, "moved",
 			       json_object_new_double((double)moved / CHLB_PLAN_SAMPLES));
+	/* what "moved" is a share of: flow hashes, or (hash change) sampled flows */
+	json_object_object_add(j, "basis", json_object_new_string(rehash ? "flows" : "keyspace"));
+	if (rehash) {
+		json_object_object_add(j, "hash_from",
+				       json_object_new_string(chlb_hash_name(o->hash)));
+		json_object_object_add(j, "hash_to",
+				       json_object_new_string(chlb_hash_name(n->hash)));
+	}
+	if (o && n && o->nbe) /* a service without backends has nothing running */
+		json_object_object_add(j, "established", established(o, n, rehash));
 	for (__u32 i = 0; i < ns.n; i++) {
 		json_object *b = json_object_new_object();
 

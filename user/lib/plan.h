@@ -4,6 +4,14 @@
  * the change touches, both tables are built with the real builders and
  * 2^18 uniformly spread flow hashes are decided in each: the share of the
  * keyspace each backend holds before and after, and the share that moves.
+ *
+ * A change of the hash fields (`hash 5tuple|src`) gives every flow another
+ * hash, so the same hash in both tables would say "nothing moves" while
+ * almost every new flow does. Then 2^18 random flows to the VIP are hashed
+ * with the old fields into the old table and with the new fields into the
+ * new one ("basis": "flows"); "moved" is the share of new flows that go to
+ * another backend. Flows with a connection entry (every established TCP
+ * connection) keep it: entries are found by the 5-tuple, not the hash.
  */
 #ifndef CHLB_PLAN_H
 #define CHLB_PLAN_H
@@ -13,7 +21,11 @@
 
 #define CHLB_PLAN_SAMPLES (1u << 18)
 
-/* {"dry_run": true, "services": [{service, action, moved, backends: [...]}]} */
+/*
+ * {"dry_run": true, "services": [{service, action, moved, basis, [hash_from,
+ * hash_to], [established: what happens to running flows, for a change],
+ * backends: [{address, before, after}], no_backend_after}]}
+ */
 json_object *chlb_plan(const struct chlb_state *cur, const struct chlb_state *next);
 
 #endif /* CHLB_PLAN_H */
