@@ -15,8 +15,13 @@ void control_usage(void)
 	       "  backend add VIP ADDR [weight W]      W 0..10000, default 100  [--dry-run]\n"
 	       "  backend set VIP ADDR weight W        0 = drain: no new flows  [--dry-run]\n"
 	       "  backend del VIP ADDR                                          [--dry-run]\n"
-	       "  backend list [VIP]\n"
-	       "  stats                       packets, bytes, new flows, rates since last call\n"
+	       "  backend list [VIP]          weight, slot, state, conns (live entries)\n"
+	       "  stats                       packets, bytes, new flows, rates since last call,\n"
+	       "                              connection-table size, entries, evictions\n"
+	       "  conns [VIP] [--backend ADDR] [--json]\n"
+	       "                              connection entries per service and backend:\n"
+	       "                              live, ended (FIN/RST), stale; --json lists them\n"
+	       "                              (at most 100000)\n"
 	       "  which SRC:PORT DST:PORT tcp|udp   table decisions and connection entry\n"
 	       "  save                        the state in this grammar\n"
 	       "  apply -f FILE [--dry-run]   converge to FILE (one bad line: nothing applied)\n"
@@ -26,5 +31,7 @@ void control_usage(void)
 	       "ring, vnodes 160, table 65537 (prime, > backends), fwd ipip, hash 5tuple.\n"
 	       "jtable: jump's bucket order compiled into a Maglev-format table (O(1) lookup,\n"
 	       "jump's disruption), size M like maglev.\n"
-	       "--dry-run prints the share of the keyspace that would move, per backend.\n");
+	       "--dry-run prints the share of the keyspace that would move, per backend, and\n"
+	       "what happens to running flows; for a hash-field change, the share of new\n"
+	       "flows that go to another backend.\n");
 }
