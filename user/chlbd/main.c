@@ -38,7 +38,7 @@ static void usage(FILE *f)
 	    "      --state FILE        state file (default %s)\n"
 	    "  -c, --config FILE       config file: applied at start (instead of the state\n"
 	    "                          file) and on SIGHUP / `chlbctl apply`\n"
-	    "      --ct-size N         connection-table entries (default %u)\n"
+	    "      --ct-size N         connection-table entries, 120 bytes each (default %u)\n"
 	    "      --udp-timeout-ms N  UDP flow idle timeout (default %u)\n"
 	    "      --tcp-timeout-ms N  TCP connection idle timeout (default 0: none; an\n"
 	    "                          entry lives until its connection's backend leaves\n"
