@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# chlbd + chlbctl for real: round trips, bad input, dry runs, `which` against
-# the attached program, restarts (TERM and KILL) that adopt the pinned state
-# without moving a flow, apply/converge, socket abuse, a corrupt state file,
+# chlbd + chlbctl for real: round trips, bad input, dry runs (a hash-field
+# change too), `which` against the attached program, the connection table
+# (`conns`, `backend list` conns, `stats` ct_*, evictions counted at a small
+# --ct-size), restarts (TERM and KILL) that adopt the pinned state without
+# moving a flow, apply/converge, socket abuse, a corrupt state file,
 # teardown.
 . "$(dirname "$0")/daemon_lib.sh"
 
