@@ -63,6 +63,7 @@ int do_save(int argc, char **argv);
 int do_apply(int argc, char **argv);
 int do_batch(int argc, char **argv);
 int do_shutdown(int argc, char **argv);
+int do_version(int argc, char **argv);
 void control_usage(void);
 void sim_usage(void);
 

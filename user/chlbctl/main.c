@@ -26,6 +26,7 @@ static const struct chlbctl_cmd cmds[] = {
 	{ "apply", do_apply, "-f FILE [--dry-run]: converge to FILE, atomically" },
 	{ "batch", do_batch, "-f FILE|- [--dry-run]: several changes as one transaction" },
 	{ "shutdown", do_shutdown, "[--detach]: stop chlbd (--detach: also detach, unpin)" },
+	{ "version", do_version, "this build's version and BPF build id, and the running chlbd's" },
 	{ NULL, NULL, NULL },
 };
 

@@ -27,6 +27,8 @@ void control_usage(void)
 	       "  apply -f FILE [--dry-run]   converge to FILE (one bad line: nothing applied)\n"
 	       "  batch -f FILE|- [--dry-run] the changes in FILE as one transaction\n"
 	       "  shutdown [--detach]         stop chlbd; --detach also detaches and unpins\n"
+	       "  version                     this chlbctl's and the running chlbd's version and\n"
+	       "                              BPF build id; a differing BPF build is flagged\n"
 	       "VIP is ADDR:PORT/PROTO ([v6]:PORT/PROTO); port 0 = every port. Defaults: algo\n"
 	       "ring, vnodes 160, table 65537 (prime, > backends), fwd ipip, hash 5tuple.\n"
 	       "jtable: jump's bucket order compiled into a Maglev-format table (O(1) lookup,\n"

@@ -35,6 +35,7 @@ struct chlbd {
 	__u64 history_ms, grace_ms;
 	bool foreground;
 	int verbose;
+	int log_level;	/* --log-level (LOG_ERR..LOG_DEBUG), or -1: info, debug with -v */
 	int socket_gid; /* --socket-group, or -1 */
 	/* runtime */
 	struct chlb_dp *dp;
@@ -53,6 +54,10 @@ extern struct chlbd D;
 void chlbd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* syslog from now on; problems_to_stderr: warnings and errors to stderr too */
 void chlbd_log_to_syslog(bool problems_to_stderr);
+/* "<N>" priority prefixes when stderr is the journal (JOURNAL_STREAM) */
+void chlbd_log_init(void);
+/* err|warning|info|debug -> LOG_*, or -1 */
+int chlbd_log_level_parse(const char *name);
 #define pr_err(...)   chlbd_log(LOG_ERR, __VA_ARGS__)
 #define pr_warn(...)  chlbd_log(LOG_WARNING, __VA_ARGS__)
 #define pr_info(...)  chlbd_log(LOG_INFO, __VA_ARGS__)
@@ -67,6 +72,11 @@ int chlbd_daemon_ready(void); /* no-op in the foreground */
 int chlbd_absolute_paths(void);
 int chlbd_pidfile_write(const char *path);
 void chlbd_pidfile_remove(void);
+
+/* version.c: the build's version and BPF build id (`chlbd --version`, a `version` request) */
+void chlbd_print_version(void);
+bool chlbd_is_version_request(const char *req);
+json_object *view_version(void);
 
 /* dpops.c: the data plane behind apply.c's ops */
 void chlbd_dp_ops(struct chlb_dp *dp, struct chlb_dp_ops *ops, struct chlb_adopt_ops *aops);

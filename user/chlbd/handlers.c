@@ -176,6 +176,8 @@ char *handle_request(const char *req, size_t len)
 	__u64 t0 = chlb_now_ns();
 
 	(void)len;
+	if (chlbd_is_version_request(req)) /* not in the grammar: version.c says why */
+		return chlbd_reply(view_version());
 	if (first_stmt(req, &c, &rest, err, sizeof(err)))
 		return chlbd_reply(chlbd_jerr(err));
 	if (c.kind == CHLB_CMD_DRY_RUN) {

@@ -5,13 +5,46 @@
  * stderr is still the terminal (or the caller's pipe) of the `chlbd` that
  * waits for it: warnings and errors go there too, so a failed start says
  * why where it was started, while a good one stays quiet.
+ *
+ * Under systemd stderr is a stream to the journal (it says so in
+ * JOURNAL_STREAM, "DEV:INODE" of that stream): lines then carry their
+ * priority as a "<N>" prefix (sd-daemon(3)) and no timestamp, which the
+ * journal adds. --log-level drops messages below a level.
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "chlbd.h"
 
-static bool use_syslog, tee_stderr;
+static bool use_syslog, tee_stderr, journal;
+
+int chlbd_log_level_parse(const char *name)
+{
+	static const char *const names[] = { [LOG_ERR] = "err",
+					     [LOG_WARNING] = "warning",
+					     [LOG_INFO] = "info",
+					     [LOG_DEBUG] = "debug" };
+
+	for (int i = 0; i <= LOG_DEBUG; i++)
+		if (names[i] && !strcmp(name, names[i]))
+			return i;
+	return -1;
+}
+
+/* stderr is the journal's stream only if JOURNAL_STREAM names it (not just inherited) */
+void chlbd_log_init(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	journal = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && !fstat(STDERR_FILENO, &st) &&
+		  st.st_dev == dev && st.st_ino == ino;
+}
 
 void chlbd_log_to_syslog(bool problems_to_stderr)
 {
@@ -28,6 +61,10 @@ static void to_stderr(int level, const char *msg)
 	struct timespec ts;
 	struct tm tm;
 
+	if (journal) {
+		fprintf(stderr, "<%d>%s\n", level & 7, msg);
+		return;
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	fprintf(stderr, "%02d:%02d:%02d.%03ld chlbd %s: %s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
@@ -39,7 +76,8 @@ void chlbd_log(int level, const char *fmt, ...)
 	char msg[1024];
 	va_list ap;
 
-	if (level == LOG_DEBUG && D.verbose < 1)
+	/* --log-level, else info (-v: debug) */
+	if (level > (D.log_level >= 0 ? D.log_level : D.verbose ? LOG_DEBUG : LOG_INFO))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

@@ -18,6 +18,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <systemd/sd-daemon.h>
 #include "chlbd.h"
 
 struct chlbd D = { .listen_fd = -1, .epfd = -1, .socket_gid = -1, .lock_fd = -1 };
@@ -49,6 +50,9 @@ static void usage(FILE *f)
 	    "                          daemonize once serving, log to syslog)\n"
 	    "      --pid-file FILE     write chlbd's pid to FILE (removed at exit)\n"
 	    "  -v, --verbose           debug logging (twice: libbpf too)\n"
+	    "      --log-level LEVEL   err | warning | info (default; -v: debug) | debug;\n"
+	    "                          stderr lines get <N> priorities under systemd\n"
+	    "      --version           the version and the BPF build id\n"
 	    "  -h, --help              this text\n"
 	    "Signals: TERM/INT stop (program stays attached), HUP re-reads the config file.\n",
 	    CHLBD_DEFAULT_SOCKET, CHLBD_DEFAULT_PIN_DIR, CHLBD_DEFAULT_STATE,
@@ -84,7 +88,9 @@ static int parse_args(int argc, char **argv)
 		O_HIST,
 		O_GRACE,
 		O_GROUP,
-		O_PIDFILE
+		O_PIDFILE,
+		O_LOGLEVEL,
+		O_VERSION
 	};
 	static const struct option opts[] = {
 		{ "interface", required_argument, NULL, 'i' },
@@ -103,6 +109,8 @@ static int parse_args(int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "pid-file", required_argument, NULL, O_PIDFILE },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "log-level", required_argument, NULL, O_LOGLEVEL },
+		{ "version", no_argument, NULL, O_VERSION },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -198,6 +206,17 @@ static int parse_args(int argc, char **argv)
 		case 'v':
 			D.verbose++;
 			break;
+		case O_LOGLEVEL:
+			D.log_level = chlbd_log_level_parse(optarg);
+			if (D.log_level < 0) {
+				fprintf(stderr, "chlbd: '%s': unknown log level (expected %s)\n",
+					optarg, "err, warning, info, debug");
+				return -1;
+			}
+			break;
+		case O_VERSION:
+			chlbd_print_version();
+			exit(0);
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -453,6 +472,10 @@ static int start(struct chlb_state *next)
 		pr_err("daemonizing: %s (%d)", strerror(-rc), rc);
 		return -1;
 	}
+	/* systemd (Type=notify): started; 0 without NOTIFY_SOCKET */
+	rc = sd_notifyf(0, "READY=1\nSTATUS=serving %u services", D.state.nsvc);
+	if (rc < 0)
+		pr_warn("couldn't notify systemd (NOTIFY_SOCKET): %s (%d)", strerror(-rc), rc);
 	return 0;
 }
 
@@ -476,6 +499,8 @@ int main(int argc, char **argv)
 	int rc = 1;
 
 	D.started_ns = chlb_now_ns();
+	D.log_level = -1; /* --log-level not given */
+	chlbd_log_init();
 	/*
 	 * Tables are megabytes (a 1000-backend ring is 2.2 MiB). glibc would
 	 * mmap each one fresh and unmap it on free, so every swap page-faulted
@@ -506,6 +531,7 @@ int main(int argc, char **argv)
 		rc = 1;
 	} else {
 		rc = loop_run() ? 1 : 0;
+		sd_notify(0, "STOPPING=1");
 		if (D.detach)
 			teardown();
 	}
