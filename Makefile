@@ -60,7 +60,7 @@ PROGS := $(if $(CHLBD_SRCS),$(BUILD)/chlbd) $(if $(CHLBCTL_SRCS),$(BUILD)/chlbct
 
 DEB_PACKAGES := gcc libc6-dev clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev \
 	libjson-c-dev linux-libc-dev pkg-config iproute2 ethtool socat procps jq python3 \
-	clang-format cppcheck libclang-rt-14-dev libsystemd-dev
+	clang-format cppcheck libclang-rt-14-dev libsystemd-dev prometheus curl
 
 .PHONY: all deps test check-root lint bench demo clean help fuzz install uninstall FORCE
 
@@ -172,6 +172,7 @@ VERSION := 0.1.0
 VERSION_OBJS := $(BUILD)/user/chlbd/version.o $(BUILD)/user/chlbctl/version.o
 
 $(VERSION_OBJS): $(BUILD)/chlb_version.h
+$(BUILD)/user/chlbd/metrics_text.o: $(BUILD)/chlb_version.h # chlb_build_info{version}
 
 $(BUILD)/chlb_version.h: $(BUILD)/chlb.bpf.o FORCE
 	$(Q)v=$$(if [ -e .git ] && d=$$(git describe --always 2>/dev/null); then \

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "chlbd.h"
 #include "loop_ev.h"
+#include "metrics.h"
 
 #define HOUSEKEEPING_NS 1000000000ull /* client timeouts, at least once a second */
 
@@ -44,7 +45,9 @@ int loop_init(void)
 	if (epoll_ctl(D.epfd, EPOLL_CTL_ADD, D.sig_fd, &ev))
 		return -1;
 	ev.data.ptr = &timer_ev;
-	return epoll_ctl(D.epfd, EPOLL_CTL_ADD, D.timer_fd, &ev);
+	if (epoll_ctl(D.epfd, EPOLL_CTL_ADD, D.timer_fd, &ev))
+		return -1;
+	return metrics_watch();
 }
 
 /* Runs due timers and re-arms the timerfd for the next deadline. */
@@ -54,6 +57,7 @@ void loop_kick_timer(void)
 	struct itimerspec its = { 0 };
 
 	server_expire(now);
+	metrics_expire(now);
 	ct_maintain(now);
 	if (chlb_rt_verify_next(D.rt, &D.state))
 		next = now; /* one adopted service per loop iteration: requests interleave */
@@ -133,6 +137,12 @@ int loop_run(void)
 				break;
 			case LOOP_EV_CLIENT:
 				server_client_event(e, evs[i].events);
+				break;
+			case LOOP_EV_METRICS_LISTEN:
+				metrics_accept();
+				break;
+			case LOOP_EV_METRICS_CLIENT:
+				metrics_client_event(e, evs[i].events);
 				break;
 			case LOOP_EV_SIGNAL:
 				on_signal();

@@ -8,6 +8,8 @@ enum loop_ev_type {
 	LOOP_EV_CLIENT,
 	LOOP_EV_SIGNAL,
 	LOOP_EV_TIMER,
+	LOOP_EV_METRICS_LISTEN, /* metrics.c */
+	LOOP_EV_METRICS_CLIENT,
 };
 
 struct loop_ev {

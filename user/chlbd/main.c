@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include "chlbd.h"
+#include "metrics.h"
 
 struct chlbd D = { .listen_fd = -1, .epfd = -1, .socket_gid = -1, .lock_fd = -1 };
 
@@ -49,6 +50,8 @@ static void usage(FILE *f)
 	    "  -f, --foreground        stay in the foreground, log to stderr (default:\n"
 	    "                          daemonize once serving, log to syslog)\n"
 	    "      --pid-file FILE     write chlbd's pid to FILE (removed at exit)\n"
+	    "      --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+	    "                          ([ADDR]:PORT for IPv6; default: off)\n"
 	    "  -v, --verbose           debug logging (twice: libbpf too)\n"
 	    "      --log-level LEVEL   err | warning | info (default; -v: debug) | debug;\n"
 	    "                          stderr lines get <N> priorities under systemd\n"
@@ -90,7 +93,8 @@ static int parse_args(int argc, char **argv)
 		O_GROUP,
 		O_PIDFILE,
 		O_LOGLEVEL,
-		O_VERSION
+		O_VERSION,
+		O_METRICS
 	};
 	static const struct option opts[] = {
 		{ "interface", required_argument, NULL, 'i' },
@@ -108,6 +112,7 @@ static int parse_args(int argc, char **argv)
 		{ "grace-ms", required_argument, NULL, O_GRACE },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "pid-file", required_argument, NULL, O_PIDFILE },
+		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "log-level", required_argument, NULL, O_LOGLEVEL },
 		{ "version", no_argument, NULL, O_VERSION },
@@ -202,6 +207,10 @@ static int parse_args(int argc, char **argv)
 			break;
 		case O_PIDFILE:
 			D.pid_file = optarg;
+			break;
+		case O_METRICS:
+			if (metrics_parse(optarg))
+				return -1;
 			break;
 		case 'v':
 			D.verbose++;
@@ -451,7 +460,7 @@ static int start(struct chlb_state *next)
 	}
 	if (initial_state(next))
 		return -1;
-	if (chlbd_bpffs_ensure(D.pin_dir))
+	if (metrics_open() || chlbd_bpffs_ensure(D.pin_dir))
 		return -1;
 	D.lock_fd = lock_pin_dir(D.pin_dir);
 	if (D.lock_fd < 0 || open_dataplane(next) || attach_all())

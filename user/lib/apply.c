@@ -199,6 +199,20 @@ static int alloc_id(struct chlb_rt *rt)
 	return -1;
 }
 
+const double chlb_swap_le_s[CHLB_SWAP_BUCKETS] = {
+	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
+};
+
+static void swap_hist_add(struct chlb_swap_hist *h, double s)
+{
+	int i = 0;
+
+	while (i < CHLB_SWAP_BUCKETS && s > chlb_swap_le_s[i])
+		i++;
+	h->n[i]++;
+	h->sum_s += s;
+}
+
 /* Build + write + publish one service whose table changed. */
 static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool table_changed,
 			char *err, size_t errlen)
@@ -298,6 +312,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	}
 	s->swaps++;
 	s->last_swap_ms = (double)(chlb_now_ns() - t0) / 1e6;
+	swap_hist_add(&rt->swap_hist, s->last_swap_ms / 1e3);
 	rt_log(rt, LOG_INFO,
 	       "service %s: swapped to table slot %d: %s, %u backends, %u words, fingerprint "
 	       "%08x, %.3f ms (build %.3f, write %.3f, publish %.3f)",

@@ -70,6 +70,18 @@ struct chlb_rt_be {
 	struct chlb_backend last; /* as last written: removal keeps its next hop for readers */
 };
 
+/*
+ * Every swap's duration (build + write + publish, as its log line has it),
+ * for chlbd's metrics: n[i] swaps took at most chlb_swap_le_s[i] seconds
+ * (and more than the bound before), n[CHLB_SWAP_BUCKETS] longer than all.
+ */
+#define CHLB_SWAP_BUCKETS 10
+extern const double chlb_swap_le_s[CHLB_SWAP_BUCKETS];
+struct chlb_swap_hist {
+	__u64 n[CHLB_SWAP_BUCKETS + 1];
+	double sum_s;
+};
+
 struct chlb_rt {
 	struct chlb_dp_ops ops;
 	__u64 history_ns; /* how long a replaced table stays in the view */
@@ -84,6 +96,7 @@ struct chlb_rt {
 	bool defer_adopted; /* apply: leave adopted views serving; verify them later */
 	__u64 nh_next;	    /* ns: next next-hop refresh round */
 	__u32 nh_cursor;    /* backend slot the next round starts at */
+	struct chlb_swap_hist swap_hist;
 };
 
 struct chlb_rt *chlb_rt_new(const struct chlb_dp_ops *ops, __u64 history_ms, __u64 grace_ms);
