@@ -79,19 +79,31 @@ enum chlb_backend_state {
 	CHLB_BE_DEAD = 2, /* removed; slot kept until nothing can name this generation */
 };
 
-#define CHLB_BE_F_NH_VALID 0x1 /* dmac/smac/ifindex resolved by the control plane */
+#define CHLB_BE_F_NH_VALID  0x1 /* dmac/smac/ifindex resolved by the control plane */
+/*
+ * A slot belongs to one (service, backend address): flags bits 8..15 hold
+ * the owning service's id, valid when CHLB_BE_F_OWNER is set. Control-plane
+ * bookkeeping only (a restarted chlbd reads it back; the data plane never
+ * looks at it): the value has no padding to spare, and its size must not
+ * change, or pinned maps could not be adopted. Slots written by a chlbd
+ * from before per-service slots have no owner.
+ */
+#define CHLB_BE_F_OWNER	    0x2
+#define CHLB_BE_OWNER_SHIFT 8
+_Static_assert(CHLB_MAX_SERVICES <= 256, "a service id fits the owner byte of a backend's flags");
 
-/* backends (array, CHLB_MAX_BACKENDS): value. */
+/* backends (array, CHLB_MAX_BACKENDS): value. One slot per (service, backend address). */
 struct chlb_backend {
 	__u8 addr[16]; /* IPv4 in the first 4 bytes */
 	__u8 family;   /* CHLB_AF_INET / CHLB_AF_INET6; 0 = empty */
 	__u8 state;    /* enum chlb_backend_state */
-	__u16 flags;   /* CHLB_BE_F_* */
+	__u16 flags;   /* CHLB_BE_F_*; bits 8..15: the owning service id (CHLB_BE_F_OWNER) */
 	__u32 gen;     /* bumped every time the slot gets a new occupant */
 	__u8 dmac[6];  /* next hop MAC */
 	__u8 smac[6];  /* our MAC on the egress interface */
 	__u32 ifindex; /* egress interface */
 };
+_Static_assert(sizeof(struct chlb_backend) == 40, "pinned backends maps keep their value size");
 
 /*
  * conns (LRU hash): key is struct chlb_flow; value below. An entry is

@@ -4,10 +4,11 @@
 #   swap_{ring_n1000_k160,jump_n1000,maglev_n1000_m65537}_ms: median time from a
 #     membership change request to the pinned view naming the new table
 #     (tests/bench/control.c), 21 changes each;
-#   burst_100_services_ms: one backend shared by 100 services (ring, 100 backends
+#   burst_100_services_ms: one backend shared by 100 services (ring, 80 backends
 #     each) leaves in one `chlbctl batch`: request to reply, one swap per service;
 #   restart_ms: chlbd start (TERM'd before) -> answering its socket, adopting
-#     pinned state with 100 services x 100 backends (wall clock, polled every 2 ms);
+#     pinned state with 100 services x 80 backends (wall clock, polled every 2 ms);
+#     8,000 (service, backend) pairs: a backend slot each, of CHLB_MAX_BACKENDS 8,192;
 #     restart_ready_ms: the same as chlbd logs it (process start -> ready).
 . "$(dirname "$0")/../lib.sh"
 lib_require_root
@@ -56,11 +57,15 @@ for p in 80:swap_ring_n1000_k160_ms 81:swap_jump_n1000_ms 82:swap_maglev_n1000_m
 	R[${p#*:}]=$(awk '{ print $2 }' <<<"$out")
 done
 
-# 100 services x 100 backends, then a restart that adopts them
+# the n1000 services go first: their 3,000 backend slots (one per service and
+# backend) are free again once their tables are past the grace period
+printf 'service del 10.0.0.10:%s/tcp\n' 80 81 82 | c batch -f - || die "del n1000"
+sleep 0.5
+# 100 services x 80 backends, then a restart that adopts them
 {
 	for s in $(seq 0 99); do
 		echo "service add 10.0.1.$s:80/tcp algo ring vnodes 160"
-		for i in $(seq 0 99); do echo "backend add 10.0.1.$s:80/tcp $(be "$i")"; done
+		for i in $(seq 0 79); do echo "backend add 10.0.1.$s:80/tcp $(be "$i")"; done
 	done
 } >"$LIB_DIR/s100.conf"
 c apply -f "$LIB_DIR/s100.conf" || die "apply s100"
@@ -113,7 +118,7 @@ cat >"$OUT" <<EOF
   "restart_ms": $((restart / 1000)).$(printf %03d $((restart % 1000))),
   "restart_ready_ms": ${ready:-null},
   "restart_services": 100,
-  "restart_backends_per_service": 100
+  "restart_backends_per_service": 80
 }
 EOF
 echo "  -> $OUT"

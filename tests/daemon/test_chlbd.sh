@@ -3,7 +3,8 @@
 # chlbd + chlbctl for real: round trips, bad input, dry runs (a hash-field
 # change too), `which` against the attached program, the connection table
 # (`conns`, `backend list` conns, `stats` ct_*, evictions counted at a small
-# --ct-size), restarts (TERM and KILL) that adopt the pinned state without
+# --ct-size), an address in two services (a slot each: removed from one, only
+# that one's entries go stale), restarts (TERM and KILL) that adopt the pinned state without
 # moving a flow, apply/converge, socket abuse, a corrupt state file,
 # teardown.
 . "$(dirname "$0")/daemon_lib.sh"
@@ -234,6 +235,73 @@ test_conns() {
 	j=$(c -j conns $CW | jq -c '[.services[0].live, .listed, .truncated]')
 	check "the wildcard service's entries: $j" [ "$j" = "[100060,100000,true]" ] || return 1
 	c service del $CV && c service del $CW
+}
+
+# an address in two services is two backends, a slot each: removing it from
+# one makes that service's entries stale and leaves the other's live; stats
+# has a row per (service, backend), and a slot's new occupant counts from 0
+test_shared_backend() {
+	local S1=10.0.0.73:80/tcp S2=10.0.0.74:80/tcp j got s1 s2 n16 n17 src1 src2 gen1
+	c service add $S1 algo jump && c service add $S2 algo jump || return 1
+	c backend add $S1 10.1.0.16 && c backend add $S1 10.1.0.17 &&
+		c backend add $S2 10.1.0.16 || return 1
+	s1=$(c -j backend list $S1 | jq '.backends[] | select(.address == "10.1.0.16") | .slot')
+	s2=$(c -j backend list $S2 | jq '.backends[] | select(.address == "10.1.0.16") | .slot')
+	check "10.1.0.16 has a slot in each service ($s1, $s2)" \
+		test "$s1" -ge 0 -a "$s2" -ge 0 -a "$s1" != "$s2" || return 1
+	probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.73 80 40 731 >"$LIB_DIR/sh1" &&
+		probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.74 80 20 732 >"$LIB_DIR/sh2" || return 1
+	check "every probed packet forwarded" nogrep -q verdict "$LIB_DIR"/sh1 "$LIB_DIR"/sh2 || return 1
+	n16=$(grep -c " 10.1.0.16\$" "$LIB_DIR/sh1")
+	n17=$(grep -c " 10.1.0.17\$" "$LIB_DIR/sh1")
+	check "both of $S1's backends took connections ($n16, $n17)" \
+		test "$n16" -gt 0 -a "$n17" -gt 0 -a $((n16 + n17)) = 40 || return 1
+	src1=$(grep " 10.1.0.16\$" "$LIB_DIR/sh1" | head -1 | awk '{ print $1 }')
+	src2=$(head -1 "$LIB_DIR/sh2" | awk '{ print $1 }')
+	j=$(c -j stats) || return 1
+	got=$(jq -c --arg a 10.1.0.16 '[.backends[] | select(.address == $a) | [.service, .slot, .state, .new_flows]] | sort' <<<"$j")
+	check "stats: a row per service for 10.1.0.16: $got" \
+		[ "$got" = "[[\"$S1\",$s1,\"live\",$n16],[\"$S2\",$s2,\"live\",20]]" ] || return 1
+	check "stats text names the service on each row" \
+		c stats | grep -qE "^  $S2 10\.1\.0\.16 \(slot $s2, live\) " || return 1
+
+	c backend del $S1 10.1.0.16 || return 1
+	got=$(c -j conns $S1 | jq -c '.services[0] | [.entries, .live, .ended, .stale, ([.backends[].address] | join(","))]')
+	check "$S1: 10.1.0.16's $n16 entries stale, 10.1.0.17's live: $got" \
+		[ "$got" = "[40,$n17,0,$n16,\"10.1.0.17\"]" ] || return 1
+	got=$(c -j conns $S2 | jq -c '.services[0] | [.entries, .live, .stale, .backends[0].address, .backends[0].live]')
+	check "$S2: its 20 entries stay live on 10.1.0.16: $got" \
+		[ "$got" = "[20,20,0,\"10.1.0.16\",20]" ] || return 1
+	got=$(c -j conns --backend 10.1.0.16 | jq -c '[.services[].service, .listed, ([.conns[].service] | unique)]')
+	check "conns --backend: only $S2 has it now, its 20 entries: $got" \
+		[ "$got" = "[\"$S2\",20,[\"$S2\"]]" ] || return 1
+	got=$(c -j which "$src1" 10.0.0.73:80 tcp | jq -c '.conn | [.backend, .slot, .service, .state, .valid]')
+	check "which: $S1's entry names its dead slot, not valid: $got" \
+		[ "$got" = "[\"10.1.0.16\",$s1,\"$S1\",\"dead\",false]" ] || return 1
+	got=$(c -j which "$src1" 10.0.0.73:80 tcp | jq -r '.established.backend')
+	check "which: $S1's flow is decided again ($got)" [ "$got" = 10.1.0.17 ] || return 1
+	got=$(c -j which "$src2" 10.0.0.74:80 tcp | jq -c '[.conn.slot, .conn.service, .conn.valid, .established.backend, .established_by]')
+	check "which: $S2's entry still followed: $got" \
+		[ "$got" = "[$s2,\"$S2\",true,\"10.1.0.16\",\"connection entry\"]" ] || return 1
+	check "which text: the entry's slot and service" \
+		c which "$src1" 10.0.0.73:80 tcp | grep -qE "^conn entry: +10\.1\.0\.16 \(slot $s1 of $S1\) gen [0-9]+, stale" || return 1
+	got=$(c -j backend list $S2 | jq -c '[.backends[] | [.address, .slot, .state, .conns]]')
+	check "backend list $S2: $got" [ "$got" = "[[\"10.1.0.16\",$s2,\"live\",20]]" ] || return 1
+	got=$(c -j stats | jq -c --arg a 10.1.0.16 '[.backends[] | select(.address == $a) | [.service, .state, .new_flows]] | sort')
+	check "stats: $S1's row dead, $S2's live: $got" \
+		[ "$got" = "[[\"$S1\",\"dead\",$n16],[\"$S2\",\"live\",20]]" ] || return 1
+
+	# back in S1 while its slot is held: that slot, a new generation (the old
+	# entries stay stale), counters from zero
+	gen1=$(c -j which "$src1" 10.0.0.73:80 tcp | jq .conn.gen)
+	c backend add $S1 10.1.0.16 || return 1
+	got=$(c -j backend list $S1 | jq -c '.backends[] | select(.address == "10.1.0.16") | [.slot, .gen]')
+	check "re-added: slot $s1 again, generation $gen1 + 1: $got" [ "$got" = "[$s1,$((gen1 + 1))]" ] || return 1
+	got=$(c -j stats | jq -c --arg s $S1 '.backends[] | select(.address == "10.1.0.16" and .service == $s) | [.packets, .bytes, .new_flows]')
+	check "its counters start at zero: $got" [ "$got" = "[0,0,0]" ] || return 1
+	got=$(c -j conns $S1 | jq -c '.services[0] | [.live, .stale]')
+	check "$S1's old entries stay stale: $got" [ "$got" = "[$n17,$n16]" ] || return 1
+	c service del $S1 && c service del $S2
 }
 
 # connection entries of the probed flows, as chlbctl which reports them

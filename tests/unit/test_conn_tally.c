@@ -2,9 +2,10 @@
 /*
  * conn_tally.c: connection entries attributed to services (exact port,
  * else the port-0 wildcard; IPv6; no service) and backends (slot AND
- * generation), and classified live / ended / stale (removed backend,
- * reused slot, UDP idle, TCP idle only with a TCP timeout), with the
- * counts adding up.
+ * generation; a slot per service and backend, so the same address in two
+ * services is two backends), and classified live / ended / stale (removed
+ * backend, reused slot, UDP idle, TCP idle only with a TCP timeout), with
+ * the counts adding up.
  */
 #include <arpa/inet.h>
 #include <stdarg.h>
@@ -14,7 +15,11 @@
 #include <cmocka.h>
 #include "conn_tally.h"
 
-#define NS 1000000000ull
+#define NS   1000000000ull
+#define WEB  "10.0.0.10:80/tcp"
+#define WILD "10.0.0.10:0/tcp"
+#define DNS  "10.0.0.20:53/udp"
+#define V6   "[2001:db8::10]:443/tcp"
 
 static int nop_be(void *ctx, __u32 slot, const struct chlb_backend *be)
 {
@@ -57,12 +62,16 @@ static void change(const char *text)
 	st = next;
 }
 
-static int slot(const char *addr)
+/* the backend slot of ADDR in service VIP */
+static int slot(const char *vip, const char *addr)
 {
 	struct chlb_addr a;
+	struct chlb_vip v;
+	char err[CHLB_ERR_MAX];
 
+	assert_int_equal(chlb_parse_vip(vip, &v, err, sizeof(err)), 0);
 	assert_int_equal(chlb_parse_addr(addr, &a), 0);
-	return chlb_rt_be_slot(rt, &a);
+	return chlb_rt_be_slot(rt, chlb_rt_svc_id(rt, &v), &a);
 }
 
 /* flow SRC:SPORT -> DST:DPORT/proto */
@@ -81,9 +90,10 @@ static struct chlb_flow flow(const char *src, int sport, const char *dst, int dp
 	return f;
 }
 
-static struct chlb_conn conn(const char *backend, __u16 flags, __u64 last_ns)
+/* an entry naming the slot of BACKEND in service VIP, its current generation */
+static struct chlb_conn conn(const char *vip, const char *backend, __u16 flags, __u64 last_ns)
 {
-	int s = slot(backend);
+	int s = slot(vip, backend);
 	struct chlb_conn c = { .flags = flags, .last_ns = last_ns };
 
 	assert_true(s >= 0);
@@ -165,42 +175,48 @@ static void attributes_and_classifies(void **state)
 	two = be_index(web, "10.1.0.2");
 	three = be_index(web, "10.1.0.3");
 
-	expect(&t, flow("192.0.2.1", 1000, "10.0.0.10", 80, IPPROTO_TCP), conn("10.1.0.2", 0, 0),
-	       CHLB_CONN_LIVE, "10.0.0.10:80/tcp", "10.1.0.2");
+	expect(&t, flow("192.0.2.1", 1000, "10.0.0.10", 80, IPPROTO_TCP),
+	       conn(WEB, "10.1.0.2", 0, 0), CHLB_CONN_LIVE, "10.0.0.10:80/tcp", "10.1.0.2");
 	expect(&t, flow("192.0.2.1", 1001, "10.0.0.10", 80, IPPROTO_TCP),
-	       conn("10.1.0.2", CHLB_CONN_F_ENDED, 0), CHLB_CONN_ENDED, "10.0.0.10:80/tcp",
+	       conn(WEB, "10.1.0.2", CHLB_CONN_F_ENDED, 0), CHLB_CONN_ENDED, "10.0.0.10:80/tcp",
 	       "10.1.0.2");
-	expect(&t, flow("192.0.2.1", 1002, "10.0.0.10", 80, IPPROTO_TCP), conn("10.1.0.3", 0, 0),
-	       CHLB_CONN_LIVE, "10.0.0.10:80/tcp", "10.1.0.3");
+	expect(&t, flow("192.0.2.1", 1002, "10.0.0.10", 80, IPPROTO_TCP),
+	       conn(WEB, "10.1.0.3", 0, 0), CHLB_CONN_LIVE, "10.0.0.10:80/tcp", "10.1.0.3");
 	/* no exact service on port 8080: the port-0 wildcard */
-	expect(&t, flow("192.0.2.1", 1003, "10.0.0.10", 8080, IPPROTO_TCP), conn("10.1.0.4", 0, 0),
-	       CHLB_CONN_LIVE, "10.0.0.10:0/tcp", "10.1.0.4");
-	/* a live slot that is not one of this service's backends: live, no backend row */
-	expect(&t, flow("192.0.2.1", 1004, "10.0.0.10", 80, IPPROTO_TCP), conn("10.1.0.4", 0, 0),
-	       CHLB_CONN_LIVE, "10.0.0.10:80/tcp", NULL);
+	expect(&t, flow("192.0.2.1", 1003, "10.0.0.10", 8080, IPPROTO_TCP),
+	       conn(WILD, "10.1.0.4", 0, 0), CHLB_CONN_LIVE, "10.0.0.10:0/tcp", "10.1.0.4");
+	/*
+	 * an entry written under the wildcard before the exact service took port
+	 * 80: the data plane still follows it to the wildcard's backend, so it
+	 * is that (service, backend)'s
+	 */
+	expect(&t, flow("192.0.2.1", 1004, "10.0.0.10", 80, IPPROTO_TCP),
+	       conn(WILD, "10.1.0.4", 0, 0), CHLB_CONN_LIVE, "10.0.0.10:0/tcp", "10.1.0.4");
 	/* another generation of the slot: a previous occupant's entry */
-	struct chlb_conn old = conn("10.1.0.2", 0, 0);
+	struct chlb_conn old = conn(WEB, "10.1.0.2", 0, 0);
 	old.gen--;
 	expect(&t, flow("192.0.2.1", 1005, "10.0.0.10", 80, IPPROTO_TCP), old, CHLB_CONN_STALE,
 	       "10.0.0.10:80/tcp", NULL);
 	/* no service for 10.0.0.11, nor UDP on the TCP VIP */
-	expect(&t, flow("192.0.2.1", 1006, "10.0.0.11", 80, IPPROTO_TCP), conn("10.1.0.2", 0, 0),
-	       CHLB_CONN_LIVE, NULL, NULL);
-	expect(&t, flow("192.0.2.1", 1007, "10.0.0.10", 80, IPPROTO_UDP), conn("10.1.0.2", 0, now),
-	       CHLB_CONN_LIVE, NULL, NULL);
+	expect(&t, flow("192.0.2.1", 1006, "10.0.0.11", 80, IPPROTO_TCP),
+	       conn(WEB, "10.1.0.2", 0, 0), CHLB_CONN_LIVE, NULL, NULL);
+	expect(&t, flow("192.0.2.1", 1007, "10.0.0.10", 80, IPPROTO_UDP),
+	       conn(WEB, "10.1.0.2", 0, now), CHLB_CONN_LIVE, NULL, NULL);
 	/* UDP: idle 29 s is live, 30 s is past the timeout */
 	expect(&t, flow("192.0.2.1", 1008, "10.0.0.20", 53, IPPROTO_UDP),
-	       conn("10.1.0.2", 0, now - 29 * NS), CHLB_CONN_LIVE, "10.0.0.20:53/udp", "10.1.0.2");
+	       conn(DNS, "10.1.0.2", 0, now - 29 * NS), CHLB_CONN_LIVE, "10.0.0.20:53/udp",
+	       "10.1.0.2");
 	expect(&t, flow("192.0.2.1", 1009, "10.0.0.20", 53, IPPROTO_UDP),
-	       conn("10.1.0.2", 0, now - 30 * NS), CHLB_CONN_STALE, "10.0.0.20:53/udp", NULL);
+	       conn(DNS, "10.1.0.2", 0, now - 30 * NS), CHLB_CONN_STALE, "10.0.0.20:53/udp", NULL);
 	/* last_ns 0 (no time kept when written): never idle, as in bpf/chlb_stick.h */
-	expect(&t, flow("192.0.2.1", 1013, "10.0.0.20", 53, IPPROTO_UDP), conn("10.1.0.2", 0, 0),
-	       CHLB_CONN_LIVE, "10.0.0.20:53/udp", "10.1.0.2");
+	expect(&t, flow("192.0.2.1", 1013, "10.0.0.20", 53, IPPROTO_UDP),
+	       conn(DNS, "10.1.0.2", 0, 0), CHLB_CONN_LIVE, "10.0.0.20:53/udp", "10.1.0.2");
 	/* TCP without a TCP timeout: idle for ever is still live */
-	expect(&t, flow("192.0.2.1", 1010, "10.0.0.10", 80, IPPROTO_TCP), conn("10.1.0.2", 0, 1),
-	       CHLB_CONN_LIVE, "10.0.0.10:80/tcp", "10.1.0.2");
+	expect(&t, flow("192.0.2.1", 1010, "10.0.0.10", 80, IPPROTO_TCP),
+	       conn(WEB, "10.1.0.2", 0, 1), CHLB_CONN_LIVE, "10.0.0.10:80/tcp", "10.1.0.2");
 	expect(&t, flow("2001:db8:c::1", 1011, "2001:db8::10", 443, IPPROTO_TCP),
-	       conn("2001:db8::2", 0, 0), CHLB_CONN_LIVE, "[2001:db8::10]:443/tcp", "2001:db8::2");
+	       conn(V6, "2001:db8::2", 0, 0), CHLB_CONN_LIVE, "[2001:db8::10]:443/tcp",
+	       "2001:db8::2");
 	/* a slot beyond the table */
 	struct chlb_conn wild_slot = { .backend = 0xffff };
 	expect(&t, flow("192.0.2.1", 1012, "10.0.0.10", 80, IPPROTO_TCP), wild_slot,
@@ -208,26 +224,31 @@ static void attributes_and_classifies(void **state)
 
 	assert_int_equal(t.entries, 14);
 	assert_int_equal(t.other, 2);
-	assert_int_equal(t.svc[web].entries, 7);
-	assert_int_equal(t.svc[web].live, 4);
+	/* every followed entry is one backend's: the service totals are the rows' sums */
+	assert_int_equal(t.svc[web].entries, 6);
+	assert_int_equal(t.svc[web].live, 3);
 	assert_int_equal(t.svc[web].ended, 1);
 	assert_int_equal(t.svc[web].stale, 2);
-	assert_int_equal(t.svc[web].unlisted, 1);
 	assert_int_equal(t.svc[web].be[two].live, 2);
 	assert_int_equal(t.svc[web].be[two].ended, 1);
 	assert_int_equal(t.svc[web].be[three].live, 1);
-	assert_int_equal(t.svc[wild].live, 1);
+	assert_int_equal(t.svc[wild].live, 2);
+	assert_int_equal(t.svc[wild].be[0].live, 2);
 	assert_int_equal(t.svc[dns].entries, 3);
 	assert_int_equal(t.svc[dns].stale, 1);
+	assert_int_equal(t.svc[dns].be[0].live, 2);
 	assert_int_equal(t.svc[v6].be[0].live, 1);
-	assert_int_equal(t.svc[web].be[two].slot, slot("10.1.0.2"));
+	assert_int_equal(t.svc[web].be[two].slot, slot(WEB, "10.1.0.2"));
+	/* 10.1.0.2 in two services: two backends, two slots */
+	assert_int_equal(t.svc[dns].be[0].slot, slot(DNS, "10.1.0.2"));
+	assert_int_not_equal(slot(WEB, "10.1.0.2"), slot(DNS, "10.1.0.2"));
 	chlb_ct_tally_free(&t);
 }
 
 static void timeouts_and_removal(void **state)
 {
 	const __u64 now = 5000 * NS;
-	struct chlb_conn c3 = conn("10.1.0.3", 0, now - 2 * NS);
+	struct chlb_conn c3 = conn(WEB, "10.1.0.3", 0, now - 2 * NS);
 	struct chlb_ct_tally t;
 
 	/* with a TCP timeout, TCP idles out too */
@@ -241,6 +262,29 @@ static void timeouts_and_removal(void **state)
 	expect(&t, flow("192.0.2.1", 2001, "10.0.0.10", 80, IPPROTO_TCP), c3, CHLB_CONN_STALE,
 	       "10.0.0.10:80/tcp", NULL);
 	assert_int_equal(t.svc[svc_index("10.0.0.10:80/tcp")].stale, 1);
+	chlb_ct_tally_free(&t);
+}
+
+/* an address in two services leaves one: only that service's entries go stale */
+static void removal_from_one_service(void **state)
+{
+	const __u64 now = 6000 * NS;
+	struct chlb_conn web2 = conn(WEB, "10.1.0.2", 0, 0), dns2 = conn(DNS, "10.1.0.2", 0, now);
+	struct chlb_ct_tally t;
+	int dns = svc_index(DNS);
+
+	change("backend del 10.0.0.10:80/tcp 10.1.0.2\n");
+	assert_int_equal(rt->be[web2.backend].state, CHLB_BE_DEAD);
+	assert_int_equal(rt->be[dns2.backend].state, CHLB_BE_LIVE);
+	assert_int_equal(slot(DNS, "10.1.0.2"), dns2.backend);
+	assert_int_equal(chlb_ct_tally_init(&t, &st, rt, now, 30 * NS, 0), 0);
+	expect(&t, flow("192.0.2.1", 3000, "10.0.0.10", 80, IPPROTO_TCP), web2, CHLB_CONN_STALE,
+	       WEB, NULL);
+	expect(&t, flow("192.0.2.1", 3001, "10.0.0.20", 53, IPPROTO_UDP), dns2, CHLB_CONN_LIVE, DNS,
+	       "10.1.0.2");
+	assert_int_equal(t.svc[svc_index(WEB)].stale, 1);
+	assert_int_equal(t.svc[dns].live, 1);
+	assert_int_equal(t.svc[dns].be[be_index(dns, "10.1.0.2")].live, 1);
 	chlb_ct_tally_free(&t);
 }
 
@@ -265,6 +309,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(attributes_and_classifies),
 		cmocka_unit_test(timeouts_and_removal),
+		cmocka_unit_test(removal_from_one_service),
 		cmocka_unit_test(empty_state),
 	};
 

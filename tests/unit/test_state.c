@@ -111,7 +111,7 @@ static void too_many_services(void **unused)
 	}
 	must_fail(&st, "backend add 10.0.0.1:80/tcp 10.200.0.1",
 		  "too many backends in one service");
-	/* distinct backends over all services: the data plane's 8192 slots */
+	/* (service, backend) pairs over all services: the data plane's 8192 slots */
 	for (int i = 0; i < CHLB_MAX_BACKENDS - CHLB_MAX_SVC_BACKENDS; i++) {
 		struct chlb_cmd c;
 		char err[CHLB_ERR_MAX];
@@ -122,8 +122,12 @@ static void too_many_services(void **unused)
 		    chlb_state_exec(&st, &c, err, sizeof(err)))
 			fail_msg("'%s': %s", line, err);
 	}
-	must_fail(&st, "backend add 10.0.0.3:80/tcp 10.201.0.1", "too many distinct backends");
-	must(&st, "backend add 10.0.0.3:80/tcp 10.100.0.1"); /* shared: no new slot */
+	must_fail(&st, "backend add 10.0.0.3:80/tcp 10.201.0.1",
+		  "too many backends: 8193 over all services (at most 8192");
+	/* an address another service has takes a slot of its own too */
+	must_fail(&st, "backend add 10.0.0.3:80/tcp 10.100.0.1", "too many backends: 8193");
+	must(&st, "backend del 10.0.0.2:80/tcp 10.100.0.2");
+	must(&st, "backend add 10.0.0.3:80/tcp 10.100.0.1");
 	chlb_state_free(&st);
 }
 

@@ -52,9 +52,6 @@ static void show_conns(json_object *r)
 			printf("%-44s %10s %10lld %10lld\n", name, "", num(b, "live"),
 			       num(b, "ended"));
 		}
-		if (num(s, "unlisted"))
-			printf("  %-42s %10lld (live or ended, still followed)\n",
-			       "backends no longer in the service", num(s, "unlisted"));
 	}
 	if (json_object_object_get_ex(r, "other", NULL))
 		printf("entries of no configured service: %lld\n", num(r, "other"));

@@ -135,14 +135,15 @@ void show_stats(json_object *r)
 	for (size_t i = 0; a && i < json_object_array_length(a); i++)
 		counters_row(s(json_object_array_get_idx(a, i), "service"),
 			     json_object_array_get_idx(a, i));
+	/* a row per (service, backend): the same address in two services is two rows */
 	a = arr(r, "backends");
 	printf("backends:\n");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
-		char name[80];
+		char name[192];
 
-		snprintf(name, sizeof(name), "%s (slot %s, %s)", s(e, "address"), s(e, "slot"),
-			 s(e, "state"));
+		snprintf(name, sizeof(name), "%s %s (slot %s, %s)", s(e, "service"),
+			 s(e, "address"), s(e, "slot"), s(e, "state"));
 		counters_row(name, e);
 	}
 }
@@ -167,8 +168,8 @@ void show_which(json_object *r)
 	printf("established:  %s, by %s\n", be(r, "established", b, sizeof(b)),
 	       s(r, "established_by"));
 	if (json_object_object_get_ex(r, "conn", &c) && c)
-		printf("conn entry:   %s (slot %s) gen %s, %s\n", s(c, "backend"), s(c, "slot"),
-		       s(c, "gen"),
+		printf("conn entry:   %s (slot %s of %s) gen %s, %s\n", s(c, "backend"),
+		       s(c, "slot"), s(c, "service"), s(c, "gen"),
 		       json_object_get_boolean(json_object_object_get(c, "valid")) ? "valid"
 										   : "stale");
 	else

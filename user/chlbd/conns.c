@@ -85,10 +85,10 @@ void conns_stats(json_object *o, __u64 inserts)
 /* One walk for `conns`: the tally, and the entries that pass the filters. */
 struct walk {
 	struct chlb_ct_tally t;
-	int svc;	 /* only this service's entries; -1: all */
-	bool by_backend; /* only entries of backend slot `slot`, generation `gen` */
-	int slot;	 /* -1: the backend has no slot (nothing matches) */
-	__u32 gen;
+	int svc; /* only this service's entries; -1: all */
+	bool
+	    by_backend; /* only entries of the backend's slots (one per service), their generation */
+	bool slot[CHLB_MAX_BACKENDS];
 	FILE *out; /* the list, or NULL: counts only */
 	__u64 listed;
 	bool truncated;
@@ -143,7 +143,8 @@ static int walk_one(const struct chlb_flow *f, const struct chlb_conn *c, void *
 	state = chlb_ct_tally_add(&w->t, f, c, &s, &b);
 	if (!w->out || (w->svc >= 0 && s != w->svc))
 		return 0;
-	if (w->by_backend && (w->slot < 0 || c->backend != w->slot || c->gen != w->gen))
+	if (w->by_backend && (c->backend >= CHLB_MAX_BACKENDS || !w->slot[c->backend] ||
+			      c->gen != D.rt->be[c->backend].gen))
 		return 0;
 	if (w->listed >= CHLBD_CONNS_LIST_MAX)
 		w->truncated = true;
@@ -165,7 +166,6 @@ static json_object *svc_json(const struct walk *w, __u32 i, const struct chlb_ad
 	add_u64(o, "live", ts->live);
 	add_u64(o, "ended", ts->ended);
 	add_u64(o, "stale", ts->stale);
-	add_u64(o, "unlisted", ts->unlisted);
 	for (__u32 j = 0; j < s->nbe; j++) {
 		const struct chlb_ct_be *tb = &ts->be[j];
 		json_object *e;
@@ -214,9 +214,17 @@ static json_object *resolve(const struct chlb_cmd *c, struct walk *w)
 		return chlbd_jerr(msg);
 	}
 	w->by_backend = true;
-	w->slot = chlb_rt_be_slot(D.rt, &c->backend);
-	if (w->slot >= 0)
-		w->gen = D.rt->be[w->slot].gen;
+	/* its slot in each service that has it (in the one named, with a VIP) */
+	for (__u32 i = 0; i < D.state.nsvc; i++) {
+		int slot;
+
+		if (w->svc >= 0 && (int)i != w->svc)
+			continue;
+		slot =
+		    chlb_rt_be_slot(D.rt, chlb_rt_svc_id(D.rt, &D.state.svc[i].vip), &c->backend);
+		if (slot >= 0)
+			w->slot[slot] = true;
+	}
 	return NULL;
 }
 

@@ -31,6 +31,11 @@ static int del_service(void *ctx, const struct chlb_vip_key *k)
 	return chlb_dp_del_service(ctx, k);
 }
 
+static int reset_stats(void *ctx, __u32 slot)
+{
+	return chlb_dp_reset_backend_stats(ctx, slot);
+}
+
 static int prealloc(void *ctx, __u32 tslot, __u32 nwords)
 {
 	if (chlb_dp_table_capacity(ctx, tslot) >= nwords)
@@ -92,7 +97,8 @@ void chlbd_dp_ops(struct chlb_dp *dp, struct chlb_dp_ops *ops, struct chlb_adopt
 				     .set_service = set_service,
 				     .del_service = del_service,
 				     .resolve = resolve,
-				     .prealloc = prealloc };
+				     .prealloc = prealloc,
+				     .reset_stats = reset_stats };
 	*aops = (struct chlb_adopt_ops){ .get_backend = get_backend,
 					 .get_service = get_service,
 					 .get_table_hdr = get_table_hdr };

@@ -105,13 +105,16 @@ json_object *view_backends(const struct chlb_cmd *c)
 		pr_warn("backend list: couldn't read the connection table: %s", strerror(-ct_rc));
 	for (__u32 i = 0; i < D.state.nsvc; i++) {
 		const struct chlb_svc_cfg *s = &D.state.svc[i];
+		int id;
 
 		if (c->has_vip && chlb_vip_cmp(&c->vip, &s->vip))
 			continue;
 		found = true;
+		id = chlb_rt_svc_id(D.rt, &s->vip);
 		for (__u32 j = 0; j < s->nbe; j++) {
 			json_object *e = json_object_new_object();
-			int slot = chlb_rt_be_slot(D.rt, &s->be[j].addr);
+			/* the service's own slot: an address in two services has two */
+			int slot = chlb_rt_be_slot(D.rt, id, &s->be[j].addr);
 
 			add_str(e, "service", chlb_fmt_vip(&s->vip, b, sizeof(b)));
 			add_str(e, "address", s->be[j].name);
@@ -141,7 +144,29 @@ json_object *view_backends(const struct chlb_cmd *c)
 
 /* Rates are per `stats` call: the difference to the previous call's snapshot. */
 static struct chlb_counters prev_svc[CHLB_MAX_SERVICES], prev_be[CHLB_MAX_BACKENDS];
+static __u32 prev_be_gen[CHLB_MAX_BACKENDS]; /* a new occupant's counters start at zero */
 static __u64 prev_ns;
+
+/* The service owning a backend slot (one per service and backend), or NULL. */
+static const struct chlb_rt_svc *be_owner(__u32 slot)
+{
+	int id = D.rt->be[slot].svc;
+
+	return id >= 0 && id < CHLB_MAX_SERVICES && D.rt->svc[id].used ? &D.rt->svc[id] : NULL;
+}
+
+/* live, draining (weight 0 in its service), dead (removed) or empty */
+static const char *be_slot_state(__u32 slot)
+{
+	const struct chlb_rt_be *r = &D.rt->be[slot];
+	const struct chlb_rt_svc *o = be_owner(slot);
+	const struct chlb_svc_cfg *cfg = o ? chlb_state_find(&D.state, &o->vip) : NULL;
+	const struct chlb_be_cfg *b = cfg ? chlb_svc_find_be(cfg, &r->addr) : NULL;
+
+	if (r->state == CHLB_BE_LIVE && b && !b->weight)
+		return "draining";
+	return be_state(r->state);
+}
 
 static json_object *counters_json(const struct chlb_counters *c, struct chlb_counters *prev,
 				  double dt)
@@ -194,12 +219,24 @@ json_object *view_stats(void)
 		struct chlb_counters c;
 		json_object *e;
 
+		const struct chlb_rt_svc *o;
+
 		if (r->state == CHLB_BE_EMPTY || chlb_dp_read_backend_stats(D.dp, i, &c))
 			continue;
+		if (prev_be_gen[i] != r->gen) {
+			memset(&prev_be[i], 0, sizeof(prev_be[i]));
+			prev_be_gen[i] = r->gen;
+		}
+		/* a row per (service, backend): slots are per pair */
 		e = counters_json(&c, &prev_be[i], dt);
+		o = be_owner(i);
+		json_object_object_add(
+		    e, "service",
+		    o ? json_object_new_string(chlb_fmt_vip(&o->vip, b, sizeof(b))) : NULL);
 		add_str(e, "address", chlb_fmt_addr(&r->addr, b, sizeof(b)));
 		add_int(e, "slot", i);
-		add_str(e, "state", be_state(r->state));
+		add_int(e, "gen", r->gen);
+		add_str(e, "state", be_slot_state(i));
 		json_object_array_add(ba, e);
 	}
 	prev_ns = now;
@@ -217,8 +254,14 @@ static json_object *be_ref(__u32 slot)
 
 	add_int(o, "slot", slot);
 	if (slot < CHLB_MAX_BACKENDS) {
+		const struct chlb_rt_svc *s = be_owner(slot);
+
 		add_str(o, "backend", chlb_fmt_addr(&D.rt->be[slot].addr, b, sizeof(b)));
 		add_str(o, "state", be_state(D.rt->be[slot].state));
+		/* the slot's service: the flow's own, unless its entry predates an exact service */
+		json_object_object_add(
+		    o, "service",
+		    s ? json_object_new_string(chlb_fmt_vip(&s->vip, b, sizeof(b))) : NULL);
 	}
 	return o;
 }

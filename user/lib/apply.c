@@ -30,8 +30,10 @@ struct chlb_rt *chlb_rt_new(const struct chlb_dp_ops *ops, __u64 history_ms, __u
 	rt->ops = *ops;
 	for (int i = 0; i < CHLB_BE_HASH; i++)
 		rt->be_head[i] = -1;
-	for (int i = 0; i < CHLB_MAX_BACKENDS; i++)
+	for (int i = 0; i < CHLB_MAX_BACKENDS; i++) {
 		rt->be_next[i] = -1;
+		rt->be[i].svc = -1;
+	}
 	rt->history_ns = history_ms * NS_PER_MS;
 	rt->grace_ns = grace_ms * NS_PER_MS;
 	return rt;
@@ -82,15 +84,18 @@ struct chlb_rt_svc *chlb_rt_find(struct chlb_rt *rt, const struct chlb_vip *vip)
 	return NULL;
 }
 
-int chlb_rt_svc_id(struct chlb_rt *rt, const struct chlb_vip *vip)
+int chlb_rt_svc_id(const struct chlb_rt *rt, const struct chlb_vip *vip)
 {
-	struct chlb_rt_svc *s = chlb_rt_find(rt, vip);
-
-	return s ? (int)(s - rt->svc) : -1;
+	for (int i = 0; i < CHLB_MAX_SERVICES; i++)
+		if (rt->svc[i].used && !rt->svc[i].retiring && !chlb_vip_cmp(&rt->svc[i].vip, vip))
+			return i;
+	return -1;
 }
 
-static int build_table(struct chlb_rt *rt, const struct chlb_svc_cfg *s, struct chlb_table *t,
-		       __u32 **bes, __u32 *nbes, __u64 now, char *err, size_t errlen)
+/* Service id's backend slots, one per backend: taken from the free ones for new pairs. */
+static int build_table(struct chlb_rt *rt, int id, const struct chlb_svc_cfg *s,
+		       struct chlb_table *t, __u32 **bes, __u32 *nbes, __u64 now, char *err,
+		       size_t errlen)
 {
 	struct chlb_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
 	__u32 *list = calloc(s->nbe ? s->nbe : 1, sizeof(*list));
@@ -103,13 +108,18 @@ static int build_table(struct chlb_rt *rt, const struct chlb_svc_cfg *s, struct 
 		goto out;
 	}
 	for (__u32 i = 0; i < s->nbe; i++) {
-		int slot = chlb_be_acquire(rt, &s->be[i].addr, now);
+		int slot = chlb_be_acquire(rt, id, &s->be[i].addr, now);
 
+		if (slot == -2) {
+			chlb_fail(err, errlen,
+				  "'%s': no free backend slot (%u in all, one per service and "
+				  "backend; removed ones are held while tables still name them)",
+				  s->be[i].name, CHLB_MAX_BACKENDS);
+			goto out;
+		}
 		if (slot < 0) {
-			chlb_fail(err, errlen, "'%s': %s", s->be[i].name,
-				  slot == -2
-				      ? "no free backend slot (retiring ones are still referenced)"
-				      : "couldn't write the backend slot");
+			chlb_fail(err, errlen, "'%s': couldn't write the backend slot",
+				  s->be[i].name);
 			goto out;
 		}
 		be[i].slot = (__u32)slot;
@@ -243,7 +253,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 		rt_log(rt, LOG_INFO, "service %s: options updated (no table change)", vip);
 		return 0;
 	}
-	if (build_table(rt, c, &t, &bes, &nbes, t0, err, errlen))
+	if (build_table(rt, (int)(s - rt->svc), c, &t, &bes, &nbes, t0, err, errlen))
 		return -1;
 	t_built = chlb_now_ns();
 	if (s->adopted && s->nview &&
@@ -363,6 +373,19 @@ static void restore_svc(struct chlb_state *next, const struct chlb_vip *vip,
 	free(one.svc);
 }
 
+/* Keep the slots of c's backends in its service (so none of them is marked DEAD). */
+static void mark_wanted(struct chlb_rt *rt, const struct chlb_svc_cfg *c)
+{
+	int id = chlb_rt_svc_id(rt, &c->vip);
+
+	for (__u32 j = 0; id >= 0 && j < c->nbe; j++) {
+		int slot = chlb_be_find(rt, id, &c->be[j].addr);
+
+		if (slot >= 0)
+			rt->be[slot].wanted = true;
+	}
+}
+
 int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_state *next,
 		  char *err, size_t errlen)
 {
@@ -385,12 +408,7 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 		struct chlb_rt_svc *s = chlb_rt_find(rt, &n->vip);
 
 		/* mark wanted so no slot of a backend still in use gets released */
-		for (__u32 j = 0; j < n->nbe; j++) {
-			int slot = chlb_be_find(rt, &n->be[j].addr);
-
-			if (slot >= 0)
-				rt->be[slot].wanted = true;
-		}
+		mark_wanted(rt, n);
 		if (o && s && chlb_svc_equal(o, n))
 			continue;
 		if (!o && s && s->adopted && rt->defer_adopted) {
@@ -416,9 +434,18 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 			rt_log(rt, LOG_ERR, "%s", msg);
 		}
 	}
-	for (int i = 0; i < bad; i++)
-		restore_svc(next, &failed[i], chlb_state_find(cur, &failed[i]));
-	/* backends no view picks any more: DEAD (flows re-decided, never sent to a new occupant) */
+	for (int i = 0; i < bad; i++) {
+		const struct chlb_svc_cfg *old = chlb_state_find(cur, &failed[i]);
+
+		restore_svc(next, &failed[i], old);
+		if (old) /* it still serves its old table: its backends stay LIVE */
+			mark_wanted(rt, old);
+	}
+	/*
+	 * slots no view picks any more: DEAD (flows re-decided, never sent to a
+	 * new occupant). Slots are per service: another service's slot for the
+	 * same address is not touched.
+	 */
 	for (int i = 0; i < CHLB_MAX_BACKENDS; i++) {
 		struct chlb_rt_be *b = &rt->be[i];
 
@@ -545,6 +572,8 @@ int chlb_rt_adopt(struct chlb_rt *rt, const struct chlb_adopt_ops *aops,
 		if (b.state != CHLB_BE_LIVE && b.state != CHLB_BE_DEAD)
 			continue;
 		r->state = b.state;
+		/* the owner, kept in the flags; none from a chlbd before per-service slots */
+		r->svc = b.flags & CHLB_BE_F_OWNER ? b.flags >> CHLB_BE_OWNER_SHIFT : -1;
 		r->addr.family = b.family;
 		memcpy(r->addr.a, b.addr, 16);
 		r->last = b;

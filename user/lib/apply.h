@@ -12,6 +12,12 @@
  * removed backend is marked DEAD once no published view can pick it, and
  * its slot is reused (gen + 1) only when no table in any slot names it.
  *
+ * Backend slots are per (service, backend address): the same address in two
+ * services has two slots, so removing it from one marks only that one's slot
+ * DEAD (its connection entries are decided again) and its counters
+ * (be_stats) are that pair's. A slot's owner is kept in its flags
+ * (CHLB_BE_F_OWNER) for restarts.
+ *
  * The data plane is reached through chlb_dp_ops so the logic is testable
  * without BPF.
  */
@@ -31,6 +37,8 @@ struct chlb_dp_ops {
 	int (*resolve)(void *ctx, struct chlb_backend *be);
 	/* optional: make slot hold nwords without blocking a later swap (may block now) */
 	int (*prealloc)(void *ctx, __u32 tslot, __u32 nwords);
+	/* optional: zero a backend slot's counters (be_stats, every CPU): a new occupant */
+	int (*reset_stats)(void *ctx, __u32 slot);
 };
 
 #define CHLB_BE_HASH 16384
@@ -62,11 +70,14 @@ struct chlb_rt_svc {
 
 struct chlb_rt_be {
 	struct chlb_addr addr;
+	int svc;    /* owning service id; -1: unknown (adopted from a chlbd without owners) */
 	__u8 state; /* enum chlb_backend_state */
 	__u32 gen;
 	__u32 trefs;		  /* table slots (used) naming this backend */
 	__u64 hold_until;	  /* ns: adopted leftovers are kept this long */
 	bool wanted;		  /* in the desired state */
+	__u32 nh_cycle;		  /* 1 + the refresh cycle that last resolved its address */
+	__u64 nh_ns;		  /* when its next hop was last resolved (or tried): 0 never */
 	struct chlb_backend last; /* as last written: removal keeps its next hop for readers */
 };
 
@@ -89,7 +100,7 @@ struct chlb_rt {
 	struct chlb_rt_svc svc[CHLB_MAX_SERVICES];
 	struct chlb_rt_be be[CHLB_MAX_BACKENDS];
 	void (*log)(int level, const char *fmt, ...); /* optional; LOG_* levels */
-	/* address -> backend slot (chained hash), so big sets cost no scans */
+	/* address -> its backend slots, one per service (chained hash): no scans */
 	__s32 be_head[CHLB_BE_HASH];
 	__s32 be_next[CHLB_MAX_BACKENDS];
 	__u32 free_hint;    /* next slot to try for a new occupant */
@@ -140,9 +151,9 @@ int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st);
 
 struct chlb_rt_svc *chlb_rt_find(struct chlb_rt *rt, const struct chlb_vip *vip);
 /* id of a service (its stats index), or -1 */
-int chlb_rt_svc_id(struct chlb_rt *rt, const struct chlb_vip *vip);
-/* backend slot currently holding addr (LIVE), or -1 */
-int chlb_rt_be_slot(const struct chlb_rt *rt, const struct chlb_addr *a);
+int chlb_rt_svc_id(const struct chlb_rt *rt, const struct chlb_vip *vip);
+/* backend slot of addr in the service with id svc_id (LIVE), or -1 */
+int chlb_rt_be_slot(const struct chlb_rt *rt, int svc_id, const struct chlb_addr *a);
 
 void chlb_vip_to_key(const struct chlb_vip *v, struct chlb_vip_key *k);
 

@@ -117,6 +117,8 @@ int chlb_dp_read_service_stats(struct chlb_dp *dp, __u32 svc_id, struct chlb_cou
 int chlb_dp_read_backend_stats(struct chlb_dp *dp, __u32 slot, struct chlb_counters *out);
 /* Zero every counter (tests and the benchmark). */
 int chlb_dp_reset_stats(struct chlb_dp *dp);
+/* Zero one backend slot's counters on every CPU (the slot's new occupant starts at 0). */
+int chlb_dp_reset_backend_stats(struct chlb_dp *dp, __u32 slot);
 
 /* ---- connections ---- */
 /* 0 and the entry, -ENOENT when the flow has none. */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Connection-table entries -> services, backends, states (see
- * conn_tally.h). A full table is a million entries, so both lookups are
- * binary searches over arrays sorted once per tally, not scans.
+ * conn_tally.h). A full table is a million entries, so the lookups are a
+ * binary search over the services sorted once per tally (destination) and
+ * an array indexed by slot (backend), not scans.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,14 +33,6 @@ static int cmp_vip_idx(const void *a, const void *b, void *ctx)
 	return chlb_vip_cmp(&st->svc[*(const __u32 *)a].vip, &st->svc[*(const __u32 *)b].vip);
 }
 
-static int cmp_slot_idx(const void *a, const void *b, void *ctx)
-{
-	const struct chlb_ct_be *be = ctx;
-	int x = be[*(const __u32 *)a].slot, y = be[*(const __u32 *)b].slot;
-
-	return x < y ? -1 : x > y;
-}
-
 int chlb_ct_tally_init(struct chlb_ct_tally *t, const struct chlb_state *st,
 		       const struct chlb_rt *rt, __u64 now_ns, __u64 udp_idle_ns, __u64 tcp_idle_ns)
 {
@@ -51,23 +44,29 @@ int chlb_ct_tally_init(struct chlb_ct_tally *t, const struct chlb_state *st,
 	t->tcp_idle_ns = tcp_idle_ns;
 	t->svc = calloc(st->nsvc ? st->nsvc : 1, sizeof(*t->svc));
 	t->vip_order = calloc(st->nsvc ? st->nsvc : 1, sizeof(*t->vip_order));
-	if (!t->svc || !t->vip_order)
+	t->by_slot = malloc(CHLB_MAX_BACKENDS * sizeof(*t->by_slot));
+	if (!t->svc || !t->vip_order || !t->by_slot)
 		goto nomem;
+	for (__u32 k = 0; k < CHLB_MAX_BACKENDS; k++)
+		t->by_slot[k] = (struct chlb_ct_owner){ .svc = -1, .be = -1 };
 	for (__u32 i = 0; i < st->nsvc; i++) {
 		const struct chlb_svc_cfg *s = &st->svc[i];
 		struct chlb_ct_svc *ts = &t->svc[i];
+		int id = chlb_rt_svc_id(rt, &s->vip);
 
 		t->vip_order[i] = i;
 		ts->be = calloc(s->nbe ? s->nbe : 1, sizeof(*ts->be));
-		ts->by_slot = calloc(s->nbe ? s->nbe : 1, sizeof(*ts->by_slot));
-		if (!ts->be || !ts->by_slot)
+		if (!ts->be)
 			goto nomem;
 		for (__u32 j = 0; j < s->nbe; j++) {
-			ts->be[j].slot = chlb_rt_be_slot(rt, &s->be[j].addr);
-			if (ts->be[j].slot >= 0)
-				ts->by_slot[ts->nslot++] = j;
+			int slot = chlb_rt_be_slot(rt, id, &s->be[j].addr);
+
+			ts->be[j].slot = slot;
+			/* the first pair only: an unowned adopted slot answers for every service */
+			if (slot >= 0 && t->by_slot[slot].svc < 0)
+				t->by_slot[slot] =
+				    (struct chlb_ct_owner){ .svc = (int)i, .be = (int)j };
 		}
-		qsort_r(ts->by_slot, ts->nslot, sizeof(*ts->by_slot), cmp_slot_idx, ts->be);
 	}
 	qsort_r(t->vip_order, st->nsvc, sizeof(*t->vip_order), cmp_vip_idx, (void *)st);
 	return 0;
@@ -78,14 +77,14 @@ nomem:
 
 void chlb_ct_tally_free(struct chlb_ct_tally *t)
 {
-	for (__u32 i = 0; t->svc && i < t->st->nsvc; i++) {
+	for (__u32 i = 0; t->svc && i < t->st->nsvc; i++)
 		free(t->svc[i].be);
-		free(t->svc[i].by_slot);
-	}
 	free(t->svc);
 	free(t->vip_order);
+	free(t->by_slot);
 	t->svc = NULL;
 	t->vip_order = NULL;
+	t->by_slot = NULL;
 }
 
 static int find_vip(const struct chlb_ct_tally *t, const struct chlb_vip *v)
@@ -120,24 +119,6 @@ int chlb_ct_tally_service(const struct chlb_ct_tally *t, const struct chlb_flow 
 	return i;
 }
 
-static int find_be(const struct chlb_ct_svc *ts, int slot)
-{
-	__u32 lo = 0, hi = ts->nslot;
-
-	while (lo < hi) {
-		__u32 mid = lo + (hi - lo) / 2;
-		int s = ts->be[ts->by_slot[mid]].slot;
-
-		if (s == slot)
-			return (int)ts->by_slot[mid];
-		if (s < slot)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
 static bool idle_out(const struct chlb_ct_tally *t, const struct chlb_flow *f,
 		     const struct chlb_conn *c)
 {
@@ -166,8 +147,13 @@ enum chlb_conn_state chlb_ct_tally_add(struct chlb_ct_tally *t, const struct chl
 		state = CHLB_CONN_LIVE;
 	*svc = chlb_ct_tally_service(t, f);
 	if (*svc < 0) {
-		t->other++;
+		t->other++; /* the data plane never looks it up */
 		return state;
+	}
+	if (state != CHLB_CONN_STALE && t->by_slot[c->backend].svc >= 0) {
+		/* followed: it belongs to the one (service, backend) its slot is */
+		*svc = t->by_slot[c->backend].svc;
+		*be = t->by_slot[c->backend].be;
 	}
 	ts = &t->svc[*svc];
 	ts->entries++;
@@ -179,12 +165,9 @@ enum chlb_conn_state chlb_ct_tally_add(struct chlb_ct_tally *t, const struct chl
 		ts->ended++;
 	else
 		ts->live++;
-	*be = find_be(ts, c->backend);
-	if (*be < 0)
-		ts->unlisted++;
-	else if (state == CHLB_CONN_ENDED)
+	if (*be >= 0 && state == CHLB_CONN_ENDED)
 		ts->be[*be].ended++;
-	else
+	else if (*be >= 0)
 		ts->be[*be].live++;
 	return state;
 }

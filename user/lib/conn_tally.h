@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * The connection table as an operator sees it. Each entry (a flow ->
- * backend slot, generation, flags, last refresh) is attributed
- *  - to the service its destination belongs to: the exact VIP:port/proto,
- *    else the port-0 wildcard of that address and protocol, as the data
- *    plane matches (bpf/chlb_pipeline.h);
- *  - to the backend of that service whose slot and generation it names;
+ * backend slot, generation, flags, last refresh) belongs
+ *  - if it is followed (live or ended): to the (service, backend) pair
+ *    whose slot it names, with that slot's generation. Backend slots are
+ *    per (service, backend), so this is exactly one service's backend: the
+ *    service of the flow's destination, except for a flow whose entry was
+ *    written under the port-0 wildcard before an exact VIP:port service
+ *    took its port (or the other way round), which the data plane still
+ *    sends where its entry says;
+ *  - else (stale) to the service its destination belongs to, the one that
+ *    decides it again: the exact VIP:port/proto, else the port-0 wildcard
+ *    of that address and protocol, as the data plane matches
+ *    (bpf/chlb_pipeline.h). An entry whose destination has no service is
+ *    never looked at by the data plane: "other".
  * and classified as the data plane would treat it:
  *  - stale: the slot is no longer LIVE, or holds another generation (its
  *    backend was removed), or the flow sat idle past its timeout (UDP; TCP
@@ -39,28 +47,31 @@ struct chlb_ct_be {
 };
 
 struct chlb_ct_svc {
-	__u64 entries, live, ended, stale;
 	/*
-	 * live or ended entries whose backend is not one of the service's any
-	 * more but is still LIVE because another service has it: the data
-	 * plane still follows them (slots are per address, not per service).
+	 * live + ended = the sum over be[], except for an entry naming a slot
+	 * adopted from a chlbd that kept no slot owners (shared by services)
+	 * before a service claimed it: counted here, in no backend row.
 	 */
-	__u64 unlisted;
+	__u64 entries, live, ended, stale;
 	struct chlb_ct_be *be; /* [st->svc[i].nbe], in the service's backend order */
-	__u32 *by_slot;	       /* backend indexes sorted by slot (those with a slot) */
-	__u32 nslot;
+};
+
+/* The (service, backend) pair a backend slot belongs to (indexes into st), or svc -1. */
+struct chlb_ct_owner {
+	int svc, be;
 };
 
 struct chlb_ct_tally {
 	const struct chlb_state *st;
 	const struct chlb_rt *rt;
-	__u64 now_ns;		 /* CLOCK_MONOTONIC_COARSE, the data plane's clock */
-	__u64 udp_idle_ns;	 /* 0: no timeout */
-	__u64 tcp_idle_ns;	 /* 0: no timeout */
-	__u64 entries;		 /* every entry fed */
-	__u64 other;		 /* entries of no configured service */
-	struct chlb_ct_svc *svc; /* [st->nsvc] */
-	__u32 *vip_order;	 /* service indexes sorted by VIP, for the lookups */
+	__u64 now_ns;		       /* CLOCK_MONOTONIC_COARSE, the data plane's clock */
+	__u64 udp_idle_ns;	       /* 0: no timeout */
+	__u64 tcp_idle_ns;	       /* 0: no timeout */
+	__u64 entries;		       /* every entry fed */
+	__u64 other;		       /* entries of no configured service */
+	struct chlb_ct_svc *svc;       /* [st->nsvc] */
+	__u32 *vip_order;	       /* service indexes sorted by VIP, for the lookups */
+	struct chlb_ct_owner *by_slot; /* [CHLB_MAX_BACKENDS]: LIVE slots' pairs */
 };
 
 /* 0, or -ENOMEM. st and rt must outlive the tally and stay unchanged. */
@@ -70,9 +81,9 @@ int chlb_ct_tally_init(struct chlb_ct_tally *t, const struct chlb_state *st,
 void chlb_ct_tally_free(struct chlb_ct_tally *t);
 
 /*
- * Count one entry. *svc: its service's index in st->svc, or -1; *be: the
- * backend's index in that service, or -1 (stale, no service, or a slot
- * that is live but not one of the service's backends). Returns its state.
+ * Count one entry. *svc: its service's index in st->svc, or -1 (its
+ * destination has no service); *be: the backend's index in that service,
+ * or -1 (stale, or no service). Returns its state.
  */
 enum chlb_conn_state chlb_ct_tally_add(struct chlb_ct_tally *t, const struct chlb_flow *f,
 				       const struct chlb_conn *c, int *svc, int *be);

@@ -251,7 +251,8 @@ int chlb_dp_read_backend_stats(struct chlb_dp *dp, __u32 slot, struct chlb_count
 	return read_percpu(dp, CHLB_MAP_BE_STATS, slot, (__u64 *)out, 3);
 }
 
-static int zero_percpu(struct chlb_dp *dp, enum chlb_dp_map m, __u32 n, size_t vsize)
+/* Elements first..first+n-1 of a per-CPU array: zero on every CPU. */
+static int zero_percpu(struct chlb_dp *dp, enum chlb_dp_map m, __u32 first, __u32 n, size_t vsize)
 {
 	size_t stride = (vsize + 7) & ~(size_t)7;
 	char *buf = calloc(dp->ncpus, stride);
@@ -260,7 +261,7 @@ static int zero_percpu(struct chlb_dp *dp, enum chlb_dp_map m, __u32 n, size_t v
 
 	if (!buf)
 		return -ENOMEM;
-	for (i = 0; i < n && !rc; i++)
+	for (i = first; i < first + n && !rc; i++)
 		rc = sys_rc(bpf_map_update_elem(chlb_dp_map_fd(dp, m), &i, buf, 0));
 	free(buf);
 	return rc;
@@ -268,15 +269,22 @@ static int zero_percpu(struct chlb_dp *dp, enum chlb_dp_map m, __u32 n, size_t v
 
 int chlb_dp_reset_stats(struct chlb_dp *dp)
 {
-	int rc = zero_percpu(dp, CHLB_MAP_GLOBAL_STATS, 1, sizeof(struct chlb_global_stats));
+	int rc = zero_percpu(dp, CHLB_MAP_GLOBAL_STATS, 0, 1, sizeof(struct chlb_global_stats));
 
 	if (!rc)
-		rc = zero_percpu(dp, CHLB_MAP_SVC_STATS, CHLB_MAX_SERVICES,
+		rc = zero_percpu(dp, CHLB_MAP_SVC_STATS, 0, CHLB_MAX_SERVICES,
 				 sizeof(struct chlb_counters));
 	if (!rc)
-		rc = zero_percpu(dp, CHLB_MAP_BE_STATS, CHLB_MAX_BACKENDS,
+		rc = zero_percpu(dp, CHLB_MAP_BE_STATS, 0, CHLB_MAX_BACKENDS,
 				 sizeof(struct chlb_counters));
 	return rc;
+}
+
+int chlb_dp_reset_backend_stats(struct chlb_dp *dp, __u32 slot)
+{
+	if (slot >= CHLB_MAX_BACKENDS)
+		return -EINVAL;
+	return zero_percpu(dp, CHLB_MAP_BE_STATS, slot, 1, sizeof(struct chlb_counters));
 }
 
 int chlb_dp_conn_lookup(struct chlb_dp *dp, const struct chlb_flow *flow, struct chlb_conn *out)

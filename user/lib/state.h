@@ -83,9 +83,6 @@ bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg
 int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_be *be, struct chlb_table *t,
 		   char *err, size_t errlen);
 
-/* Distinct backend addresses over every service. */
-__u32 chlb_state_count_backends(const struct chlb_state *st);
-
 /* ---- text form (state_io.c) ---- */
 
 /* The state in the grammar, services and backends sorted; malloc'd, NUL-terminated. */
