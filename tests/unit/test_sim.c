@@ -205,7 +205,7 @@ static void test_chlbctl_sim_json(void **state)
 
 static void test_chlbctl_errors_and_exit_codes(void **state)
 {
-	static char out[4096];
+	static char out[65536]; /* the whole help text must fit: a short read is a SIGPIPE */
 	json_object *j, *v;
 
 	/* usage errors: 2, and JSON on stdout in JSON mode */
