@@ -49,17 +49,19 @@ enum chlb_frag {
 
 /* What the pipeline needs from a packet (flow 4-aligned: copy_words writes it). */
 struct chlb_pkt {
-	__u32 len;	       /* frame length */
-	__u32 l2len;	       /* 14, 18 or 22 */
-	__u32 l4off;	       /* first byte after the IP header chain */
-	__u8 family;	       /* CHLB_AF_INET / CHLB_AF_INET6 (of the frame's L3) */
-	__u8 l4proto;	       /* frame's L4: TCP, UDP, ICMP, ICMPv6 */
-	__u8 tos;	       /* IPv4 TOS / IPv6 traffic class */
-	__u8 syn;	       /* TCP SYN without ACK: a new flow */
-	__u8 frag;	       /* enum chlb_frag */
-	__u8 icmp_err;	       /* the flow comes from an ICMP error's embedded header */
-	__u8 df;	       /* IPv4 don't-fragment */
-	__u8 fin_rst;	       /* TCP FIN or RST: the client ends the connection */
+	__u32 len;	/* frame length */
+	__u32 l2len;	/* 14, 18 or 22 */
+	__u32 l4off;	/* first byte after the IP header chain */
+	__u8 family;	/* CHLB_AF_INET / CHLB_AF_INET6 (of the frame's L3) */
+	__u8 l4proto;	/* frame's L4: TCP, UDP, ICMP, ICMPv6 */
+	__u8 tos;	/* IPv4 TOS / IPv6 traffic class */
+	__u8 syn;	/* TCP SYN without ACK: a new flow */
+	__u8 frag;	/* enum chlb_frag */
+	__u8 icmp_err;	/* the flow comes from an ICMP error's embedded header */
+	__u8 df;	/* IPv4 don't-fragment */
+	__u8 fin_rst;	/* TCP FIN or RST: the client ends the connection */
+	__u8 bad_flags; /* TCP SYN with RST or FIN: no real stack sends it */
+	__u8 pad[3];
 	struct chlb_flow flow; /* client -> VIP, as the connection table keys it */
 };
 
@@ -110,6 +112,9 @@ static __always_inline int parse_icmp4_inner(void *data, void *end, __u32 off, s
 	if (ip->version != 4 || ihl < sizeof(*ip) ||
 	    (ip->protocol != IPPROTO_TCP && ip->protocol != IPPROTO_UDP))
 		return CHLB_R_PASS_NOT_VIP;
+	/* an error about the VIP's packet is sent to the VIP; one sent to the LB is the LB's */
+	if (*(chlb_u32_alias *)&ip->saddr != *(chlb_u32_alias *)p->flow.dst)
+		return CHLB_R_PASS_ICMP_LOCAL;
 	copy_words(p->flow.src, &ip->daddr, 4);
 	copy_words(p->flow.dst, &ip->saddr, 4);
 	flow_set_proto(&p->flow, ip->protocol, CHLB_AF_INET);
@@ -128,6 +133,14 @@ static __always_inline int parse_icmp6_inner(void *data, void *end, __u32 off, s
 	/* extension headers inside an error are not walked: TCP/UDP directly */
 	if (ip6->nexthdr != IPPROTO_TCP && ip6->nexthdr != IPPROTO_UDP)
 		return CHLB_R_PASS_NOT_VIP;
+	{
+		const chlb_u32_alias *a = (const chlb_u32_alias *)&ip6->saddr,
+				     *b = (const chlb_u32_alias *)p->flow.dst;
+
+		/* sent to the VIP it quotes, or it is about the LB's own packet */
+		if ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]))
+			return CHLB_R_PASS_ICMP_LOCAL;
+	}
 	copy_words(p->flow.src, &ip6->daddr, 16);
 	copy_words(p->flow.dst, &ip6->saddr, 16);
 	flow_set_proto(&p->flow, ip6->nexthdr, CHLB_AF_INET6);
@@ -144,8 +157,9 @@ static __always_inline int parse_l4(void *data, void *end, struct chlb_pkt *p)
 	if (p->l4proto == IPPROTO_TCP) {
 		struct tcphdr *th = data + off;
 
-		if ((void *)(th + 1) > end)
+		if ((void *)(th + 1) > end || th->doff < 5)
 			return CHLB_R_PARSE_L4;
+		p->bad_flags = th->syn && (th->rst || th->fin);
 		flow_set_ports(&p->flow, *(chlb_u32_alias *)th);
 		p->syn = th->syn && !th->ack;
 		p->fin_rst = th->fin || th->rst;
@@ -184,13 +198,17 @@ static __always_inline int parse_l4(void *data, void *end, struct chlb_pkt *p)
 static __always_inline int parse_ip4(void *data, void *end, struct chlb_pkt *p)
 {
 	struct iphdr *ip = data + (p->l2len & 0x1f);
-	__u32 ihl;
+	__u32 ihl, tot;
 	__u16 frag;
 
 	if ((void *)(ip + 1) > end)
 		return CHLB_R_PARSE_IP4;
 	ihl = ip->ihl * 4;
 	if (ip->version != 4 || ihl < sizeof(*ip) || (void *)ip + ihl > end)
+		return CHLB_R_PARSE_IP4;
+	/* the header's length within the frame (shorter: Ethernet padding, fine) */
+	tot = bpf_ntohs(ip->tot_len);
+	if (tot < ihl || tot > p->len - p->l2len)
 		return CHLB_R_PARSE_IP4;
 	p->family = CHLB_AF_INET;
 	p->l4proto = ip->protocol;
@@ -218,6 +236,9 @@ static __always_inline int parse_ip6(void *data, void *end, struct chlb_pkt *p)
 	if ((void *)(ip6 + 1) > end)
 		return CHLB_R_PARSE_IP6;
 	if (ip6->version != 6)
+		return CHLB_R_PARSE_IP6;
+	/* payload beyond the frame: truncated (0, a jumbogram, is not supported) */
+	if (!ip6->payload_len || bpf_ntohs(ip6->payload_len) + sizeof(*ip6) > p->len - p->l2len)
 		return CHLB_R_PARSE_IP6;
 	p->family = CHLB_AF_INET6;
 	p->tos = (ip6->priority << 4) | (ip6->flow_lbl[0] >> 4);

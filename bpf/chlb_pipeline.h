@@ -115,6 +115,8 @@ static __always_inline int chlb_process(void *ctx, bool tc)
 	svc = vip_lookup(&p);
 	if (!svc)
 		return pass(ctx, tc, p.frag ? CHLB_R_PASS_FRAGMENT : CHLB_R_PASS_NOT_VIP);
+	if (p.bad_flags)
+		return drop(ctx, tc, CHLB_R_DROP_TCP_FLAGS); /* no backend should see it */
 	if (p.frag) {
 		/*
 		 * 5-tuple services: later fragments carry no ports, so they

@@ -234,26 +234,28 @@ struct chlb_counters {
 
 /* Global, per CPU: why each packet ended as it did. Names in chlb_reason_names. */
 enum chlb_reason {
-	CHLB_R_FORWARDED = 0, /* sent to a backend */
-	CHLB_R_PASS_NOT_IP,   /* not IPv4/IPv6: passed */
-	CHLB_R_PASS_NOT_VIP,  /* no VIP matched: passed */
-	CHLB_R_PASS_NO_NEIGH, /* next hop unresolved: passed so the kernel resolves it */
-	CHLB_R_PASS_FRAGMENT, /* fragment of a 5-tuple service: passed to the kernel */
-	CHLB_R_PARSE_ETH,     /* truncated Ethernet / VLAN header */
-	CHLB_R_PARSE_VLAN,    /* more than two VLAN tags */
-	CHLB_R_PARSE_IP4,     /* truncated or malformed IPv4 header */
-	CHLB_R_PARSE_IP6,     /* truncated IPv6 header or extension header chain */
-	CHLB_R_PARSE_L4,      /* truncated TCP/UDP/ICMP header */
-	CHLB_R_ICMP_HANDLED,  /* ICMP error steered to the flow's backend */
-	CHLB_R_NO_BACKEND,    /* dropped: the service has no usable backend */
-	CHLB_R_TOO_BIG,	      /* ipip: answered with ICMP frag-needed / packet-too-big */
-	CHLB_R_CT_HIT,	      /* connection-table entry used */
-	CHLB_R_CT_MISS,	      /* no entry, decided from the tables */
-	CHLB_R_CT_INSERT,     /* entry inserted: handshake ACK, or tables disagree */
-	CHLB_R_CT_STALE,      /* entry ignored: backend gone or flow idle */
-	CHLB_R_SYN_KEPT,      /* SYN for a connection that has not ended: follows its entry */
-	CHLB_R_SYN_REUSE,     /* SYN for an ended (FIN/RST) connection's 5-tuple: decided afresh */
-	CHLB_R_ERROR,	      /* internal: helper failed */
+	CHLB_R_FORWARDED = 0,  /* sent to a backend */
+	CHLB_R_PASS_NOT_IP,    /* not IPv4/IPv6: passed */
+	CHLB_R_PASS_NOT_VIP,   /* no VIP matched: passed */
+	CHLB_R_PASS_NO_NEIGH,  /* next hop unresolved: passed so the kernel resolves it */
+	CHLB_R_PASS_FRAGMENT,  /* fragment of a 5-tuple service: passed to the kernel */
+	CHLB_R_PARSE_ETH,      /* truncated Ethernet / VLAN header */
+	CHLB_R_PARSE_VLAN,     /* more than two VLAN tags */
+	CHLB_R_PARSE_IP4,      /* truncated or malformed IPv4 header */
+	CHLB_R_PARSE_IP6,      /* truncated IPv6 header or extension header chain */
+	CHLB_R_PARSE_L4,       /* truncated TCP/UDP/ICMP header */
+	CHLB_R_ICMP_HANDLED,   /* ICMP error steered to the flow's backend */
+	CHLB_R_NO_BACKEND,     /* dropped: the service has no usable backend */
+	CHLB_R_TOO_BIG,	       /* ipip: answered with ICMP frag-needed / packet-too-big */
+	CHLB_R_CT_HIT,	       /* connection-table entry used */
+	CHLB_R_CT_MISS,	       /* no entry, decided from the tables */
+	CHLB_R_CT_INSERT,      /* entry inserted: handshake ACK, or tables disagree */
+	CHLB_R_CT_STALE,       /* entry ignored: backend gone or flow idle */
+	CHLB_R_SYN_KEPT,       /* SYN for a connection that has not ended: follows its entry */
+	CHLB_R_SYN_REUSE,      /* SYN for an ended (FIN/RST) connection's 5-tuple: decided afresh */
+	CHLB_R_DROP_TCP_FLAGS, /* SYN with RST or FIN: no real stack sends it; dropped */
+	CHLB_R_PASS_ICMP_LOCAL, /* ICMP error not sent to the VIP it quotes (to the LB): passed */
+	CHLB_R_ERROR,		/* internal: helper failed */
 	CHLB_R_MAX
 };
 
@@ -282,6 +284,8 @@ static const char *const chlb_reason_names[CHLB_R_MAX] = {
 	[CHLB_R_CT_STALE] = "ct_stale",
 	[CHLB_R_SYN_KEPT] = "syn_kept",
 	[CHLB_R_SYN_REUSE] = "syn_reuse",
+	[CHLB_R_DROP_TCP_FLAGS] = "drop_tcp_flags",
+	[CHLB_R_PASS_ICMP_LOCAL] = "pass_icmp_local",
 	[CHLB_R_ERROR] = "error",
 };
 #endif
