@@ -232,6 +232,13 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		if (!be)
 			return NULL;
 		conn_rewrite(e, d, be, now);
+		/*
+		 * A TCP connection whose backend left is broken: the new backend
+		 * answers it with a RST the LB never sees. Marked ended, so the
+		 * next SYN on this 5-tuple is decided afresh, not by this entry.
+		 */
+		if (!udp)
+			e->flags = CHLB_CONN_F_ENDED;
 		*slot = d;
 		return be;
 	}

@@ -1119,6 +1119,8 @@ static void test_sticky(void **state)
 	stats_delta(CHLB_R_CT_STALE, 1);
 	assert_int_equal(entry_of(&h, &c), 0);
 	assert_int_equal(c.backend, d3);
+	/* that connection is broken (d3 resets it): the next SYN is a reuse */
+	assert_int_equal(c.flags, CHLB_CONN_F_ENDED);
 
 	/* a dead backend: entry-less flows whose oldest table names it re-decide */
 	be.state = CHLB_BE_DEAD;
