@@ -30,13 +30,14 @@ test_roundtrip() {
 	check "state file persisted" grep -q "10.1.0.3 weight 0" "$D_STATE"
 }
 
-# args | expected exit | text the message must contain
+# args | expected exit | text the message must contain. A bad value exits 2
+# whether chlbctl or chlbd finds it; a request that does not fit the state exits 1.
 BAD=(
 	"service add 10.0.0.300:80/tcp|2|'10.0.0.300:80/tcp'"
 	"service add 10.0.0.11:80/sctp|2|'sctp'"
 	"service add 10.0.0.11:80/tcp algo rendezvous|2|'rendezvous'"
 	"service add 10.0.0.11:80/tcp vnodes 0|2|'0'"
-	"service add 10.0.0.11:80/tcp algo maglev table 65536|1|'65536': maglev table size must be prime"
+	"service add 10.0.0.11:80/tcp algo maglev table 65536|2|'65536': maglev table size must be prime"
 	"service add $VIP|1|already exists"
 	"backend add $VIP 10.1.0.2|1|already in the service"
 	"backend add $VIP 10.1.0.9 weight 10001|2|'10001'"
@@ -47,11 +48,11 @@ BAD=(
 	"backend add $VIP 10.1.0.x|2|'10.1.0.x'"
 	"service frob $VIP|2|'frob'"
 	"frobnicate|2|'frobnicate'"
-	"backend add 10.0.0.50:80/tcp 2001:db8::9|1|'2001:db8::9': fwd l2dsr needs an IPv4 backend"
+	"backend add 10.0.0.50:80/tcp 2001:db8::9|2|'2001:db8::9': fwd l2dsr needs an IPv4 backend"
 	"service add [2001:db8::50]:80/tcp|0|"
-	"backend add [2001:db8::50]:80/tcp 10.1.0.2|1|IPv6-in-IPv4 is not supported"
+	"backend add [2001:db8::50]:80/tcp 10.1.0.2|2|IPv6-in-IPv4 is not supported"
 	"service del [2001:db8::50]:80/tcp|0|"
-	"service set 10.0.0.50:80/tcp algo maglev table 2|1|'2': maglev table size must be larger than"
+	"service set 10.0.0.50:80/tcp algo maglev table 2|2|'2': maglev table size must be larger than"
 	"conns --backend notanaddr|2|'notanaddr': malformed backend address"
 	"conns --backend|2|'--backend' needs a backend address"
 	"conns $VIP --frob|2|'--frob'"
@@ -362,7 +363,9 @@ test_apply_converges() {
 		backend add 10.0.0.21:53/udp 10.1.0.4
 		backend add 10.0.0.21:53/udp 10.1.0.5
 	EOF
-	c apply -f "$f" || return 1
+	# it keeps none of the services there are: that takes --force
+	check "a file that deletes every service is refused" bash -c "! $CHLBCTL -s $D_SOCK apply -f $f 2>/dev/null" || return 1
+	c apply -f "$f" --force || return 1
 	check "converged to exactly the file" [ "$(c -j service list | jq '.services | length')" = 2 ] || return 1
 	if c service list $VIP >/dev/null 2>&1; then
 		diag "$VIP survived an apply of a file without it"
@@ -386,7 +389,7 @@ test_apply_bad_line() {
 	before=$(saved)
 	printf 'service add 10.0.0.30:80/tcp\nbackend add 10.0.0.30:80/tcp 10.1.0.2\nbackend add 10.0.0.30:80/tcp 10.1.0.3 weight lots\n' >"$f"
 	out=$(c apply -f "$f" 2>&1)
-	check "exit 1" [ $? = 1 ] || return 1
+	check "a bad value: exit 2" [ $? = 2 ] || return 1
 	check "names file, line and token: $out" grep -qF "$f:3: 'lots'" <<<"$out" || return 1
 	check "nothing from the file applied" [ "$before" = "$(saved)" ]
 }

@@ -37,9 +37,35 @@ static void service_add_full(void **st)
 	assert_int_equal(c.table_size, 65537);
 	assert_string_equal(chlb_fmt_vip(&c.vip, buf, sizeof(buf)), "[2001:db8::10]:443/tcp");
 
-	ok("service add 10.0.0.10/udp # all ports", &c);
+	ok("service add 10.0.0.10:0/udp # all ports", &c);
 	assert_int_equal(c.vip.port, 0);
 	assert_int_equal(c.vip.proto, IPPROTO_UDP);
+	ok("service add [2001:db8::10]:0/tcp", &c);
+	assert_int_equal(c.vip.port, 0);
+	assert_int_equal(c.vip.addr.family, CHLB_AF_INET6);
+}
+
+/* `force`: a word without a value, anywhere among a service's options, and on apply */
+static void force_word(void **st)
+{
+	struct chlb_cmd c;
+
+	ok("service add 10.0.0.10:22/tcp force", &c);
+	assert_true(c.set & CHLB_OPT_FORCE);
+	ok("service add 10.0.0.10:22/tcp algo jump force fwd l2dsr", &c);
+	assert_true(c.set & CHLB_OPT_FORCE);
+	assert_int_equal(c.algo, CHLB_ALGO_JUMP);
+	assert_int_equal(c.fwd, CHLB_FWD_L2DSR);
+	ok("service set 10.0.0.10:22/tcp force", &c);
+	assert_int_equal(c.kind, CHLB_CMD_SERVICE_SET);
+	assert_true(c.set & CHLB_OPT_FORCE);
+	ok("service add 10.0.0.10:22/tcp algo jump", &c);
+	assert_false(c.set & CHLB_OPT_FORCE);
+	ok("apply", &c);
+	assert_int_equal(c.kind, CHLB_CMD_APPLY);
+	assert_false(c.force);
+	ok("apply force", &c);
+	assert_true(c.force);
 }
 
 static void backend_forms(void **st)
@@ -91,6 +117,18 @@ static const struct {
 	{ "service add 10.0.0.10:99999/tcp", "'99999'" },
 	{ "service add 10.0.0.10:80/sctp", "'sctp'" },
 	{ "service add 10.0.0.10:80", "'10.0.0.10:80'" },
+	/* every port only when asked for: the message names the VIP with :0 */
+	{ "service add 10.0.0.10/tcp", "'10.0.0.10:0/tcp'" },
+	{ "service add 10.0.0.10/tcp", "missing ':PORT'" },
+	{ "service add [2001:db8::1]/udp", "'[2001:db8::1]:0/udp'" },
+	{ "backend add 10.0.0.10/tcp 10.1.0.2", "'10.0.0.10:0/tcp'" },
+	{ "service list 10.0.0.10/tcp", "'10.0.0.10:0/tcp'" },
+	{ "service add 10.0.0.10:22/tcp force force", "'force': given twice" },
+	{ "service add 10.0.0.10:22/tcp force yes", "'yes'" },
+	{ "backend add 10.0.0.10:80/tcp 10.1.0.2 force", "'force'" },
+	{ "service del 10.0.0.10:80/tcp force", "'force': unexpected argument" },
+	{ "apply now", "'now': unexpected argument (expected force)" },
+	{ "apply force now", "'now'" },
 	{ "service add 2001:db8::1:80/tcp", "in brackets" },
 	{ "service add [2001:db8::1:80/tcp", "missing ']'" },
 	{ "service add 10.0.0.10:80/tcp algo rendezvous", "'rendezvous'" },
@@ -155,9 +193,8 @@ static void limits(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(service_add_full),
-		cmocka_unit_test(backend_forms),
-		cmocka_unit_test(bad_input_names_token),
+		cmocka_unit_test(service_add_full), cmocka_unit_test(force_word),
+		cmocka_unit_test(backend_forms),    cmocka_unit_test(bad_input_names_token),
 		cmocka_unit_test(limits),
 	};
 

@@ -16,15 +16,16 @@
 
 /* Exit codes (documented in `chlbctl help` and README). */
 enum chlbctl_exit {
-	CHLBCTL_EXIT_OK = 0,	      /* success */
-	CHLBCTL_EXIT_FAIL = 1,	      /* the request was rejected or failed */
-	CHLBCTL_EXIT_USAGE = 2,	      /* bad command line */
+	CHLBCTL_EXIT_OK = 0,	/* success */
+	CHLBCTL_EXIT_FAIL = 1,	/* rejected (conflicts with the state, needs force) or failed */
+	CHLBCTL_EXIT_USAGE = 2, /* bad command line or value, found here or by chlbd */
 	CHLBCTL_EXIT_UNREACHABLE = 3, /* cannot connect to chlbd's socket */
 	CHLBCTL_EXIT_PROTOCOL = 4,    /* chlbd answered something unparsable / closed early */
 };
 
 #define CHLBCTL_DEFAULT_SOCKET "/run/chlb/chlb.sock"
 
+/* Global options: before the command, or among its words (main.c). */
 struct chlbctl_opts {
 	bool json;	    /* -j/--json: one JSON document on stdout, errors as {"error": ...} */
 	const char *socket; /* -s/--socket PATH */
@@ -47,6 +48,8 @@ int chlbctl_cmd_select(const struct chlbctl_cmd *cmds, int argc, char **argv, co
 
 /* Error: {"error": "..."} on stdout in JSON mode, "chlbctl: ..." on stderr otherwise. */
 void p_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with "kind": kind in JSON (chlbd's error kinds; none when kind is NULL). */
+void p_err_kind(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* p_err() plus "try 'chlbctl help'"; returns CHLBCTL_EXIT_USAGE. */
 int p_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -91,17 +91,18 @@ int ctl_request(const char *text, json_object **reply)
 		return CHLBCTL_EXIT_PROTOCOL;
 	}
 	if (json_object_object_get_ex(o, "error", &e)) {
-		p_err("%s", json_object_get_string(e));
+		json_object *k;
+		const char *kind =
+		    json_object_object_get_ex(o, "kind", &k) ? json_object_get_string(k) : NULL;
+		/* a bad value is a usage error, whoever finds it */
+		int rc = kind && !strcmp(kind, "usage") ? CHLBCTL_EXIT_USAGE : CHLBCTL_EXIT_FAIL;
+
+		p_err_kind(kind, "%s", json_object_get_string(e));
 		json_object_put(o);
-		return CHLBCTL_EXIT_FAIL;
+		return rc;
 	}
 	*reply = o;
 	return CHLBCTL_EXIT_OK;
-}
-
-void ctl_print_json(json_object *o)
-{
-	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 }
 
 char *ctl_join(const char *head, int argc, char **argv)

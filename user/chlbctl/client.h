@@ -7,12 +7,13 @@
 
 /*
  * Sends text, returns CHLBCTL_EXIT_OK with *reply (caller puts it), or an
- * exit code after reporting: UNREACHABLE, PROTOCOL, FAIL (the reply was
- * {"error": ...}, already printed).
+ * exit code after reporting: UNREACHABLE, PROTOCOL, or (the reply was
+ * {"error": ..., "kind": ...}, already printed) USAGE for kind "usage" (a
+ * bad value chlbd found), else FAIL.
  */
 int ctl_request(const char *text, json_object **reply);
 
-/* Prints a reply as JSON (one line) on stdout. */
+/* Prints JSON (one line, valid, "/" unescaped: json_out.h) on stdout (main.c). */
 void ctl_print_json(json_object *o);
 
 /* Joins argv into one statement line: "service add VIP algo ring". malloc'd. */

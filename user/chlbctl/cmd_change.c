@@ -3,6 +3,9 @@
  * chlbctl service|backend add|set|del|list, apply -f FILE, save, shutdown.
  * The arguments ARE a grammar statement: they are checked locally with the
  * daemon's own parser (usage errors need no daemon) and sent as one line.
+ * `--force` is the grammar's `force` word: on `service add|set` (a VIP that
+ * is one of chlbd's own addresses) and on `apply` (a file that deletes
+ * every service).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +70,7 @@ static int object_cmd(const char *obj, int argc, char **argv, void (*show)(json_
 {
 	static const char *const verbs[] = { "add", "set", "del", "list" };
 	bool dry_run = ctl_take_flag(&argc, argv, "--dry-run", "-n");
+	bool force = ctl_take_flag(&argc, argv, "--force", NULL);
 	const char *verb = NULL;
 	char head[64];
 	char *line;
@@ -81,8 +85,19 @@ static int object_cmd(const char *obj, int argc, char **argv, void (*show)(json_
 	if (!verb || !*verb)
 		return p_usage("'%s': unknown %s command (expected add, set, del, list)", argv[0],
 			       obj);
+	if (force && (strcmp(obj, "service") || (strcmp(verb, "add") && strcmp(verb, "set"))))
+		return p_usage("--force applies to service add and service set only");
 	snprintf(head, sizeof(head), "%s %s", obj, verb);
 	line = ctl_join(head, argc - 1, argv + 1);
+	/* --force is the statement's `force` word: `save` writes it the same way */
+	if (line && force) {
+		char *f;
+
+		if (asprintf(&f, "%s force", line) < 0)
+			f = NULL;
+		free(line);
+		line = f;
+	}
 	if (!line)
 		return CHLBCTL_EXIT_FAIL;
 	if (!strcmp(verb, "list"))
@@ -137,29 +152,34 @@ int do_save(int argc, char **argv)
 	return send_read("save", show_text);
 }
 
+/*
+ * Converge to FILE. chlbd refuses a file that would delete every service
+ * (an empty one too) unless --force: ipvsadm-restore needs -C to clear.
+ */
 int do_apply(int argc, char **argv)
 {
 	bool dry_run = ctl_take_flag(&argc, argv, "--dry-run", "-n");
+	bool force = ctl_take_flag(&argc, argv, "--force", NULL);
 	char err[CHLB_ERR_MAX + 64];
 	struct chlb_state st;
 	char *text;
 	int rc;
 
 	if (argc != 2 || (strcmp(argv[0], "-f") && strcmp(argv[0], "--file")))
-		return p_usage("usage: chlbctl apply -f FILE [--dry-run]");
+		return p_usage("usage: chlbctl apply -f FILE [--dry-run] [--force]");
 	text = chlb_read_file(argv[1], CHLB_STATE_MAX_BYTES, err, sizeof(err));
 	if (!text)
 		return p_usage("%s", err);
-	/* the whole file must be valid before anything is sent */
+	/* the whole file must be valid before anything is sent: a bad line is a bad value */
 	chlb_state_init(&st);
 	rc = chlb_state_exec_text(&st, text, argv[1], err, sizeof(err));
 	chlb_state_free(&st);
 	if (rc) {
 		free(text);
-		p_err("%s; nothing applied", err);
-		return CHLBCTL_EXIT_FAIL;
+		p_err_kind("usage", "%s; nothing applied", err);
+		return CHLBCTL_EXIT_USAGE;
 	}
-	rc = send_changes("apply\n", text, dry_run);
+	rc = send_changes(force ? "apply force\n" : "apply\n", text, dry_run);
 	free(text);
 	return rc;
 }

@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "chlbctl.h"
+#include "client.h"
 #include "decap.h"
 
 static int dev_index(const char *dev)
@@ -24,10 +25,18 @@ static int dev_index(const char *dev)
 
 static void p_done(const char *dev, const char *state)
 {
-	if (ctl.json)
-		printf("{\"dev\":\"%s\",\"decap\":\"%s\"}\n", dev, state);
-	else
+	json_object *o;
+
+	if (!ctl.json) {
 		printf("decap %s on %s\n", state, dev);
+		return;
+	}
+	/* json-c, not printf: an interface may be named q"x (or not be UTF-8) */
+	o = json_object_new_object();
+	json_object_object_add(o, "dev", json_object_new_string(dev));
+	json_object_object_add(o, "decap", json_object_new_string(state));
+	ctl_print_json(o);
+	json_object_put(o);
 }
 
 static int decap_attach(int argc, char **argv)

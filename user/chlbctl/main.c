@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * chlbctl [OPTIONS] OBJECT COMMAND [ARGS]: global options, then dispatch
+ * chlbctl [OPTIONS] OBJECT COMMAND [ARGS]: global options (before the
+ * command, or among its words, as bpftool takes them), then dispatch
  * through cmds[] with unambiguous prefixes (bpftool's cmd_select()).
  */
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
 
 #include "chlbctl.h"
+#include "client.h"
+#include "json_out.h"
 
 struct chlbctl_opts ctl = { .socket = CHLBCTL_DEFAULT_SOCKET };
 
@@ -30,7 +34,7 @@ static const struct chlbctl_cmd cmds[] = {
 	{ NULL, NULL, NULL },
 };
 
-static void vp_err(const char *fmt, va_list ap)
+static void vp_err(const char *kind, const char *fmt, va_list ap)
 {
 	char msg[1024];
 
@@ -39,7 +43,9 @@ static void vp_err(const char *fmt, va_list ap)
 		json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "error", json_object_new_string(msg));
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		if (kind)
+			json_object_object_add(o, "kind", json_object_new_string(kind));
+		ctl_print_json(o);
 		json_object_put(o);
 	} else {
 		fprintf(stderr, "chlbctl: %s\n", msg);
@@ -51,8 +57,25 @@ void p_err(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vp_err(fmt, ap);
+	vp_err(NULL, fmt, ap);
 	va_end(ap);
+}
+
+void p_err_kind(const char *kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vp_err(kind, fmt, ap);
+	va_end(ap);
+}
+
+void ctl_print_json(json_object *o)
+{
+	char *s = chlb_json_dump(o);
+
+	printf("%s\n", s ? s : "{\"error\":\"out of memory\"}");
+	free(s);
 }
 
 int p_usage(const char *fmt, ...)
@@ -60,7 +83,7 @@ int p_usage(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vp_err(fmt, ap);
+	vp_err("usage", fmt, ap);
 	va_end(ap);
 	if (!ctl.json)
 		fprintf(stderr, "try 'chlbctl help'\n");
@@ -92,9 +115,9 @@ int chlbctl_cmd_select(const struct chlbctl_cmd *cmds, int argc, char **argv, co
 
 int do_help(int argc, char **argv)
 {
-	printf("Usage: chlbctl [OPTIONS] OBJECT COMMAND [ARGS]\n\n"
-	       "Options:\n"
-	       "  -j, --json          JSON output; errors as {\"error\": \"...\"}\n"
+	printf("Usage: chlbctl [OPTIONS] OBJECT COMMAND [ARGS] [OPTIONS]\n\n"
+	       "Options (before the command or among its words, as bpftool takes them):\n"
+	       "  -j, --json          JSON output; errors as {\"error\": \"...\", \"kind\": ...}\n"
 	       "  -s, --socket PATH   chlbd control socket (default %s)\n"
 	       "  -h, --help          this text\n\n"
 	       "Commands (any unambiguous prefix works):\n",
@@ -105,10 +128,93 @@ int do_help(int argc, char **argv)
 	control_usage();
 	printf("\n");
 	sim_usage();
-	printf("\nExit codes: %d ok, %d request rejected or failed, %d usage error,\n"
-	       "            %d chlbd unreachable, %d bad reply from chlbd\n",
+	printf("\nExit codes: %d ok; %d rejected (does not fit the state: no such service,\n"
+	       "            already there; refused without force) or failed; %d usage error or\n"
+	       "            bad value, found by chlbctl or by chlbd; %d chlbd unreachable;\n"
+	       "            %d bad reply from chlbd\n",
 	       CHLBCTL_EXIT_OK, CHLBCTL_EXIT_FAIL, CHLBCTL_EXIT_USAGE, CHLBCTL_EXIT_UNREACHABLE,
 	       CHLBCTL_EXIT_PROTOCOL);
+	return CHLBCTL_EXIT_OK;
+}
+
+/* The command argv[0] names (exact or an unambiguous prefix), or NULL. */
+static const struct chlbctl_cmd *cmd_named(const char *word)
+{
+	const struct chlbctl_cmd *hit = NULL;
+	int n = 0;
+
+	for (const struct chlbctl_cmd *c = cmds; c->name; c++) {
+		if (!strcmp(c->name, word))
+			return c;
+		if (word[0] && !strncmp(c->name, word, strlen(word))) {
+			hit = c;
+			n++;
+		}
+	}
+	return n == 1 ? hit : NULL;
+}
+
+/* Is w an option of cmd that takes the next word as its value? */
+static bool takes_value(const struct chlbctl_cmd *cmd, const char *w)
+{
+	static const char *const common[] = { "-f", "--file", "-b", "--backend" };
+	static const char *const sim[] = { "-a",       "--algo",       "-n",	  "--backends",
+					   "--vnodes", "--table-size", "--flows", "--samples",
+					   "--seed",   "--weights",    "--names" };
+
+	for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)
+		if (!strcmp(w, common[i]))
+			return true;
+	for (size_t i = 0; cmd && cmd->fn == do_sim && i < sizeof(sim) / sizeof(sim[0]); i++)
+		if (!strcmp(w, sim[i]))
+			return true;
+	return false;
+}
+
+/*
+ * -j/--json and -s/--socket PATH (-sPATH, --socket=PATH) among the
+ * command's words, as before it; removed from argv. Up to a "--", and not
+ * where a word is the value of the command's own option (-f FILE).
+ */
+static int take_global_opts(int *argc, char **argv)
+{
+	const struct chlbctl_cmd *cmd = cmd_named(argv[0]);
+	int i, j = 1;
+
+	/* --json first: errors in the words before it are JSON too */
+	for (i = 1; i < *argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json"))
+			ctl.json = true;
+		else if (takes_value(cmd, argv[i]) || !strcmp(argv[i], "-s") ||
+			 !strcmp(argv[i], "--socket"))
+			i++;
+	}
+	for (i = 1; i < *argc; i++) {
+		const char *w = argv[i];
+
+		if (!strcmp(w, "--")) {
+			while (i < *argc)
+				argv[j++] = argv[i++];
+			break;
+		}
+		if (!strcmp(w, "-j") || !strcmp(w, "--json"))
+			continue;
+		if (!strcmp(w, "-s") || !strcmp(w, "--socket")) {
+			if (i + 1 >= *argc)
+				return p_usage("'%s' needs a socket path", w);
+			ctl.socket = argv[++i];
+			continue;
+		}
+		if (!strncmp(w, "--socket=", 9) || (!strncmp(w, "-s", 2) && w[2])) {
+			ctl.socket = w + (w[1] == '-' ? 9 : 2);
+			continue;
+		}
+		argv[j++] = argv[i];
+		if (takes_value(cmd, w) && i + 1 < *argc)
+			argv[j++] = argv[++i];
+	}
+	*argc = j;
+	argv[j] = NULL;
 	return CHLBCTL_EXIT_OK;
 }
 
@@ -143,5 +249,10 @@ int main(int argc, char **argv)
 		do_help(0, NULL);
 		return CHLBCTL_EXIT_USAGE;
 	}
-	return chlbctl_cmd_select(cmds, argc - optind, argv + optind, "command");
+	argc -= optind;
+	argv += optind;
+	c = take_global_opts(&argc, argv);
+	if (c)
+		return c;
+	return chlbctl_cmd_select(cmds, argc, argv, "command");
 }

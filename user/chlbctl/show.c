@@ -189,8 +189,11 @@ void show_which(json_object *r)
 
 void show_plan(json_object *r)
 {
-	json_object *a = arr(r, "services");
+	json_object *a = arr(r, "services"), *nf;
 
+	/* what chlbd would refuse without --force (the plan is shown all the same) */
+	if (json_object_object_get_ex(r, "needs_force", &nf))
+		printf("needs --force: %s\n", json_object_get_string(nf));
 	if (!a || !json_object_array_length(a)) {
 		printf("dry run: nothing would change\n");
 		return;

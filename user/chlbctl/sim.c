@@ -9,6 +9,8 @@
 
 #include "chlbctl.h"
 #include "chlb_sim.h"
+#include "client.h"
+#include "json_out.h"
 
 static const char *const algo_names[] = {
 	[CHLB_ALGO_RING] = "ring",
@@ -72,37 +74,49 @@ static int split_list(char *s, char ***out)
 	return n;
 }
 
+/* Fractions with fixed decimals: 6 for balance, 7 for disruption (as the text shows them). */
+static void add_num(json_object *o, const char *k, double v, int decimals)
+{
+	json_object_object_add(o, k, chlb_json_fixed(v, decimals));
+}
+
+static void add_u64(json_object *o, const char *k, unsigned long long v)
+{
+	json_object_object_add(o, k, json_object_new_uint64(v));
+}
+
 static void print_json(const struct chlb_sim_opts *o, const struct chlb_sim_result *r)
 {
-	json_object *added = json_object_new_string(r->added_name);
-	json_object *removed = json_object_new_string(r->removed_name);
+	json_object *j = json_object_new_object();
 
-	printf("{\"algo\": \"%s\", \"backends\": %u, ", algo_names[o->algo], r->nbackends);
+	json_object_object_add(j, "algo", json_object_new_string(algo_names[o->algo]));
+	add_u64(j, "backends", r->nbackends);
 	if (o->algo == CHLB_ALGO_RING)
-		printf("\"vnodes\": %u, ", o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
+		add_u64(j, "vnodes", o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
 	if (o->algo == CHLB_ALGO_MAGLEV || o->algo == CHLB_ALGO_JTABLE)
-		printf("\"table_size\": %u, ",
-		       o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
-	printf("\"flows\": %llu, \"samples\": %llu, \"seed\": %llu, ", (unsigned long long)r->flows,
-	       (unsigned long long)r->samples, (unsigned long long)o->seed);
-	printf("\"balance_max\": %.6f, \"balance_min\": %.6f, ", r->balance_max, r->balance_min);
-	printf("\"disruption_add\": %.7f, \"disruption_add_ideal\": %.7f, ", r->disruption_add,
-	       r->disruption_add_ideal);
-	printf("\"disruption_remove\": %.7f, \"disruption_remove_ideal\": %.7f, ",
-	       r->disruption_remove, r->disruption_remove_ideal);
-	printf("\"table_bytes\": %llu, \"build_ms\": %.3f, ", (unsigned long long)r->table_bytes,
-	       r->build_ms);
-	printf("\"flows_balance_max\": %.6f, \"flows_balance_min\": %.6f, ", r->flows_balance_max,
-	       r->flows_balance_min);
-	printf("\"flows_disruption_add\": %.7f, \"flows_disruption_remove\": %.7f, ",
-	       r->flows_disruption_add, r->flows_disruption_remove);
-	printf("\"added\": %s, \"removed\": %s", json_object_to_json_string(added),
-	       json_object_to_json_string(removed));
+		add_u64(j, "table_size", o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
+	add_u64(j, "flows", r->flows);
+	add_u64(j, "samples", r->samples);
+	add_u64(j, "seed", o->seed);
+	add_num(j, "balance_max", r->balance_max, 6);
+	add_num(j, "balance_min", r->balance_min, 6);
+	add_num(j, "disruption_add", r->disruption_add, 7);
+	add_num(j, "disruption_add_ideal", r->disruption_add_ideal, 7);
+	add_num(j, "disruption_remove", r->disruption_remove, 7);
+	add_num(j, "disruption_remove_ideal", r->disruption_remove_ideal, 7);
+	add_u64(j, "table_bytes", r->table_bytes);
+	add_num(j, "build_ms", r->build_ms, 3);
+	add_num(j, "flows_balance_max", r->flows_balance_max, 6);
+	add_num(j, "flows_balance_min", r->flows_balance_min, 6);
+	add_num(j, "flows_disruption_add", r->flows_disruption_add, 7);
+	add_num(j, "flows_disruption_remove", r->flows_disruption_remove, 7);
+	json_object_object_add(j, "added", json_object_new_string(r->added_name));
+	json_object_object_add(j, "removed", json_object_new_string(r->removed_name));
 	if (o->algo == CHLB_ALGO_JUMP)
-		printf(", \"jump_model\": \"%s\"", r->jump_model ? "exact" : "uniform");
-	printf("}\n");
-	json_object_put(added);
-	json_object_put(removed);
+		json_object_object_add(j, "jump_model",
+				       json_object_new_string(r->jump_model ? "exact" : "uniform"));
+	ctl_print_json(j);
+	json_object_put(j);
 }
 
 static void print_plain(const struct chlb_sim_opts *o, const struct chlb_sim_result *r)

@@ -40,7 +40,8 @@ struct chlbd {
 	/* runtime */
 	struct chlb_dp *dp;
 	struct chlb_rt *rt;
-	struct chlb_state state; /* what serves */
+	struct chlb_state state;	/* what serves */
+	struct chlb_state config_state; /* what -c FILE said when last applied (SIGHUP's log) */
 	int epfd, listen_fd, sig_fd, timer_fd;
 	int lock_fd;	   /* flock on the pin directory */
 	int nattached;	   /* iface[0..nattached) carry our program */
@@ -93,10 +94,33 @@ void server_close_all(void);
 char *handle_request(const char *req, size_t len);
 /* {"error": msg} */
 json_object *chlbd_jerr(const char *msg);
+/*
+ * {"error": msg, "kind": kind}: what chlbctl's exit code says. "usage": the
+ * request is wrong whatever the state (grammar, a bad value: exit 2);
+ * "conflict": it does not fit the state (no such service, already
+ * there); "refused": it needs `force`; "failed": it could not be done. An
+ * error without a kind counts as failed (exit 1).
+ */
+#define CHLBD_ERR_USAGE	   "usage"
+#define CHLBD_ERR_CONFLICT "conflict"
+#define CHLBD_ERR_REFUSED  "refused"
+#define CHLBD_ERR_FAILED   "failed"
+json_object *chlbd_jerr_kind(const char *msg, const char *kind);
 /* o as one line of JSON text (malloc'd); consumes o */
 char *chlbd_reply(json_object *o);
 /* Converge to `next` (consumed), persist; 0 or -1 with err. */
 int chlbd_commit(struct chlb_state *next, char *err, size_t errlen);
+
+/*
+ * guard.c: 0, or -1 with why when chlbd refuses to go from cur to next: a
+ * service next adds whose VIP is an address of this host (unless the service
+ * has `force`); with apply, deleting every service of cur (unless force).
+ */
+int chlbd_guard(const struct chlb_state *cur, const struct chlb_state *next, bool apply, bool force,
+		char *why, size_t len);
+/* Logs what going from cur to next changes, a line each (chlb_state_diff()), then a summary. */
+void chlbd_log_diff(const char *prefix, const struct chlb_state *cur, const struct chlb_state *next,
+		    const struct chlb_state *base);
 
 /* views.c: read-only replies */
 json_object *view_services(const struct chlb_cmd *c);

@@ -6,20 +6,29 @@
  *     line: applied together as ONE transaction, so a burst (a backend
  *     leaving 100 services) costs one swap per service, and one bad line
  *     changes nothing;
- *   - `apply` followed by a whole config: converge to it;
+ *   - `apply [force]` followed by a whole config: converge to it (force: even
+ *     if that deletes every service);
  *   - `shutdown [detach]`.
- * The reply is one JSON object: {"error": "..."} or the result.
+ * The reply is one JSON object: {"error": "...", "kind": "usage|conflict|
+ * refused|failed"} (chlbd.h) or the result.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "chlbd.h"
 #include "conns.h"
+#include "json_out.h"
 #include "plan.h"
 
+/* valid JSON whatever the request held (json_out.h); numbers with 6 decimals */
 char *chlbd_reply(json_object *o)
 {
-	char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	static bool fixed;
+	char *s;
 
+	if (!fixed)
+		fixed = !json_c_set_serialization_double_format("%.6f", JSON_C_OPTION_GLOBAL);
+	s = chlb_json_dump(o);
 	json_object_put(o);
 	return s;
 }
@@ -29,6 +38,14 @@ json_object *chlbd_jerr(const char *msg)
 	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "error", json_object_new_string(msg));
+	return o;
+}
+
+json_object *chlbd_jerr_kind(const char *msg, const char *kind)
+{
+	json_object *o = chlbd_jerr(msg);
+
+	json_object_object_add(o, "kind", json_object_new_string(kind));
 	return o;
 }
 
@@ -61,36 +78,59 @@ static json_object *changed_reply(__u64 t0)
 	return o;
 }
 
-/* dry-run or commit a candidate state */
-static json_object *finish(struct chlb_state *next, bool dry_run, __u64 t0)
+/*
+ * dry-run or commit a candidate state. What chlbd refuses without force
+ * (guard.c) is refused here; a dry run shows the plan all the same, and
+ * says why it would be refused ("needs_force").
+ */
+static json_object *finish(struct chlb_state *next, bool dry_run, bool apply, bool force, __u64 t0)
 {
 	char err[CHLB_ERR_MAX * 2];
+	int refused = chlbd_guard(&D.state, next, apply, force, err, sizeof(err));
 	json_object *o;
 
 	if (dry_run) {
 		o = chlb_plan(&D.state, next);
 		chlb_state_free(next);
+		if (refused)
+			json_object_object_add(o, "needs_force", json_object_new_string(err));
 		return o;
 	}
+	if (refused) {
+		chlb_state_free(next);
+		pr_warn("request refused: %s", err);
+		return chlbd_jerr_kind(err, CHLBD_ERR_REFUSED);
+	}
+	if (apply) /* a whole new state: say what it changes */
+		chlbd_log_diff("apply: ", &D.state, next, NULL);
 	if (chlbd_commit(next, err, sizeof(err)))
-		return chlbd_jerr(err);
+		return chlbd_jerr_kind(err, CHLBD_ERR_FAILED);
 	return changed_reply(t0);
 }
 
-static json_object *do_apply(const char *body, bool dry_run, __u64 t0)
+/* An error of chlb_state_exec_text(): a bad value, or a conflict with the state. */
+static json_object *exec_error(int rc, const char *msg)
+{
+	return chlbd_jerr_kind(msg, rc == -ENOMEM	       ? CHLBD_ERR_FAILED
+				    : chlb_state_bad_value(rc) ? CHLBD_ERR_USAGE
+							       : CHLBD_ERR_CONFLICT);
+}
+
+static json_object *do_apply(const char *body, bool dry_run, bool force, __u64 t0)
 {
 	struct chlb_state next;
 	char err[CHLB_ERR_MAX * 2];
 
 	chlb_state_init(&next);
+	/* the file alone is wrong, whatever serves: a duplicate is a bad value too */
 	if (chlb_state_exec_text(&next, body, "apply", err, sizeof(err))) {
 		chlb_state_free(&next);
-		return chlbd_jerr(err);
+		return chlbd_jerr_kind(err, CHLBD_ERR_USAGE);
 	}
 	chlb_state_inherit(&next, &D.state);
 	if (!dry_run)
-		pr_info("request: apply (%u services)", next.nsvc);
-	return finish(&next, dry_run, t0);
+		pr_info("request: apply%s (%u services)", force ? " force" : "", next.nsvc);
+	return finish(&next, dry_run, true, force, t0);
 }
 
 static bool single_line(const char *text)
@@ -105,15 +145,18 @@ static json_object *do_changes(const char *text, bool dry_run, __u64 t0)
 	struct chlb_state next;
 	char err[CHLB_ERR_MAX * 2];
 
+	int rc;
+
 	if (chlb_state_copy(&next, &D.state))
-		return chlbd_jerr("out of memory");
-	if (chlb_state_exec_text(&next, text, "request", err, sizeof(err))) {
+		return chlbd_jerr_kind("out of memory", CHLBD_ERR_FAILED);
+	rc = chlb_state_exec_text(&next, text, "request", err, sizeof(err));
+	if (rc) {
 		chlb_state_free(&next);
 		/* a single-line request needs no "request:1: " prefix */
-		return chlbd_jerr(!strncmp(err, "request:1: ", 11) && single_line(text) ? err + 11
-											: err);
+		return exec_error(
+		    rc, !strncmp(err, "request:1: ", 11) && single_line(text) ? err + 11 : err);
 	}
-	return finish(&next, dry_run, t0);
+	return finish(&next, dry_run, false, false, t0);
 }
 
 static json_object *do_save(void)
@@ -179,19 +222,19 @@ char *handle_request(const char *req, size_t len)
 	if (chlbd_is_version_request(req)) /* not in the grammar: version.c says why */
 		return chlbd_reply(view_version());
 	if (first_stmt(req, &c, &rest, err, sizeof(err)))
-		return chlbd_reply(chlbd_jerr(err));
+		return chlbd_reply(chlbd_jerr_kind(err, CHLBD_ERR_USAGE));
 	if (c.kind == CHLB_CMD_DRY_RUN) {
 		dry_run = true;
 		req = rest;
 		if (first_stmt(req, &c, &rest, err, sizeof(err)))
-			return chlbd_reply(chlbd_jerr(err));
+			return chlbd_reply(chlbd_jerr_kind(err, CHLBD_ERR_USAGE));
 	}
 	stmt = req;
 	switch (c.kind) {
 	case CHLB_CMD_NONE:
-		return chlbd_reply(chlbd_jerr("empty request"));
+		return chlbd_reply(chlbd_jerr_kind("empty request", CHLBD_ERR_USAGE));
 	case CHLB_CMD_APPLY:
-		return chlbd_reply(do_apply(rest, dry_run, t0));
+		return chlbd_reply(do_apply(rest, dry_run, c.force, t0));
 	case CHLB_CMD_SERVICE_LIST:
 		return chlbd_reply(view_services(&c));
 	case CHLB_CMD_BACKEND_LIST:
@@ -210,7 +253,8 @@ char *handle_request(const char *req, size_t len)
 		break;
 	}
 	if (!chlb_cmd_is_change(c.kind))
-		return chlbd_reply(chlbd_jerr("'dry-run' must be followed by changes"));
+		return chlbd_reply(
+		    chlbd_jerr_kind("'dry-run' must be followed by changes", CHLBD_ERR_USAGE));
 	if (!dry_run)
 		log_request(stmt);
 	return chlbd_reply(do_changes(stmt, dry_run, t0));

@@ -71,9 +71,15 @@ void loop_kick_timer(void)
 	timerfd_settime(D.timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
+/*
+ * SIGHUP: converge to -c FILE. The log says what that changes, a line per
+ * service and backend added, changed or removed (chlb_state_diff()), and
+ * marks what undoes a change made over the socket since the file was last
+ * applied (D.config_state).
+ */
 static void reload_config(void)
 {
-	struct chlb_state next;
+	struct chlb_state next, applied;
 	char err[CHLB_ERR_MAX + 64];
 	char *text;
 
@@ -95,6 +101,16 @@ static void reload_config(void)
 	}
 	free(text);
 	chlb_state_inherit(&next, &D.state);
+	if (chlbd_guard(&D.state, &next, false, false, err, sizeof(err))) {
+		pr_err("SIGHUP: %s: %s; nothing from the file applied", D.config_path, err);
+		chlb_state_free(&next);
+		return;
+	}
+	chlbd_log_diff("SIGHUP: ", &D.state, &next, &D.config_state);
+	if (chlb_state_copy(&applied, &next))
+		chlb_state_init(&applied); /* out of memory: no marks next time */
+	chlb_state_free(&D.config_state);
+	D.config_state = applied;
 	if (chlbd_commit(&next, err, sizeof(err)))
 		pr_err("SIGHUP: %s", err);
 	else

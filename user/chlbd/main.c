@@ -286,6 +286,24 @@ static int mkdir_parent(const char *path)
 	return mkdir(buf, 0700) && errno != EEXIST ? -1 : 0;
 }
 
+/*
+ * The config's new services (against the state file: what served last) may
+ * not take one of the host's own addresses without `force` (guard.c).
+ */
+static int config_guard(const struct chlb_state *st, char *err, size_t errlen)
+{
+	struct chlb_state last;
+	bool prev;
+	int rc;
+
+	chlb_state_init(&last);
+	if (chlb_state_load_file(&last, D.state_path, &prev, err, errlen))
+		chlb_state_free(&last); /* unreadable: every service is new */
+	rc = chlbd_guard(&last, st, false, false, err, errlen);
+	chlb_state_free(&last);
+	return rc;
+}
+
 /* Desired state at start: the config file when given, else the state file. */
 static int initial_state(struct chlb_state *st)
 {
@@ -295,8 +313,12 @@ static int initial_state(struct chlb_state *st)
 	if (D.config_path) {
 		char *text = chlb_read_file(D.config_path, CHLB_STATE_MAX_BYTES, err, sizeof(err));
 
-		if (text && !chlb_state_exec_text(st, text, D.config_path, err, sizeof(err))) {
+		if (text && !chlb_state_exec_text(st, text, D.config_path, err, sizeof(err)) &&
+		    !config_guard(st, err, sizeof(err))) {
 			free(text);
+			/* what SIGHUP's log compares with: changes made since are marked */
+			if (chlb_state_copy(&D.config_state, st))
+				chlb_state_init(&D.config_state);
 			return 0;
 		}
 		free(text);
@@ -493,6 +515,7 @@ static void cleanup(struct chlb_state *next)
 	server_close_all();
 	chlb_state_free(next);
 	chlb_state_free(&D.state);
+	chlb_state_free(&D.config_state);
 	chlb_rt_free(D.rt);
 	if (D.dp)
 		chlb_dp_close(D.dp);

@@ -154,9 +154,9 @@ static void client_reply(struct client *c, char *reply)
 	server_client_event(c, EPOLLOUT);
 }
 
-static char *error_reply(const char *msg)
+static char *error_reply(const char *msg, const char *kind)
 {
-	return chlbd_reply(chlbd_jerr(msg));
+	return chlbd_reply(chlbd_jerr_kind(msg, kind));
 }
 
 /* Is gid among pid's groups (primary or supplementary)? */
@@ -229,7 +229,7 @@ void server_accept(void)
 		if (!peer_allowed(fd)) {
 			pr_warn("control socket: refused a peer that is neither root nor uid %d",
 				getuid());
-			client_reply(c, error_reply("permission denied"));
+			client_reply(c, error_reply("permission denied", CHLBD_ERR_FAILED));
 		}
 	}
 }
@@ -253,7 +253,7 @@ static void client_read(struct client *c)
 				snprintf(msg, sizeof(msg), "request larger than %u bytes",
 					 CHLBD_REQ_MAX);
 				pr_warn("control socket: %s; refused", msg);
-				client_reply(c, error_reply(msg));
+				client_reply(c, error_reply(msg, CHLBD_ERR_USAGE));
 				return;
 			}
 			p = realloc(c->in, cap + 1);
@@ -279,7 +279,8 @@ static void client_read(struct client *c)
 		/* EOF: the whole request is here */
 		c->in[c->inlen] = '\0';
 		if (strlen(c->in) != c->inlen) {
-			client_reply(c, error_reply("request contains a NUL byte"));
+			client_reply(c,
+				     error_reply("request contains a NUL byte", CHLBD_ERR_USAGE));
 			return;
 		}
 		reply = handle_request(c->in, c->inlen);

@@ -157,7 +157,7 @@ static int split_hostport(const char *s, const char *shown, struct chlb_addr *a,
 int chlb_parse_vip(const char *s, struct chlb_vip *v, char *err, size_t errlen)
 {
 	char buf[CHLB_ADDRSTR + 8];
-	const char *slash = strrchr(s, '/');
+	const char *slash = strrchr(s, '/'), *host_end;
 	__u32 port;
 	size_t len;
 
@@ -174,6 +174,13 @@ int chlb_parse_vip(const char *s, struct chlb_vip *v, char *err, size_t errlen)
 	buf[len] = '\0';
 	if (split_hostport(buf, s, &v->addr, &port, false, err, errlen, "VIP"))
 		return -1;
+	/* every port must be asked for: "10.0.0.10/tcp" is more likely a slip */
+	host_end = buf[0] == '[' ? strchr(buf, ']') : buf;
+	if (host_end && !strchr(host_end, ':'))
+		return chlb_fail(
+		    err, errlen,
+		    "'%s': missing ':PORT' in VIP (every port of the address: '%s:0%s')", s, buf,
+		    slash);
 	v->port = (__u16)port;
 	return 0;
 }
@@ -281,7 +288,7 @@ static int parse_svc_opt(const char *key, const char *val, struct chlb_cmd *c, c
 	} else {
 		return chlb_fail(err, errlen,
 				 "'%s': unknown service option (expected algo, vnodes, table, fwd, "
-				 "hash, mtu, encap-src)",
+				 "hash, mtu, encap-src, force)",
 				 key);
 	}
 	return 0;
@@ -339,6 +346,14 @@ static int parse_opts(int i, int ntok, char *const *tok, opt_fn fn, struct chlb_
 	__u32 before;
 
 	for (; i < ntok; i += 2) {
+		/* a service's `force`: the one option without a value */
+		if (fn == parse_svc_opt && !strcmp(tok[i], "force")) {
+			if (c->set & CHLB_OPT_FORCE)
+				return chlb_fail(err, errlen, "'force': given twice");
+			c->set |= CHLB_OPT_FORCE;
+			i--;
+			continue;
+		}
 		if (i + 1 >= ntok) {
 			/* let the option parser reject unknown keys first */
 			if (fn(tok[i], "", c, err, errlen) && strstr(err, "option (expected"))
@@ -544,7 +559,11 @@ int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *c, char *err,
 	}
 	if (!strcmp(tok[0], "apply")) {
 		c->kind = CHLB_CMD_APPLY;
-		return no_args(ntok, tok, 1, err, errlen);
+		c->force = ntok >= 2 && !strcmp(tok[1], "force");
+		if (ntok >= 2 && !c->force)
+			return chlb_fail(err, errlen, "'%s': unexpected argument (expected force)",
+					 tok[1]);
+		return no_args(ntok, tok, 2, err, errlen);
 	}
 	if (!strcmp(tok[0], "dry-run")) {
 		c->kind = CHLB_CMD_DRY_RUN;

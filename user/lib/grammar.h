@@ -5,18 +5,24 @@
  * these statements, parsed by chlb_parse_tokens(); errors name the token.
  *
  *   service add|set VIP [algo ring|jump|maglev] [vnodes K] [table M] [fwd l2dsr|ipip]
- *                       [hash 5tuple|src] [mtu N] [encap-src ADDR] [buckets N]
+ *                       [hash 5tuple|src] [mtu N] [encap-src ADDR] [buckets N] [force]
  *   service del VIP
  *   service list [VIP]
  *   backend add|set VIP ADDR [weight W] [buckets B1,B2,...]
  *   backend del VIP ADDR
  *   backend list [VIP]
- *   stats | save | shutdown [detach] | dry-run | apply
+ *   stats | save | shutdown [detach] | dry-run | apply [force]
  *   which SRC:PORT DST:PORT tcp|udp
  *   conns [VIP] [backend ADDR] [list]
  *
  * VIP = ADDR:PORT/PROTO, IPv6 in brackets: 10.0.0.10:80/tcp, [2001:db8::10]:443/udp;
- * port 0 (or no port: 10.0.0.10/tcp) means every port of the address.
+ * port 0 means every port of the address, and must be written: 10.0.0.10/tcp
+ * is an error naming 10.0.0.10:0/tcp.
+ *
+ * `force` (a word without a value) on a service: its VIP may be one of
+ * chlbd's own addresses (refused otherwise: it would capture the host's own
+ * traffic, SSH included); kept in the state, so `save` writes it. On
+ * `apply`: the file may delete every service.
  */
 #ifndef CHLB_GRAMMAR_H
 #define CHLB_GRAMMAR_H
@@ -74,6 +80,7 @@ enum {
 	CHLB_OPT_BUCKETS = 1u << 7,
 	CHLB_OPT_WEIGHT = 1u << 8,
 	CHLB_OPT_BUCKET = 1u << 9,
+	CHLB_OPT_FORCE = 1u << 10,
 };
 
 /* jump: most buckets one backend holds (weight CHLB_WEIGHT_MAX / 100 per bucket) */
@@ -95,6 +102,7 @@ struct chlb_cmd {
 	struct chlb_flow flow; /* which */
 	bool detach;	       /* shutdown detach */
 	bool list;	       /* conns: the entries too, not only the counts */
+	bool force;	       /* apply force: the file may delete every service */
 };
 
 /* Is this statement a change of the desired state (add/set/del)? */

@@ -2,6 +2,8 @@
 /* Dry-run keyspace diff (see plan.h). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "plan.h"
@@ -203,4 +205,195 @@ json_object *chlb_plan(const struct chlb_state *cur, const struct chlb_state *ne
 			json_object_array_add(arr, diff_svc(&cur->svc[i], NULL));
 	json_object_object_add(j, "services", arr);
 	return j;
+}
+
+/* ---- the log's diff (chlb_state_diff) ---- */
+
+struct diff {
+	chlb_diff_fn fn;
+	void *ctx;
+	__u32 lines;
+	struct chlb_diff_count n;
+};
+
+static void emit(struct diff *d, bool undoes, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void emit(struct diff *d, bool undoes, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (undoes && len >= 0 && (size_t)len < sizeof(line))
+		snprintf(line + len, sizeof(line) - len,
+			 " (undoes a change made since the last load)");
+	d->lines++;
+	if (d->fn)
+		d->fn(d->ctx, line);
+}
+
+/* "algo ring vnodes 160 fwd ipip hash 5tuple": the options as `save` writes them */
+static void svc_opts(const struct chlb_svc_cfg *s, char *buf, size_t len)
+{
+	char a[CHLB_ADDRSTR];
+	int n = snprintf(buf, len, "algo %s", chlb_algo_name(s->algo));
+
+#define ADD(...)                                                              \
+	do {                                                                  \
+		if (n >= 0 && (size_t)n < len)                                \
+			n += snprintf(buf + n, len - (size_t)n, __VA_ARGS__); \
+	} while (0)
+	if (s->algo == CHLB_ALGO_RING)
+		ADD(" vnodes %u", s->vnodes);
+	if (chlb_algo_has_table(s->algo))
+		ADD(" table %u", s->table_size);
+	ADD(" fwd %s hash %s", chlb_fwd_name(s->fwd), chlb_hash_name(s->hash));
+	if (s->mtu)
+		ADD(" mtu %u", s->mtu);
+	if (s->encap_src.family)
+		ADD(" encap-src %s", chlb_fmt_addr(&s->encap_src, a, sizeof(a)));
+	if (s->force)
+		ADD(" force");
+#undef ADD
+}
+
+/* The options that differ, "algo ring -> maglev, table 65537"; "" if none. */
+static void svc_changes(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg *s, char *buf,
+			size_t len)
+{
+	char a[CHLB_ADDRSTR], b[CHLB_ADDRSTR];
+	int n = 0;
+
+	buf[0] = '\0';
+#define ADD(...)                                                                      \
+	do {                                                                          \
+		if (n >= 0 && (size_t)n < len)                                        \
+			n += snprintf(buf + n, len - (size_t)n, "%s", n ? ", " : ""); \
+		if (n >= 0 && (size_t)n < len)                                        \
+			n += snprintf(buf + n, len - (size_t)n, __VA_ARGS__);         \
+	} while (0)
+	if (o->algo != s->algo)
+		ADD("algo %s -> %s", chlb_algo_name(o->algo), chlb_algo_name(s->algo));
+	if (s->algo == CHLB_ALGO_RING && (o->algo != s->algo || o->vnodes != s->vnodes))
+		ADD("vnodes %u", s->vnodes);
+	if (chlb_algo_has_table(s->algo) &&
+	    (!chlb_algo_has_table(o->algo) || o->table_size != s->table_size))
+		ADD("table %u", s->table_size);
+	if (o->fwd != s->fwd)
+		ADD("fwd %s -> %s", chlb_fwd_name(o->fwd), chlb_fwd_name(s->fwd));
+	if (o->hash != s->hash)
+		ADD("hash %s -> %s", chlb_hash_name(o->hash), chlb_hash_name(s->hash));
+	if (o->mtu != s->mtu)
+		ADD("mtu %u -> %u", o->mtu, s->mtu);
+	if (chlb_addr_cmp(&o->encap_src, &s->encap_src))
+		ADD("encap-src %s -> %s",
+		    o->encap_src.family ? chlb_fmt_addr(&o->encap_src, a, sizeof(a)) : "none",
+		    s->encap_src.family ? chlb_fmt_addr(&s->encap_src, b, sizeof(b)) : "none");
+	if (o->force != s->force)
+		ADD("force %s", s->force ? "on" : "off");
+#undef ADD
+}
+
+static bool svc_opts_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
+{
+	char x[512];
+
+	svc_changes(a, b, x, sizeof(x));
+	return !x[0];
+}
+
+/* base had what next has, and cur differs: the change puts back base's */
+static bool undoes_svc(const struct chlb_svc_cfg *base, const struct chlb_svc_cfg *next,
+		       bool base_known)
+{
+	if (!base_known)
+		return false;
+	if (!base || !next)
+		return base == next;
+	return svc_opts_equal(base, next);
+}
+
+static bool undoes_be(const struct chlb_svc_cfg *bsvc, const struct chlb_be_cfg *next,
+		      const struct chlb_addr *addr, bool base_known)
+{
+	const struct chlb_be_cfg *b;
+
+	if (!base_known)
+		return false;
+	b = bsvc ? chlb_svc_find_be(bsvc, addr) : NULL;
+	if (!b || !next)
+		return b == next;
+	return b->weight == next->weight;
+}
+
+static void diff_backends(struct diff *d, const char *vip, const struct chlb_svc_cfg *o,
+			  const struct chlb_svc_cfg *s, const struct chlb_svc_cfg *bsvc,
+			  bool base_known)
+{
+	for (__u32 i = 0; i < s->nbe; i++) {
+		const struct chlb_be_cfg *n = &s->be[i],
+					 *c = o ? chlb_svc_find_be(o, &n->addr) : NULL;
+		bool u = undoes_be(bsvc, n, &n->addr, base_known);
+
+		if (!c) {
+			d->n.be_add++;
+			emit(d, u, "backend add %s %s weight %u", vip, n->name, n->weight);
+		} else if (c->weight != n->weight) {
+			d->n.be_set++;
+			emit(d, u, "backend set %s %s weight %u -> %u", vip, n->name, c->weight,
+			     n->weight);
+		}
+	}
+	for (__u32 i = 0; o && i < o->nbe; i++) {
+		if (chlb_svc_find_be(s, &o->be[i].addr))
+			continue;
+		d->n.be_del++;
+		emit(d, undoes_be(bsvc, NULL, &o->be[i].addr, base_known), "backend del %s %s", vip,
+		     o->be[i].name);
+	}
+}
+
+__u32 chlb_state_diff(const struct chlb_state *cur, const struct chlb_state *next,
+		      const struct chlb_state *base, chlb_diff_fn fn, void *ctx,
+		      struct chlb_diff_count *n)
+{
+	struct diff d = { .fn = fn, .ctx = ctx };
+	char vip[CHLB_ADDRSTR], opts[512];
+
+	for (__u32 i = 0; i < next->nsvc; i++) {
+		const struct chlb_svc_cfg *s = &next->svc[i], *o = chlb_state_find(cur, &s->vip);
+		const struct chlb_svc_cfg *b = base ? chlb_state_find(base, &s->vip) : NULL;
+
+		chlb_fmt_vip(&s->vip, vip, sizeof(vip));
+		if (!o) {
+			d.n.svc_add++;
+			svc_opts(s, opts, sizeof(opts));
+			emit(&d, undoes_svc(b, s, base != NULL), "service add %s %s", vip, opts);
+		} else {
+			svc_changes(o, s, opts, sizeof(opts));
+			if (opts[0]) {
+				d.n.svc_set++;
+				emit(&d, undoes_svc(b, s, base != NULL), "service set %s %s", vip,
+				     opts);
+			}
+		}
+		diff_backends(&d, vip, o, s, b, base != NULL);
+	}
+	for (__u32 i = 0; i < cur->nsvc; i++) {
+		const struct chlb_svc_cfg *o = &cur->svc[i];
+
+		if (chlb_state_find(next, &o->vip))
+			continue;
+		d.n.svc_del++;
+		chlb_fmt_vip(&o->vip, vip, sizeof(vip));
+		emit(&d, base && !chlb_state_find(base, &o->vip), "service del %s (%u backends)",
+		     vip, o->nbe);
+	}
+	if (n)
+		*n = d.n;
+	return d.lines;
 }

@@ -28,4 +28,28 @@
  */
 json_object *chlb_plan(const struct chlb_state *cur, const struct chlb_state *next);
 
+/* How many services and backends a change adds, changes, removes. */
+struct chlb_diff_count {
+	__u32 svc_add, svc_set, svc_del, be_add, be_set, be_del;
+};
+
+typedef void (*chlb_diff_fn)(void *ctx, const char *line);
+
+/*
+ * What converging cur to next changes, for the log: fn (may be NULL) gets
+ * one line per change, in the grammar's words:
+ *   service add VIP algo A ... (then its backends, one `backend add` each)
+ *   service set VIP algo ring -> maglev, table 65537
+ *   service del VIP (N backends)
+ *   backend add VIP ADDR weight W | backend set VIP ADDR weight A -> B | backend del VIP ADDR
+ * With base (the state the same source produced last time, or NULL), a
+ * change that puts back what base had and cur no longer has ends with
+ * " (undoes a change made since the last load)": someone changed it in
+ * between (chlbctl, while chlbd runs with -c FILE).
+ * Returns the number of lines; *n (optional) counts them by kind.
+ */
+__u32 chlb_state_diff(const struct chlb_state *cur, const struct chlb_state *next,
+		      const struct chlb_state *base, chlb_diff_fn fn, void *ctx,
+		      struct chlb_diff_count *n);
+
 #endif /* CHLB_PLAN_H */

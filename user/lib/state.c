@@ -195,6 +195,8 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 		s->order.n = s->order.cap = c->buckets;
 		s->order_explicit = true;
 	}
+	if (c->set & CHLB_OPT_FORCE)
+		s->force = true;
 	if (c->set & CHLB_OPT_FWD)
 		s->fwd = c->fwd;
 	if (c->set & CHLB_OPT_HASH)
@@ -220,8 +222,8 @@ static int service_add(struct chlb_state *st, const struct chlb_cmd *c, const ch
 	struct chlb_svc_cfg s = { 0 };
 
 	if (chlb_state_find(st, &c->vip))
-		return chlb_fail(err, errlen, "'%s': service already exists (use service set)",
-				 vip);
+		return chlb_err(err, errlen, -EEXIST,
+				"'%s': service already exists (use service set)", vip);
 	if (st->nsvc >= CHLB_MAX_SERVICES)
 		return chlb_fail(err, errlen, "'%s': too many services (at most %u)", vip,
 				 CHLB_MAX_SERVICES);
@@ -305,8 +307,8 @@ static int backend_add(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const c
 	struct chlb_be_cfg *b;
 
 	if (chlb_svc_find_be(s, &c->backend))
-		return chlb_fail(err, errlen,
-				 "'%s': backend already in the service (use backend set)", tok);
+		return chlb_err(err, errlen, -EEXIST,
+				"'%s': backend already in the service (use backend set)", tok);
 	if (s->nbe >= CHLB_MAX_SVC_BACKENDS)
 		return chlb_fail(err, errlen, "'%s': too many backends in one service (at most %u)",
 				 tok, CHLB_MAX_SVC_BACKENDS);
@@ -343,7 +345,7 @@ static int backend_set(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const c
 	__u32 old;
 
 	if (!b)
-		return chlb_fail(err, errlen, "'%s': no such backend in the service", tok);
+		return chlb_err(err, errlen, -ENOENT, "'%s': no such backend in the service", tok);
 	old = b->weight;
 	b->weight = c->weight;
 	if (check_svc(s, tok, err, errlen)) {
@@ -359,7 +361,7 @@ static int backend_del(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const c
 	struct chlb_be_cfg *b = chlb_svc_find_be(s, &c->backend);
 
 	if (!b)
-		return chlb_fail(err, errlen, "'%s': no such backend in the service", tok);
+		return chlb_err(err, errlen, -ENOENT, "'%s': no such backend in the service", tok);
 	*b = s->be[--s->nbe];
 	return 0;
 }
@@ -398,7 +400,7 @@ int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, 
 		return service_add(st, c, vip, err, errlen);
 	s = chlb_state_find(st, &c->vip);
 	if (!s)
-		return chlb_fail(err, errlen, "'%s': no such service", vip);
+		return chlb_err(err, errlen, -ENOENT, "'%s': no such service", vip);
 	switch (c->kind) {
 	case CHLB_CMD_SERVICE_SET:
 		r = service_set(s, c, vip, err, errlen);

@@ -10,6 +10,7 @@
 #ifndef CHLB_STATE_H
 #define CHLB_STATE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include "grammar.h"
@@ -44,6 +45,7 @@ struct chlb_svc_cfg {
 	struct chlb_be_cfg *be;
 	struct chlb_jump_order order; /* jump: bucket -> backend name */
 	bool order_explicit;	      /* order restored from `buckets` (state file) */
+	bool force;		      /* `force`: the VIP may be an address of chlbd's host */
 };
 
 struct chlb_state {
@@ -58,8 +60,19 @@ int chlb_state_copy(struct chlb_state *dst, const struct chlb_state *src);
 struct chlb_svc_cfg *chlb_state_find(const struct chlb_state *st, const struct chlb_vip *vip);
 struct chlb_be_cfg *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struct chlb_addr *a);
 
-/* Applies one change statement. 0, or -1 with err naming the offending token. */
+/*
+ * Applies one change statement. 0, or an error with err naming the offending
+ * token: -ENOENT (no such service or backend) and -EEXIST (already there)
+ * when the statement does not fit the state, -ENOMEM, else -1: a bad value,
+ * which no state would take (chlb_state_bad_value()).
+ */
 int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, size_t errlen);
+
+/* Was rc (from chlb_state_exec or _exec_text) a bad value, not a conflict with the state? */
+static inline bool chlb_state_bad_value(int rc)
+{
+	return rc < 0 && rc != -ENOENT && rc != -EEXIST && rc != -ENOMEM;
+}
 
 /*
  * After a batch of statements: brings jump orders in line with the backend
@@ -90,8 +103,9 @@ char *chlb_state_format(const struct chlb_state *st, bool trailer);
 
 /*
  * Executes every statement of text into st (caller passes a copy). Stops at
- * the first bad line: -1 and err = "NAME:LINE: message". Only change
- * statements are allowed. Finalizes.
+ * the first bad line: chlb_state_exec()'s error (-1 for a line that does not
+ * parse) and err = "NAME:LINE: message". Only change statements are
+ * allowed. Finalizes.
  */
 int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *name, char *err,
 			 size_t errlen);

@@ -123,6 +123,8 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 		sb_printf(b, " mtu %u", s->mtu);
 	if (s->encap_src.family)
 		sb_printf(b, " encap-src %s", chlb_fmt_addr(&s->encap_src, a, sizeof(a)));
+	if (s->force)
+		sb_printf(b, " force");
 	sb_printf(b, "\n");
 	be = malloc((s->nbe ? s->nbe : 1) * sizeof(*be));
 	if (!be) {
@@ -204,6 +206,7 @@ int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *na
 
 	while (*p) {
 		struct chlb_cmd c;
+		int r;
 
 		lineno++;
 		if (chlb_parse_next(&p, &c, msg, sizeof(msg)))
@@ -215,8 +218,9 @@ int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *na
 					 "%s:%u: only service/backend add, set, del belong in a "
 					 "config file",
 					 name, lineno);
-		if (chlb_state_exec(st, &c, msg, sizeof(msg)))
-			return chlb_fail(err, errlen, "%s:%u: %s", name, lineno, msg);
+		r = chlb_state_exec(st, &c, msg, sizeof(msg));
+		if (r)
+			return chlb_err(err, errlen, r, "%s:%u: %s", name, lineno, msg);
 	}
 	if (chlb_state_finalize(st, msg, sizeof(msg)))
 		return chlb_fail(err, errlen, "%s: %s", name, msg);

@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# chlbctl's JSON and command line, and safe configuration, against a real
+# chlbd started with -c FILE: JSON that stays valid for an interface named
+# q"x, invalid UTF-8 and sim's names (json-c, no \/, fixed decimals);
+# -j/-s after the command; exit 2 for a bad value chlbd finds; apply of an
+# empty file refused without --force; SIGHUP's log of what it changes
+# (undoing chlbctl's changes marked); a VIP on one of chlbd's own addresses
+# refused without force; a VIP without a port refused, naming :0. Every
+# refused input changes nothing (`save` before and after).
+. "$(dirname "$0")/daemon_lib.sh"
+
+CONF=$LIB_DIR/cli.conf
+A=10.0.0.10:80/tcp
+B=10.0.0.20:53/udp
+cat >"$CONF" <<EOF
+service add $A algo jump
+backend add $A 10.1.0.2
+backend add $A 10.1.0.3
+EOF
+
+# valid_json: stdin is one strictly valid JSON document (UTF-8 only, no NaN)
+valid_json() {
+	python3 -c '
+import json, sys
+data = sys.stdin.buffer.read()
+def bad(c): raise ValueError("not JSON: " + c)
+json.loads(data.decode("utf-8"), parse_constant=bad)
+if b"\\/" in data: raise ValueError("escaped slash")'
+}
+
+# pyjson EXPR: EXPR over the JSON document on stdin (d), printed
+pyjson() { python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
+
+# raw TEXT: send TEXT (bytes, printf escapes) as one request; the reply on stdout
+raw() {
+	python3 - "$D_SOCK" "$1" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode("utf-8", "surrogateescape").decode("unicode_escape").encode("latin-1"))
+s.shutdown(socket.SHUT_WR)
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+sys.stdout.buffer.write(out)
+EOF
+}
+
+# expect CODE NEEDLE ARGS...: chlbctl ARGS exits CODE and says NEEDLE (stdout or stderr)
+expect() {
+	local code=$1 needle=$2 out rc
+	shift 2
+	out=$(c "$@" 2>&1)
+	rc=$?
+	check "'$*' exits $code (got $rc: $out)" [ "$rc" = "$code" ] || return 1
+	check "'$*' says '$needle': $out" grep -qF -- "$needle" <<<"$out"
+}
+
+test_start() {
+	d_start -c "$CONF" || return 1
+	check "config applied at start" [ "$(saved | wc -l)" = 3 ]
+}
+
+# a reload logs what it changes, and marks what undoes chlbctl's changes since
+test_sighup_diff() {
+	local log
+	c backend set $A 10.1.0.2 weight 0 && c backend add $A 10.1.0.4 &&
+		c service add $B && c service set $A hash src || return 1
+	echo "backend add $A 10.1.0.5" >>"$CONF"
+	kill -HUP "$D_PID"
+	lib_wait_for 5 grep -q "SIGHUP: converged" "$D_LOG" || return 1
+	log=$(grep "SIGHUP: " "$D_LOG")
+	sed 's/^/#   /' <<<"$log"
+	local u=" (undoes a change made since the last load)"
+	for l in "service set $A hash src -> 5tuple$u" \
+		"backend set $A 10.1.0.2 weight 0 -> 100$u" \
+		"backend del $A 10.1.0.4$u" \
+		"service del $B (0 backends)$u" \
+		"backend add $A 10.1.0.5 weight 100" \
+		"5 changes: services 0 added, 1 changed, 1 removed; backends 1 added, 1 changed, 1 removed"; do
+		check "logged: $l" grep -qF -- "SIGHUP: $l" <<<"$log" || return 1
+	done
+	check "the file's own change is not marked" \
+		nogrep -qF "10.1.0.5 weight 100 (undoes" <<<"$log" || return 1
+	check "converged to the file" [ "$(saved | wc -l)" = 4 ] || return 1
+	# a second reload: nothing changes, and it says so
+	kill -HUP "$D_PID"
+	lib_wait_for 5 grep -q "SIGHUP: nothing changes" "$D_LOG"
+}
+
+nogrep() { ! grep "$@"; }
+
+test_sighup_refuses_own_address() {
+	local before n
+	before=$(saved)
+	cp "$CONF" "$CONF.good"
+	echo "service add 10.1.0.1:22/tcp" >>"$CONF"
+	n=$(grep -c "nothing from the file applied" "$D_LOG")
+	kill -HUP "$D_PID"
+	lib_wait_for 5 bash -c "[ \$(grep -c 'nothing from the file applied' '$D_LOG') -gt $n ]" || return 1
+	check "SIGHUP names the own address and force" \
+		grep -qF "'10.1.0.1:22/tcp': 10.1.0.1 is an address of this host (v0)" "$D_LOG" || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
+	cp "$CONF.good" "$CONF"
+}
+
+test_decap_json_names() {
+	local out dev
+	# veth: the test kernel may have no dummy driver
+	for dev in 'q"x' $'q\xff"x' 'a\b'; do
+		ip -n "$D_NS" link add "$dev" type veth peer name qpeer || return 1
+		out=$(nsenter --net="/var/run/netns/$D_NS" "$CHLBCTL" decap show "$dev" --json)
+		check "decap show --json for $(printf %q "$dev") exits 0: $out" [ $? = 0 ] || return 1
+		check "valid JSON: $out" valid_json <<<"$out" || return 1
+		ip -n "$D_NS" link del "$dev"
+	done
+	ip -n "$D_NS" link add 'q"x' type veth peer name qpeer || return 1
+	out=$(nsenter --net="/var/run/netns/$D_NS" "$CHLBCTL" -j decap show 'q"x')
+	check "dev is q\"x: $out" [ "$(pyjson 'd["dev"], d["decap"]' <<<"$out")" = 'q"x detached' ] || return 1
+	ip -n "$D_NS" link del 'q"x'
+	out=$(nsenter --net="/var/run/netns/$D_NS" "$CHLBCTL" decap show 'no"such' -j)
+	check "a missing interface: exit 1, JSON error: $out" [ $? = 1 ] || return 1
+	valid_json <<<"$out"
+}
+
+test_sim_json() {
+	local out
+	out=$("$CHLBCTL" sim --algo maglev --backends 3 --names 'a/1,q"x,c' --flows 1000 --samples 1000 --json) || return 1
+	check "sim --json is valid JSON: $out" valid_json <<<"$out" || return 1
+	check "the removed name is q\"x" [ "$(pyjson 'd["removed"]' <<<"$out")" = 'q"x' ] || return 1
+	check "fixed decimals: $out" \
+		grep -qE '"balance_max":[0-9]+\.[0-9]{6},.*"disruption_add":[0-9]+\.[0-9]{7},.*"build_ms":[0-9]+\.[0-9]{3},' <<<"$out" || return 1
+	out=$("$CHLBCTL" -j sim --algo ring --backends 3 --names $'a,q\xff\xfe,c' --flows 1000 --samples 1000) || return 1
+	check "invalid UTF-8 in a name: valid JSON" valid_json <<<"$out" || return 1
+	check "replaced by U+FFFD" [ "$(pyjson 'd["removed"] == "q\ufffd\ufffd"' <<<"$out")" = True ] || return 1
+	out=$("$CHLBCTL" sim --algo nope --json)
+	check "sim usage error: exit 2, JSON with kind usage: $out" \
+		[ $? = 2 ] && [ "$(pyjson 'd["kind"]' <<<"$out")" = usage ]
+}
+
+test_options_after_command() {
+	local a b
+	a=$("$CHLBCTL" -s "$D_SOCK" --json service list) || return 1
+	b=$("$CHLBCTL" service list --json -s "$D_SOCK") || return 1
+	check "service list --json -s: same as before the command" [ "$a" = "$b" ] || return 1
+	check "valid JSON, no \\/ (VIPs have slashes): $b" valid_json <<<"$b" || return 1
+	check "'/tcp' unescaped" grep -qF "$A" <<<"$b" || return 1
+	b=$("$CHLBCTL" service list -j --socket="$D_SOCK") && [ "$a" = "$b" ] || return 1
+	b=$("$CHLBCTL" service list "-s$D_SOCK" --socket "$D_SOCK" -j) && [ "$a" = "$b" ] || return 1
+	check "stats -s PATH" "$CHLBCTL" stats -s "$D_SOCK" >/dev/null || return 1
+	check "stats -s PATH --json" bash -c "'$CHLBCTL' stats -s '$D_SOCK' --json | jq -e .global >/dev/null" || return 1
+	check "backend list VIP -j" bash -c "'$CHLBCTL' backend list $A -j -s '$D_SOCK' | jq -e '.backends | length == 3' >/dev/null" || return 1
+	check "conns -j (its own flag) and -s after" bash -c "'$CHLBCTL' conns -j -s '$D_SOCK' | jq -e .ct_size >/dev/null" || return 1
+	# errors are JSON when --json comes after the command, too
+	b=$("$CHLBCTL" -s "$D_SOCK" service add 10.0.0.300:80/tcp --json)
+	check "usage error after the command: exit 2, JSON: $b" \
+		[ $? = 2 ] && [ "$(pyjson 'd["kind"]' <<<"$b")" = usage ] || return 1
+	b=$("$CHLBCTL" service list -s 2>&1)
+	check "-s without a path: exit 2: $b" [ $? = 2 ] && grep -qF "'-s' needs a socket path" <<<"$b" || return 1
+	b=$("$CHLBCTL" -s /nonexistent/sock service list 2>&1)
+	check "unreachable: exit 3" [ $? = 3 ] || return 1
+	# -f FILE keeps its value even when it looks like an option
+	cp "$CONF" "$LIB_DIR/-j"
+	b=$(cd "$LIB_DIR" && "$CHLBCTL" apply -f -j -s "$D_SOCK" --dry-run)
+	check "apply -f -j: '-j' is the file, not --json: $b" [ "$b" = "dry run: nothing would change" ]
+}
+
+# bad values exit 2 whoever finds them; conflicts with the state exit 1
+test_exit_codes() {
+	local before out
+	before=$(saved)
+	expect 2 "'65536': maglev table size must be prime" service add 10.0.0.11:80/tcp algo maglev table 65536 || return 1
+	expect 2 "fwd l2dsr needs an IPv4 backend" batch -f <(printf 'service add 10.0.0.12:80/tcp fwd l2dsr\nbackend add 10.0.0.12:80/tcp 2001:db8::9\n') || return 1
+	expect 2 "'10.0.0.300:80/tcp'" service add 10.0.0.300:80/tcp || return 1
+	expect 1 "already exists" service add $A || return 1
+	expect 1 "no such service" backend add 10.0.0.99:80/tcp 10.1.0.9 || return 1
+	out=$(c -j service add 10.0.0.11:80/tcp algo maglev table 65536)
+	check "JSON: kind usage: $out" [ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] || return 1
+	out=$(c -j backend del $A 10.1.0.77)
+	check "JSON: kind conflict: $out" [ "$(pyjson 'd["kind"]' <<<"$out")" = conflict ] || return 1
+	# what chlbd itself says, without chlbctl's checks
+	out=$(raw 'service add 10.0.0.11:80/tcp algo maglev table 65536\n')
+	check "chlbd: kind usage: $out" [ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] || return 1
+	out=$(raw 'service add 10.0.0.11:80/tcp algo rendezvous\n')
+	check "chlbd: grammar error, kind usage: $out" [ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ]
+}
+
+test_invalid_utf8() {
+	local out before
+	before=$(saved)
+	out=$(raw 'service add 10.0.0.\xff:80/tcp algo r\xc3\xa9ng\xc3\n')
+	check "reply is valid JSON: $(printf %q "$out")" valid_json <<<"$out" || return 1
+	check "bytes replaced, valid ones kept: $out" \
+		[ "$(pyjson '"\ufffd" in d["error"] and d["kind"]' <<<"$out")" = usage ] || return 1
+	out=$(raw '\xfe\xff\n')
+	check "an unknown word of bytes: valid JSON" valid_json <<<"$out" || return 1
+	out=$(c -j service add $'10.0.0.1\xff:80/tcp')
+	check "chlbctl's own error: valid JSON: $(printf %q "$out")" valid_json <<<"$out" || return 1
+	out=$(c -j backend add $A $'10.1.0.\xe2\x82')
+	check "exit 2, valid JSON" [ $? = 2 ] && valid_json <<<"$out" || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ]
+}
+
+test_vip_without_port() {
+	local before out
+	before=$(saved)
+	expect 2 "'10.0.0.1/tcp': missing ':PORT' in VIP (every port of the address: '10.0.0.1:0/tcp')" \
+		service add 10.0.0.1/tcp || return 1
+	expect 2 "'[2001:db8::5]:0/udp'" service add '[2001:db8::5]/udp' || return 1
+	out=$(raw 'service add 10.0.0.1/tcp\n')
+	check "chlbd says the same, kind usage: $out" \
+		[ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] && grep -qF "'10.0.0.1:0/tcp'" <<<"$out" || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
+	c service add 10.0.0.1:0/tcp && c service del 10.0.0.1:0/tcp
+}
+
+test_own_address() {
+	local before out f=$LIB_DIR/own.conf
+	before=$(saved)
+	expect 1 "'10.1.0.1:22/tcp': 10.1.0.1 is an address of this host (v0)" service add 10.1.0.1:22/tcp || return 1
+	expect 1 "add 'force'" service add 10.1.0.1:0/tcp algo jump || return 1
+	expect 1 "2001:db8::1 is an address of this host" service add '[2001:db8::1]:443/tcp' || return 1
+	out=$(c -j service add 10.1.0.1:22/tcp)
+	check "JSON: kind refused: $out" [ "$(pyjson 'd["kind"]' <<<"$out")" = refused ] || return 1
+	out=$(c service add 10.1.0.1:22/tcp --dry-run)
+	check "dry run: exit 0, says --force is needed: $out" \
+		[ $? = 0 ] && grep -qF "needs --force: '10.1.0.1:22/tcp'" <<<"$out" || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
+	c service add 10.1.0.1:22/tcp algo jump --force || return 1
+	c service add '[2001:db8::1]:443/tcp' force || return 1
+	c backend add 10.1.0.1:22/tcp 10.1.0.2 || return 1
+	check "save keeps force" saved | grep -qE "^service add 10\.1\.0\.1:22/tcp algo jump .*force$" || return 1
+	# round trips: the saved state applies again, here and after the services are gone
+	c save >"$f" || return 1
+	check "apply -f of save: nothing changes" \
+		bash -c "'$CHLBCTL' -s '$D_SOCK' apply -f '$f' --dry-run | grep -q 'nothing would change'" || return 1
+	c apply -f "$f" || return 1
+	c service del 10.1.0.1:22/tcp && c service del '[2001:db8::1]:443/tcp' || return 1
+	c apply -f "$f" || return 1
+	check "round trip: the same state" [ "$(saved)" = "$(grep -v '^#' "$f")" ] || return 1
+	# force on an existing service is `service set`; without it a file is refused
+	c service del 10.1.0.1:22/tcp || return 1
+	sed -i 's/ force$//' "$f"
+	expect 1 "is an address of this host" apply -f "$f" || return 1
+	c service del '[2001:db8::1]:443/tcp'
+}
+
+test_apply_empty() {
+	local before out empty=$LIB_DIR/empty.conf other=$LIB_DIR/other.conf
+	c service add $B && c backend add $B 10.1.0.9 || return 1
+	before=$(saved)
+	printf '# nothing here\n' >"$empty"
+	expect 1 "the file would delete every service (all 2 of them: it has none)" apply -f "$empty" || return 1
+	expect 1 "--force" apply -f "$empty" || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
+	out=$(c -j apply -f "$empty")
+	check "JSON: kind refused: $out" [ "$(pyjson 'd["kind"]' <<<"$out")" = refused ] || return 1
+	printf 'service add 10.0.0.77:80/tcp\n' >"$other"
+	expect 1 "adding only others" apply -f "$other" || return 1
+	# the dry run shows the plan as before, and that it needs --force
+	out=$(c apply -f "$empty" --dry-run)
+	check "dry run: exit 0" [ $? = 0 ] || return 1
+	check "dry run: both deletions: $out" \
+		[ "$(grep -cE "^($A|$B): delete, 100.00% of the keyspace moves" <<<"$out")" = 2 ] || return 1
+	check "dry run: says --force is needed" grep -q "^needs --force: the file would delete every service" <<<"$out" || return 1
+	check "dry run with --force: no note" \
+		bash -c "! '$CHLBCTL' -s '$D_SOCK' apply -f '$empty' --dry-run --force | grep -q 'needs --force'" || return 1
+	check "still nothing changed" [ "$before" = "$(saved)" ] || return 1
+	c apply -f "$empty" --force || return 1
+	check "--force: every service deleted" [ -z "$(saved)" ] || return 1
+	check "logged" grep -qF "apply: service del $B (1 backends)" "$D_LOG" || return 1
+	# from no services, an empty file is no deletion
+	c apply -f "$empty" || return 1
+	c apply -f "$CONF" --json | jq -e .ok >/dev/null
+}
+
+lib_run
