@@ -6,8 +6,9 @@
 # -j/-s after the command; exit 2 for a bad value chlbd finds; apply of an
 # empty file refused without --force; SIGHUP's log of what it changes
 # (undoing chlbctl's changes marked); a VIP on one of chlbd's own addresses
-# refused without force; a VIP without a port refused, naming :0. Every
-# refused input changes nothing (`save` before and after).
+# refused without force (requests, apply, SIGHUP, -c at start); a VIP
+# without a port refused, naming :0. Every refused input changes nothing
+# (`save` before and after).
 . "$(dirname "$0")/daemon_lib.sh"
 
 CONF=$LIB_DIR/cli.conf
@@ -277,6 +278,22 @@ test_apply_empty() {
 	# from no services, an empty file is no deletion
 	c apply -f "$empty" || return 1
 	c apply -f "$CONF" --json | jq -e .ok >/dev/null
+}
+
+# at start, -c FILE with a new service on an own address is not applied either
+test_start_refuses_own_address() {
+	local before bad=$LIB_DIR/own-start.conf
+	before=$(saved)
+	{ cat "$CONF"; echo "service add 10.1.0.1:0/tcp"; } >"$bad"
+	d_stop TERM
+	d_start -c "$bad" || return 1
+	check "logged: nothing from the config applied" \
+		grep -qF "'10.1.0.1:0/tcp': 10.1.0.1 is an address of this host (v0)" "$D_LOG" || return 1
+	check "started from the state file" [ "$before" = "$(saved)" ] || return 1
+	echo "service set 10.1.0.1:0/tcp force" >>"$bad"
+	d_stop TERM
+	d_start -c "$bad" || return 1
+	check "with force it is" saved | grep -q "^service add 10.1.0.1:0/tcp .*force$"
 }
 
 lib_run
