@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "state.h"
@@ -229,12 +231,160 @@ static void files(void **unused)
 	chlb_state_free(&b);
 }
 
+/*
+ * The indexed path (chlb_state_exec_text: hashes, running vnode counts, jump
+ * buckets appended) against one statement at a time through the plain
+ * scans and a full jump sync per statement: the same state, bucket orders
+ * included, for random adds, sets and deletes over ring, jump and maglev.
+ */
+static void indexed_equals_plain(void **unused)
+{
+	static const char *algo[] = { "ring", "jump", "maglev", "jtable" };
+	char err[CHLB_ERR_MAX], line[160];
+	unsigned int seed = 12345;
+
+	for (int round = 0; round < 40; round++) {
+		struct chlb_state a, b;
+		size_t cap = 1 << 20, len = 0;
+		char *text = malloc(cap), *ta, *tb;
+		__u8 in[4][64] = { { 0 } };
+
+		assert_non_null(text);
+		chlb_state_init(&a);
+		chlb_state_init(&b);
+		for (int v = 0; v < 4; v++) {
+			len += (size_t)snprintf(text + len, cap - len,
+						"service add 10.0.0.%d:80/tcp algo %s\n", v + 1,
+						algo[(v + round) % 4]);
+		}
+		for (int i = 0; i < 1500; i++) {
+			int v = rand_r(&seed) % 4, k = rand_r(&seed) % 64, w = rand_r(&seed) % 400;
+
+			if (!in[v][k]) {
+				snprintf(line, sizeof(line),
+					 "backend add 10.0.0.%d:80/tcp 10.1.%d.%d weight %d", v + 1,
+					 k / 8, k % 8 + 2, w);
+				in[v][k] = 1;
+			} else if (rand_r(&seed) % 3) {
+				snprintf(line, sizeof(line),
+					 "backend set 10.0.0.%d:80/tcp 10.1.%d.%d weight %d", v + 1,
+					 k / 8, k % 8 + 2, w);
+			} else {
+				snprintf(line, sizeof(line),
+					 "backend del 10.0.0.%d:80/tcp 10.1.%d.%d", v + 1, k / 8,
+					 k % 8 + 2);
+				in[v][k] = 0;
+			}
+			len += (size_t)snprintf(text + len, cap - len, "%s\n", line);
+		}
+		if (round % 5 == 4) /* a service deleted and one added late: indexes move */
+			len += (size_t)snprintf(
+			    text + len, cap - len,
+			    "service del 10.0.0.1:80/tcp\nservice add 10.0.0.9:80/tcp "
+			    "algo jump\nbackend add 10.0.0.9:80/tcp 10.1.0.2\n");
+		if (chlb_state_exec_text(&a, text, "t", err, sizeof(err)))
+			fail_msg("indexed: %s", err);
+		for (char *p = text, *nl; *p; p = nl + 1) {
+			struct chlb_cmd c;
+
+			nl = strchr(p, '\n');
+			*nl = '\0';
+			if (chlb_parse_line(p, &c, err, sizeof(err)) ||
+			    chlb_state_exec(&b, &c, err, sizeof(err)))
+				fail_msg("plain: '%s': %s", p, err);
+		}
+		assert_int_equal(chlb_state_finalize(&b, err, sizeof(err)), 0);
+		ta = chlb_state_format(&a, false);
+		tb = chlb_state_format(&b, false);
+		assert_string_equal(ta, tb);
+		free(ta);
+		free(tb);
+		free(text);
+		chlb_state_free(&a);
+		chlb_state_free(&b);
+	}
+}
+
+/*
+ * The writer never follows a planted STATE.tmp symlink, and refuses a
+ * directory others can write to; a full write is all or nothing.
+ */
+static void safe_files(void **unused)
+{
+	char dir[] = "/tmp/chlb-state-XXXXXX", path[128], tmp[160], victim[160], err[CHLB_ERR_MAX];
+	struct chlb_state a, b;
+	struct chlb_state_pending p;
+	char buf[64] = "";
+	bool prev;
+	FILE *f;
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/state", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	chlb_state_init(&a);
+	chlb_state_init(&b);
+	assert_int_equal(chlb_state_exec_text(&a, cfg, "cfg", err, sizeof(err)), 0);
+	f = fopen(victim, "w");
+	fputs("precious\n", f);
+	fclose(f);
+	assert_int_equal(symlink(victim, tmp), 0);
+	assert_int_equal(chlb_state_save_file(&a, path, err, sizeof(err)), 0);
+	fd = open(victim, O_RDONLY);
+	assert_true(read(fd, buf, sizeof(buf) - 1) > 0);
+	close(fd);
+	assert_string_equal(buf, "precious\n"); /* the symlink was removed, not followed */
+	assert_int_equal(access(tmp, F_OK), -1);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), 0);
+	assert_int_equal(b.nsvc, a.nsvc);
+	/* prepared, then aborted: the file is as it was, no temporary left */
+	must(&a, "service del 10.0.0.10:80/tcp");
+	assert_int_equal(chlb_state_prepare(&a, path, &p, err, sizeof(err)), 0);
+	assert_int_equal(access(tmp, F_OK), 0);
+	chlb_state_abort(&p);
+	assert_int_equal(access(tmp, F_OK), -1);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), 0);
+	assert_int_equal(b.nsvc, a.nsvc + 1);
+	/* group- or world-writable: refused, for writing and for reading */
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(chlb_state_save_file(&a, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "writable by others"));
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "writable by others"));
+	assert_int_equal(chmod(dir, 0770), 0);
+	assert_int_equal(chlb_state_save_file(&a, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "writable by its group"));
+	assert_int_equal(chmod(dir, 0700), 0);
+	/* both copies bad: the message names both; with the state file gone, .prev */
+	f = fopen(path, "w");
+	fputs("junk\n", f);
+	fclose(f);
+	snprintf(tmp, sizeof(tmp), "%s.prev", path);
+	f = fopen(tmp, "w");
+	fputs("junk\n", f);
+	fclose(f);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "remove both files"));
+	unlink(path);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "is missing and its last good copy"));
+	unlink(tmp);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), 0);
+	assert_int_equal(b.nsvc, 0);
+	unlink(victim);
+	rmdir(dir);
+	chlb_state_free(&a);
+	chlb_state_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(validation),	   cmocka_unit_test(too_many_services),
 		cmocka_unit_test(text_round_trip), cmocka_unit_test(bad_line_applies_nothing),
-		cmocka_unit_test(files),
+		cmocka_unit_test(files),	   cmocka_unit_test(indexed_equals_plain),
+		cmocka_unit_test(safe_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

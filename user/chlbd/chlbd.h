@@ -89,9 +89,20 @@ void server_accept(void);
 void server_client_event(void *client, unsigned int events);
 void server_expire(__u64 now);
 void server_close_all(void);
+/*
+ * During a long change (chlb_rt->yield): accept clients and answer those
+ * whose request is read-only (chlbd_request_read_only()); any other request
+ * waits until the change is done (server_run_deferred(), from the loop).
+ */
+void server_poll_readonly(void);
+void server_run_deferred(void);
+/* Did a poll run since the last call? (the loop's batch of events is stale then) */
+bool server_polled(void);
 
 /* handlers.c: one request (text) -> one JSON reply (malloc'd) */
 char *handle_request(const char *req, size_t len);
+/* Does the request only read (a list, stats, which, conns, save, version, or an error)? */
+bool chlbd_request_read_only(const char *req);
 /* {"error": msg} */
 json_object *chlbd_jerr(const char *msg);
 /*
@@ -108,8 +119,15 @@ json_object *chlbd_jerr(const char *msg);
 json_object *chlbd_jerr_kind(const char *msg, const char *kind);
 /* o as one line of JSON text (malloc'd); consumes o */
 char *chlbd_reply(json_object *o);
-/* Converge to `next` (consumed), persist; 0 or -1 with err. */
+/*
+ * Converge to `next` (consumed) durably: capacity checked, written to
+ * STATE.tmp, applied, renamed over STATE; any failure leaves (or puts back)
+ * the old state in the data plane and the file (handlers.c says how). 0 or
+ * -1 with err ("...: nothing changed").
+ */
 int chlbd_commit(struct chlb_state *next, char *err, size_t errlen);
+/* Would next find every backend slot and service id it needs? (chlb_rt_capacity) */
+int chlbd_check_capacity(const struct chlb_state *next, char *err, size_t errlen);
 
 /*
  * guard.c: 0, or -1 with why when chlbd refuses to go from cur to next: a

@@ -171,7 +171,11 @@ int loop_run(void)
 				break;
 			}
 			}
+			/* a change answered clients meanwhile: the rest of evs may be stale */
+			if (server_polled())
+				break;
 		}
+		server_run_deferred(); /* requests that arrived during a change */
 		/* every iteration: due timers, then the next deadline (requests may add some) */
 		loop_kick_timer();
 	}

@@ -37,10 +37,15 @@ struct client {
 	size_t outlen, outoff;
 	__u64 deadline;
 	bool hold; /* the shutdown request: keep the connection once answered */
+	bool busy; /* its request is being handled, or waits (deferred) */
 	struct client *next, **pprev;
+	struct client *dnext; /* deferred: the next one waiting */
 };
 
 static struct client *clients;
+/* requests that arrived during a change and would change something too: they wait */
+static struct client *deferred, **deferred_tail = &deferred;
+static bool polling, polled;
 static int held_fd = -1; /* the shutdown request's connection, closed by the exit */
 static struct loop_ev listen_ev = { .type = LOOP_EV_LISTEN };
 
@@ -115,6 +120,14 @@ int server_open(const char *path)
 
 static void client_free(struct client *c)
 {
+	for (struct client **p = &deferred; *p; p = &(*p)->dnext) {
+		if (*p == c) {
+			*p = c->dnext;
+			if (!*p)
+				deferred_tail = p;
+			break;
+		}
+	}
 	if (c->fd >= 0) {
 		epoll_ctl(D.epfd, EPOLL_CTL_DEL, c->fd, NULL);
 		close(c->fd);
@@ -283,8 +296,19 @@ static void client_read(struct client *c)
 				     error_reply("request contains a NUL byte", CHLBD_ERR_USAGE));
 			return;
 		}
+		/* no more reads, no expiry: a poll during a long change must not come back here */
+		c->busy = true;
+		c->deadline = ~0ull;
+		epoll_ctl(D.epfd, EPOLL_CTL_MOD, c->fd, &(struct epoll_event){ .data.ptr = c });
+		if (polling && !chlbd_request_read_only(c->in)) {
+			c->dnext = NULL;
+			*deferred_tail = c;
+			deferred_tail = &c->dnext;
+			return;
+		}
 		reply = handle_request(c->in, c->inlen);
 		c->hold = D.stop; /* this request stopped chlbd */
+		c->busy = false;
 		client_reply(c, reply);
 		return;
 	}
@@ -294,6 +318,8 @@ void server_client_event(void *p, unsigned int events)
 {
 	struct client *c = p;
 
+	if (c->busy) /* (a hang-up while handled or waiting: answered all the same) */
+		return;
 	if (!c->out) {
 		if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 			client_read(c);
@@ -313,6 +339,58 @@ void server_client_event(void *p, unsigned int events)
 		client_hold(c);
 	else
 		client_free(c);
+}
+
+/*
+ * Between the services of a long apply (chlb_rt->yield): a look at the
+ * socket without waiting. Read-only requests are answered now, against the
+ * state as it was before the change; the others wait for
+ * server_run_deferred(). The loop drops the rest of its batch of events
+ * afterwards (server_polled()): they may name clients answered here.
+ */
+void server_poll_readonly(void)
+{
+	struct epoll_event evs[32];
+	int n;
+
+	if (polling)
+		return;
+	polling = true;
+	n = epoll_wait(D.epfd, evs, 32, 0);
+	for (int i = 0; i < n; i++) {
+		struct loop_ev *e = evs[i].data.ptr;
+
+		if (e->type == LOOP_EV_LISTEN)
+			server_accept();
+		else if (e->type == LOOP_EV_CLIENT)
+			server_client_event(e, evs[i].events);
+	}
+	polled |= n > 0;
+	polling = false;
+}
+
+bool server_polled(void)
+{
+	bool p = polled;
+
+	polled = false;
+	return p;
+}
+
+void server_run_deferred(void)
+{
+	while (deferred && !D.stop) {
+		struct client *c = deferred;
+		char *reply;
+
+		deferred = c->dnext;
+		if (!deferred)
+			deferred_tail = &deferred;
+		reply = handle_request(c->in, c->inlen);
+		c->hold = D.stop;
+		c->busy = false;
+		client_reply(c, reply);
+	}
 }
 
 void server_expire(__u64 now)

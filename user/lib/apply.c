@@ -386,6 +386,87 @@ static void mark_wanted(struct chlb_rt *rt, const struct chlb_svc_cfg *c)
 	}
 }
 
+/*
+ * The slot chlb_be_acquire() would find for (svc, a), skipping unowned
+ * adopted slots an earlier pair of this count claimed; -1: needs a free one.
+ */
+static int held_slot(const struct chlb_rt *rt, int svc, const struct chlb_addr *a,
+		     const __u8 *claimed)
+{
+	int s = chlb_be_find(rt, svc, a);
+
+	if (s < 0 || rt->be[s].svc >= 0 || !claimed[s])
+		return s;
+	for (s = 0; s < CHLB_MAX_BACKENDS; s++) /* rare: a restart from a chlbd before owners */
+		if (rt->be[s].state != CHLB_BE_EMPTY && rt->be[s].svc < 0 && !claimed[s] &&
+		    !chlb_addr_cmp(&rt->be[s].addr, a))
+			return s;
+	return -1;
+}
+
+int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *next, char *err,
+		     size_t errlen)
+{
+	static __u8 claimed[CHLB_MAX_BACKENDS];
+	bool id_taken[CHLB_MAX_SERVICES];
+	__u32 need = 0, nfree = 0, mine = 0, newsvc = 0, freeids = 0;
+	__u64 now = chlb_now_ns();
+	int nextid = 0;
+
+	memset(claimed, 0, sizeof(claimed));
+	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
+		id_taken[i] = rt->svc[i].used;
+		freeids += !rt->svc[i].used;
+	}
+	for (__u32 i = 0; i < CHLB_MAX_BACKENDS; i++) {
+		const struct chlb_rt_be *b = &rt->be[i];
+
+		nfree += b->state == CHLB_BE_EMPTY && !b->trefs && b->hold_until <= now;
+	}
+	for (__u32 i = 0; i < next->nsvc; i++) {
+		const struct chlb_svc_cfg *c = &next->svc[i];
+		int id = chlb_rt_svc_id(rt, &c->vip);
+
+		if (id < 0) { /* a new service: the id alloc_id() will give it */
+			newsvc++;
+			while (nextid < CHLB_MAX_SERVICES && id_taken[nextid])
+				nextid++;
+			if (nextid == CHLB_MAX_SERVICES) {
+				need += c->nbe;
+				continue;
+			}
+			id = nextid;
+			id_taken[nextid] = true;
+		}
+		for (__u32 j = 0; j < c->nbe; j++) {
+			int s = held_slot(rt, id, &c->be[j].addr, claimed);
+
+			if (s < 0) {
+				need++;
+				continue;
+			}
+			claimed[s] = 1;
+			mine++;
+		}
+	}
+	if (newsvc > freeids)
+		return chlb_fail(
+		    err, errlen,
+		    "not enough service ids: the change adds %u services and %u ids are "
+		    "free (%u in all; a deleted service keeps its id until its tables' "
+		    "grace period ends)",
+		    newsvc, freeids, CHLB_MAX_SERVICES);
+	if (need > nfree)
+		return chlb_fail(
+		    err, errlen,
+		    "not enough backend slots: the change needs %u new (service, "
+		    "backend) slots and %u are free (%u in all: %u kept by backends "
+		    "that stay, %u held by removed backends that tables in the history "
+		    "window or grace period still name)",
+		    need, nfree, CHLB_MAX_BACKENDS, mine, CHLB_MAX_BACKENDS - nfree - mine);
+	return 0;
+}
+
 int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_state *next,
 		  char *err, size_t errlen)
 {
@@ -433,6 +514,8 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 			failed[bad++] = n->vip;
 			rt_log(rt, LOG_ERR, "%s", msg);
 		}
+		if (rt->yield) /* a swap can take 10+ ms: let read-only requests through */
+			rt->yield();
 	}
 	for (int i = 0; i < bad; i++) {
 		const struct chlb_svc_cfg *old = chlb_state_find(cur, &failed[i]);
@@ -482,9 +565,19 @@ int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st)
 	return 0;
 }
 
+/*
+ * Preallocating a slot can cost an RCU grace period (5-30 ms: the kernel
+ * waits for it when a new inner map replaces one); after a large change
+ * hundreds are due. A tick does them for at most this long (at least one),
+ * and asks to be called again at once: the event loop answers requests in
+ * between instead of stalling for seconds.
+ */
+#define PREALLOC_BUDGET_NS 2000000ull
+
 __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 {
-	__u64 next = ~0ull;
+	__u64 next = ~0ull, budget_end = chlb_now_ns() + PREALLOC_BUDGET_NS;
+	bool more = false, did = false;
 
 	chlb_be_refresh_nexthops(rt, now);
 	if (rt->ops.resolve)
@@ -521,11 +614,16 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 				/* the next swap writes here: size it now, not in the swap's path */
 				__u32 want = s->slot[s->view[0]].t.nwords;
 
-				if (want > sl->prealloc &&
-				    !rt->ops.prealloc(rt->ops.ctx,
-						      (__u32)i * CHLB_SLOTS_PER_SERVICE + (__u32)k,
-						      want + want / 8))
+				if (want > sl->prealloc && chlb_now_ns() > budget_end) {
+					more = true; /* the next tick goes on */
+				} else if (want > sl->prealloc &&
+					   !rt->ops.prealloc(rt->ops.ctx,
+							     (__u32)i * CHLB_SLOTS_PER_SERVICE +
+								 (__u32)k,
+							     want + want / 8)) {
 					sl->prealloc = want + want / 8;
+					did = true;
+				}
 			}
 			if (!sl->used || in_view(s, k))
 				continue;
@@ -553,6 +651,8 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 		b->state = CHLB_BE_EMPTY;
 		chlb_be_write(rt, (__u32)i);
 	}
+	if (more && did) /* (a prealloc that keeps failing waits for the usual tick) */
+		next = now;
 	return next == ~0ull ? 0 : next;
 }
 

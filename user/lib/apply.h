@@ -100,6 +100,8 @@ struct chlb_rt {
 	struct chlb_rt_svc svc[CHLB_MAX_SERVICES];
 	struct chlb_rt_be be[CHLB_MAX_BACKENDS];
 	void (*log)(int level, const char *fmt, ...); /* optional; LOG_* levels */
+	/* optional: called between services of an apply (chlbd answers read-only requests) */
+	void (*yield)(void);
 	/* address -> its backend slots, one per service (chained hash): no scans */
 	__s32 be_head[CHLB_BE_HASH];
 	__s32 be_next[CHLB_MAX_BACKENDS];
@@ -123,6 +125,21 @@ __u64 chlb_now_ns(void);
  */
 int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_state *next,
 		  char *err, size_t errlen);
+
+/*
+ * Would converging to `next` find every backend slot and service id it
+ * needs? chlb_rt_apply() takes them service by service and stops a service
+ * at the first one missing, so at scale a change could get halfway: this
+ * counts them all before anything is touched. A (service, backend) pair
+ * that holds a slot (LIVE, or DEAD and coming back) keeps it; every other
+ * pair of next needs a free one: EMPTY, named by no table, past any hold.
+ * Slots of backends a change removes stay held while a table in the view
+ * (the history window, --history-ms) or in its grace period names them, so
+ * replacing every backend of a service needs old + new slots at once.
+ * 0, or -1 with err ("not enough backend slots: ...").
+ */
+int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *next, char *err,
+		     size_t errlen);
 
 /* Timers: retire history, free slots past grace, release dead backends. Returns next deadline (ns, 0 = none). */
 __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "state.h"
+#include "build_int.h"
 #include "util.h"
 
 void chlb_state_init(struct chlb_state *st)
@@ -98,6 +99,221 @@ struct chlb_be_cfg *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struc
 	return NULL;
 }
 
+/*
+ * Lookups for chlb_state_exec_text(): a config of 100 services x 1000
+ * backends is 100,000 statements, each naming a service and a backend. A
+ * chained hash per (VIP) and per (service, backend address), kept in step
+ * with every change a statement makes, replaces the scans; so do a running
+ * vnode count per ring service (its limit is checked on every statement)
+ * and appending a new backend's buckets to a jump order already in sync.
+ */
+struct htab {
+	__u32 mask;  /* buckets - 1 */
+	__s32 *head; /* bucket -> first index, -1 */
+	__s32 *next; /* index -> next index in its bucket */
+	__u32 ncap;  /* entries of next */
+	__u32 n;     /* indexes linked */
+};
+
+struct be_ix {
+	struct htab h;	   /* address -> index in be[] */
+	__u64 vnodes;	   /* ring: the backends' vnodes, as ring_vnodes() counts them */
+	bool jump_in_sync; /* the order holds each backend's buckets exactly */
+};
+
+struct chlb_state_ix {
+	struct htab h;	   /* VIP -> index in svc[] */
+	struct be_ix *svc; /* parallel to svc[] */
+	__u32 scap;
+	bool oom;
+};
+
+static __u32 hash_addr(const struct chlb_addr *a)
+{
+	__u8 k[17];
+
+	memcpy(k, a->a, 16);
+	k[16] = (__u8)a->family;
+	return chlb_crc32c(k, sizeof(k));
+}
+
+static __u32 hash_vip(const struct chlb_vip *v)
+{
+	__u8 k[20];
+
+	memcpy(k, v->addr.a, 16);
+	k[16] = (__u8)v->addr.family;
+	k[17] = (__u8)v->proto;
+	k[18] = (__u8)(v->port >> 8);
+	k[19] = (__u8)v->port;
+	return chlb_crc32c(k, sizeof(k));
+}
+
+static void ht_free(struct htab *h)
+{
+	free(h->head);
+	free(h->next);
+	memset(h, 0, sizeof(*h));
+}
+
+static int ht_reserve(struct htab *h, __u32 idx)
+{
+	if (idx >= h->ncap) {
+		__u32 cap = h->ncap ? h->ncap * 2 : 64;
+		__s32 *p;
+
+		while (cap <= idx)
+			cap *= 2;
+		p = realloc(h->next, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		h->next = p;
+		h->ncap = cap;
+	}
+	return 0;
+}
+
+static void ht_link(struct htab *h, __u32 idx, __u32 hash)
+{
+	__u32 b = hash & h->mask;
+
+	h->next[idx] = h->head[b];
+	h->head[b] = (__s32)idx;
+}
+
+static void ht_unlink(struct htab *h, __u32 idx, __u32 hash)
+{
+	__s32 *p = &h->head[hash & h->mask];
+
+	while (*p >= 0 && *p != (__s32)idx)
+		p = &h->next[*p];
+	if (*p >= 0)
+		*p = h->next[idx];
+}
+
+/* A table of at least n buckets with indexes 0..n-1 linked, hash(i) of each. */
+static int ht_build(struct htab *h, __u32 n, __u32 (*hash)(const void *, __u32), const void *arr)
+{
+	__u32 nb = 16;
+
+	while (nb < 2 * n)
+		nb *= 2;
+	ht_free(h);
+	h->head = malloc(nb * sizeof(*h->head));
+	if (!h->head || ht_reserve(h, n ? n : 1)) {
+		ht_free(h);
+		return -ENOMEM;
+	}
+	h->mask = nb - 1;
+	for (__u32 b = 0; b < nb; b++)
+		h->head[b] = -1;
+	for (__u32 i = 0; i < n; i++)
+		ht_link(h, i, hash(arr, i));
+	h->n = n;
+	return 0;
+}
+
+static __u32 svc_hash_at(const void *arr, __u32 i)
+{
+	return hash_vip(&((const struct chlb_svc_cfg *)arr)[i].vip);
+}
+
+static __u32 be_hash_at(const void *arr, __u32 i)
+{
+	return hash_addr(&((const struct chlb_be_cfg *)arr)[i].addr);
+}
+
+/* Index i of arr (n entries) was appended: link it, growing the table past half full. */
+static int ht_add(struct htab *h, __u32 i, __u32 (*hash)(const void *, __u32), const void *arr)
+{
+	if (i + 1 > (h->mask + 1) / 2)
+		return ht_build(h, i + 1, hash, arr);
+	if (ht_reserve(h, i))
+		return -ENOMEM;
+	ht_link(h, i, hash(arr, i));
+	h->n = i + 1;
+	return 0;
+}
+
+/* Entry i was removed by moving the last one (index last, now gone) into it. */
+static void ht_del_move(struct htab *h, __u32 i, __u32 hash_i, __u32 last, __u32 hash_last)
+{
+	ht_unlink(h, i, hash_i);
+	if (last != i) {
+		ht_unlink(h, last, hash_last);
+		ht_link(h, i, hash_last);
+	}
+	h->n = last;
+}
+
+static __u64 be_vnodes(const struct chlb_svc_cfg *s, __u32 weight)
+{
+	__u64 k = ((__u64)s->vnodes * weight + 50) / 100;
+
+	return weight && !k ? 1 : k;
+}
+
+static __u64 ring_vnodes(const struct chlb_svc_cfg *s);
+
+static int be_ix_build(struct be_ix *x, const struct chlb_svc_cfg *s)
+{
+	memset(x, 0, sizeof(*x));
+	x->vnodes = ring_vnodes(s);
+	return ht_build(&x->h, s->nbe, be_hash_at, s->be);
+}
+
+struct chlb_state_ix *chlb_state_ix_new(const struct chlb_state *st)
+{
+	struct chlb_state_ix *ix = calloc(1, sizeof(*ix));
+
+	if (!ix)
+		return NULL;
+	ix->scap = st->nsvc + 16;
+	ix->svc = calloc(ix->scap, sizeof(*ix->svc));
+	if (!ix->svc || ht_build(&ix->h, st->nsvc, svc_hash_at, st->svc))
+		goto bad;
+	for (__u32 i = 0; i < st->nsvc; i++)
+		if (be_ix_build(&ix->svc[i], &st->svc[i]))
+			goto bad;
+	return ix;
+bad:
+	chlb_state_ix_free(ix);
+	return NULL;
+}
+
+void chlb_state_ix_free(struct chlb_state_ix *ix)
+{
+	if (!ix)
+		return;
+	for (__u32 i = 0; i < ix->scap && ix->svc; i++)
+		ht_free(&ix->svc[i].h);
+	free(ix->svc);
+	ht_free(&ix->h);
+	free(ix);
+}
+
+static struct chlb_svc_cfg *ix_find_svc(const struct chlb_state *st, const struct chlb_state_ix *ix,
+					const struct chlb_vip *vip)
+{
+	if (!ix)
+		return chlb_state_find(st, vip);
+	for (__s32 i = ix->h.head[hash_vip(vip) & ix->h.mask]; i >= 0; i = ix->h.next[i])
+		if (!chlb_vip_cmp(&st->svc[i].vip, vip))
+			return &st->svc[i];
+	return NULL;
+}
+
+static struct chlb_be_cfg *ix_find_be(const struct chlb_svc_cfg *s, const struct be_ix *x,
+				      const struct chlb_addr *a)
+{
+	if (!x)
+		return chlb_svc_find_be(s, a);
+	for (__s32 i = x->h.head[hash_addr(a) & x->h.mask]; i >= 0; i = x->h.next[i])
+		if (!chlb_addr_cmp(&s->be[i].addr, a))
+			return &s->be[i];
+	return NULL;
+}
+
 static bool is_prime(__u32 n)
 {
 	if (n < 2)
@@ -112,18 +328,14 @@ static __u64 ring_vnodes(const struct chlb_svc_cfg *s)
 {
 	__u64 total = 0;
 
-	for (__u32 i = 0; i < s->nbe; i++) {
-		__u64 k = ((__u64)s->vnodes * s->be[i].weight + 50) / 100;
-
-		if (s->be[i].weight && !k)
-			k = 1;
-		total += k;
-	}
+	for (__u32 i = 0; i < s->nbe; i++)
+		total += be_vnodes(s, s->be[i].weight);
 	return total;
 }
 
-/* Checks that span a service's options and its backend set. */
-static int check_svc(const struct chlb_svc_cfg *s, const char *vip, char *err, size_t errlen)
+/* Checks that span a service's options and its backend set (vn: its ring vnodes). */
+static int check_svc_vn(const struct chlb_svc_cfg *s, const char *vip, __u64 vn, char *err,
+			size_t errlen)
 {
 	if (chlb_algo_has_table(s->algo)) {
 		if (!is_prime(s->table_size))
@@ -136,14 +348,19 @@ static int check_svc(const struct chlb_svc_cfg *s, const char *vip, char *err, s
 			    "'%u': maglev table size must be larger than the %u backends of %s",
 			    s->table_size, s->nbe, vip);
 	}
-	if (s->algo == CHLB_ALGO_RING && ring_vnodes(s) > CHLB_RING_MAX_VNODES)
+	if (s->algo == CHLB_ALGO_RING && vn > CHLB_RING_MAX_VNODES)
 		return chlb_fail(err, errlen, "'%s': ring would hold %llu vnodes (at most %u)", vip,
-				 (unsigned long long)ring_vnodes(s), CHLB_RING_MAX_VNODES);
+				 (unsigned long long)vn, CHLB_RING_MAX_VNODES);
 	if (s->encap_src.family && s->fwd != CHLB_FWD_IPIP)
 		return chlb_fail(err, errlen, "'%s': encap-src applies to fwd ipip only", vip);
 	if (s->mtu && s->fwd != CHLB_FWD_IPIP)
 		return chlb_fail(err, errlen, "'%s': mtu applies to fwd ipip only", vip);
 	return 0;
+}
+
+static int check_svc(const struct chlb_svc_cfg *s, const char *vip, char *err, size_t errlen)
+{
+	return check_svc_vn(s, vip, s->algo == CHLB_ALGO_RING ? ring_vnodes(s) : 0, err, errlen);
 }
 
 /* Family rules: l2dsr leaves the packet alone, so the backend must hold the
@@ -216,12 +433,12 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 	return 0;
 }
 
-static int service_add(struct chlb_state *st, const struct chlb_cmd *c, const char *vip, char *err,
-		       size_t errlen)
+static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const struct chlb_cmd *c,
+		       const char *vip, char *err, size_t errlen)
 {
 	struct chlb_svc_cfg s = { 0 };
 
-	if (chlb_state_find(st, &c->vip))
+	if (ix_find_svc(st, ix, &c->vip))
 		return chlb_err(err, errlen, -EEXIST,
 				"'%s': service already exists (use service set)", vip);
 	if (st->nsvc >= CHLB_MAX_SERVICES)
@@ -245,22 +462,46 @@ static int service_add(struct chlb_state *st, const struct chlb_cmd *c, const ch
 
 		if (!p) {
 			svc_free(&s);
-			return chlb_fail(err, errlen, "out of memory");
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
 		}
 		st->svc = p;
 		st->cap = cap;
 	}
+	if (ix && ix->scap <= st->nsvc) {
+		__u32 cap = ix->scap * 2 + 16;
+		struct be_ix *p = realloc(ix->svc, cap * sizeof(*p));
+
+		if (!p) {
+			svc_free(&s);
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		}
+		memset(p + ix->scap, 0, (cap - ix->scap) * sizeof(*p));
+		ix->svc = p;
+		ix->scap = cap;
+	}
 	st->svc[st->nsvc++] = s;
+	if (ix) {
+		struct be_ix *x = &ix->svc[st->nsvc - 1];
+
+		/* no backends, no buckets: in sync (a restored order is synced at the end) */
+		if (be_ix_build(x, &st->svc[st->nsvc - 1]) ||
+		    ht_add(&ix->h, st->nsvc - 1, svc_hash_at, st->svc)) {
+			st->nsvc--;
+			svc_free(&st->svc[st->nsvc]);
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		}
+		x->jump_in_sync = true;
+	}
 	return 0;
 }
 
-static int service_set(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const char *vip, char *err,
-		       size_t errlen)
+static int service_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
+		       const char *vip, char *err, size_t errlen)
 {
 	struct chlb_svc_cfg n;
 
 	if (svc_copy(&n, s))
-		return chlb_fail(err, errlen, "out of memory");
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
 	if (apply_svc_opts(&n, c, err, errlen) || check_svc(&n, vip, err, errlen))
 		goto bad;
 	for (__u32 i = 0; i < n.nbe; i++) {
@@ -271,7 +512,9 @@ static int service_set(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const c
 			goto bad;
 	}
 	svc_free(s);
-	*s = n;
+	*s = n; /* same backends in the same order: the index still holds */
+	if (x)
+		x->vnodes = ring_vnodes(s);
 	return 0;
 bad:
 	svc_free(&n);
@@ -301,12 +544,13 @@ static int fill_buckets(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const 
 	return 0;
 }
 
-static int backend_add(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const char *tok, char *err,
-		       size_t errlen)
+static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
+		       const char *tok, char *err, size_t errlen)
 {
 	struct chlb_be_cfg *b;
+	__u64 vn;
 
-	if (chlb_svc_find_be(s, &c->backend))
+	if (ix_find_be(s, x, &c->backend))
 		return chlb_err(err, errlen, -EEXIST,
 				"'%s': backend already in the service (use backend set)", tok);
 	if (s->nbe >= CHLB_MAX_SVC_BACKENDS)
@@ -319,7 +563,7 @@ static int backend_add(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const c
 		void *p = realloc(s->be, cap * sizeof(*s->be));
 
 		if (!p)
-			return chlb_fail(err, errlen, "out of memory");
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
 		s->be = p;
 		s->cap = cap;
 	}
@@ -331,38 +575,58 @@ static int backend_add(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const c
 	if ((c->set & CHLB_OPT_BUCKET) && fill_buckets(s, c, b->name, err, errlen))
 		return -1;
 	s->nbe++;
-	if (check_svc(s, tok, err, errlen)) {
+	vn = x ? x->vnodes + be_vnodes(s, b->weight) : ring_vnodes(s);
+	if (check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen)) {
 		s->nbe--;
 		return -1;
+	}
+	if (x) {
+		if (ht_add(&x->h, s->nbe - 1, be_hash_at, s->be)) {
+			s->nbe--;
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		}
+		x->vnodes = vn;
 	}
 	return 0;
 }
 
-static int backend_set(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const char *tok, char *err,
-		       size_t errlen)
+static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
+		       const char *tok, char *err, size_t errlen)
 {
-	struct chlb_be_cfg *b = chlb_svc_find_be(s, &c->backend);
+	struct chlb_be_cfg *b = ix_find_be(s, x, &c->backend);
 	__u32 old;
+	__u64 vn;
 
 	if (!b)
 		return chlb_err(err, errlen, -ENOENT, "'%s': no such backend in the service", tok);
 	old = b->weight;
 	b->weight = c->weight;
-	if (check_svc(s, tok, err, errlen)) {
+	vn = x ? x->vnodes - be_vnodes(s, old) + be_vnodes(s, b->weight) : ring_vnodes(s);
+	if (check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen)) {
 		b->weight = old;
 		return -1;
 	}
+	if (x)
+		x->vnodes = vn;
 	return 0;
 }
 
-static int backend_del(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const char *tok, char *err,
-		       size_t errlen)
+static int backend_del(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
+		       const char *tok, char *err, size_t errlen)
 {
-	struct chlb_be_cfg *b = chlb_svc_find_be(s, &c->backend);
+	struct chlb_be_cfg *b = ix_find_be(s, x, &c->backend);
+	__u32 i, last;
 
 	if (!b)
 		return chlb_err(err, errlen, -ENOENT, "'%s': no such backend in the service", tok);
-	*b = s->be[--s->nbe];
+	i = (__u32)(b - s->be);
+	last = s->nbe - 1;
+	if (x) {
+		x->vnodes -= be_vnodes(s, b->weight);
+		ht_del_move(&x->h, i, hash_addr(&b->addr), last, hash_addr(&s->be[last].addr));
+	}
+	*b = s->be[last];
+	s->nbe--;
 	return 0;
 }
 
@@ -376,7 +640,7 @@ static int sync_order(struct chlb_svc_cfg *s, char *err, size_t errlen)
 		return 0;
 	be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
 	if (!be)
-		return chlb_fail(err, errlen, "out of memory");
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
 	for (__u32 i = 0; i < s->nbe; i++) {
 		be[i].weight = s->be[i].weight;
 		memcpy(be[i].name, s->be[i].name, sizeof(be[i].name));
@@ -386,10 +650,49 @@ static int sync_order(struct chlb_svc_cfg *s, char *err, size_t errlen)
 	return r < 0 ? -1 : 0;
 }
 
-int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, size_t errlen)
+/*
+ * A backend added to a jump order that holds every other backend's buckets
+ * exactly: what chlb_jump_order_sync() would do, without sorting every
+ * backend again. Its buckets fill the lowest tombstones, then are appended;
+ * nothing else changes (no tombstone is made, so no trim; the tombstone
+ * share only falls, so no compaction). 1: not this case, do a full sync.
+ */
+static int jump_append(struct chlb_svc_cfg *s, const struct chlb_be_cfg *b)
+{
+	struct chlb_jump_order *o = &s->order;
+	__u32 m = jump_multiplicity(b->weight), live = 0, tail;
+
+	for (__u32 k = 0; k < o->n; k++)
+		live += o->name[k][0] != 0;
+	if ((__u64)live + m > CHLB_JUMP_MAX_BUCKETS)
+		return 1; /* the full sync says why */
+	for (__u32 k = 0; k < o->n && m; k++) {
+		if (!o->name[k][0]) {
+			snprintf(o->name[k], CHLB_BE_NAME_LEN, "%s", b->name);
+			m--;
+		}
+	}
+	tail = o->n + m;
+	if (tail > o->cap) {
+		__u32 cap = o->cap * 2 > tail ? o->cap * 2 : tail + 16;
+		void *p = realloc(o->name, (size_t)cap * sizeof(*o->name));
+
+		if (!p)
+			return 1;
+		o->name = p;
+		o->cap = cap;
+	}
+	for (; o->n < tail; o->n++)
+		snprintf(o->name[o->n], CHLB_BE_NAME_LEN, "%s", b->name);
+	return 0;
+}
+
+int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const struct chlb_cmd *c,
+		       char *err, size_t errlen)
 {
 	char vip[CHLB_ADDRSTR], tok[CHLB_ADDRSTR];
 	struct chlb_svc_cfg *s;
+	struct be_ix *x;
 	int r;
 
 	chlb_fmt_vip(&c->vip, vip, sizeof(vip));
@@ -397,33 +700,56 @@ int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, 
 	if (!chlb_cmd_is_change(c->kind))
 		return chlb_fail(err, errlen, "not a change statement");
 	if (c->kind == CHLB_CMD_SERVICE_ADD)
-		return service_add(st, c, vip, err, errlen);
-	s = chlb_state_find(st, &c->vip);
+		return service_add(st, ix, c, vip, err, errlen);
+	s = ix_find_svc(st, ix, &c->vip);
 	if (!s)
 		return chlb_err(err, errlen, -ENOENT, "'%s': no such service", vip);
+	x = ix ? &ix->svc[s - st->svc] : NULL;
 	switch (c->kind) {
 	case CHLB_CMD_SERVICE_SET:
-		r = service_set(s, c, vip, err, errlen);
+		r = service_set(s, x, c, vip, err, errlen);
 		break;
-	case CHLB_CMD_SERVICE_DEL:
+	case CHLB_CMD_SERVICE_DEL: {
+		__u32 i = (__u32)(s - st->svc), last = st->nsvc - 1;
+
+		if (ix) {
+			ht_del_move(&ix->h, i, hash_vip(&s->vip), last,
+				    hash_vip(&st->svc[last].vip));
+			ht_free(&ix->svc[i].h);
+			ix->svc[i] = ix->svc[last];
+			memset(&ix->svc[last], 0, sizeof(ix->svc[last]));
+		}
 		svc_free(s);
-		*s = st->svc[--st->nsvc];
+		*s = st->svc[last];
+		st->nsvc--;
 		return 0;
+	}
 	case CHLB_CMD_BACKEND_ADD:
-		r = backend_add(s, c, tok, err, errlen);
+		r = backend_add(s, x, c, tok, err, errlen);
 		break;
 	case CHLB_CMD_BACKEND_SET:
-		r = backend_set(s, c, tok, err, errlen);
+		r = backend_set(s, x, c, tok, err, errlen);
 		break;
 	case CHLB_CMD_BACKEND_DEL:
-		r = backend_del(s, c, tok, err, errlen);
+		r = backend_del(s, x, c, tok, err, errlen);
 		break;
 	default:
 		return chlb_fail(err, errlen, "not a change statement");
 	}
-	if (r || s->order_explicit)
+	if (r || s->order_explicit || !chlb_algo_has_order(s->algo))
 		return r;
-	return sync_order(s, err, errlen);
+	if (x && x->jump_in_sync && c->kind == CHLB_CMD_BACKEND_ADD &&
+	    !jump_append(s, &s->be[s->nbe - 1]))
+		return 0;
+	r = sync_order(s, err, errlen);
+	if (x)
+		x->jump_in_sync = !r;
+	return r;
+}
+
+int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, size_t errlen)
+{
+	return chlb_state_exec_ix(st, NULL, c, err, errlen);
 }
 
 int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen)

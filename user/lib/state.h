@@ -68,6 +68,18 @@ struct chlb_be_cfg *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struc
  */
 int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, size_t errlen);
 
+/*
+ * Lookups by VIP and by (service, backend address) for many statements in a
+ * row (chlb_state_exec_text()): built from st, kept in step by
+ * chlb_state_exec_ix(), valid only while st changes through it alone.
+ * chlb_state_exec_ix() with a NULL index is chlb_state_exec().
+ */
+struct chlb_state_ix;
+struct chlb_state_ix *chlb_state_ix_new(const struct chlb_state *st);
+void chlb_state_ix_free(struct chlb_state_ix *ix);
+int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const struct chlb_cmd *c,
+		       char *err, size_t errlen);
+
 /* Was rc (from chlb_state_exec or _exec_text) a bad value, not a conflict with the state? */
 static inline bool chlb_state_bad_value(int rc)
 {
@@ -110,14 +122,51 @@ char *chlb_state_format(const struct chlb_state *st, bool trailer);
 int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *name, char *err,
 			 size_t errlen);
 
-/* Atomic persist: PATH.tmp + fsync + keep PATH as PATH.prev + rename. */
+/*
+ * Persisting in two steps, so a caller can do its own work in between
+ * (chlbd: write, apply, then publish; see chlbd_commit()):
+ *   chlb_state_prepare(): PATH.tmp written and fsynced, nothing else
+ *     touched. Fails on a full or read-only directory ("state directory
+ *     '...' is full (...)"), and refuses a directory that is a symlink, is
+ *     writable by group or others, or is owned by neither root nor our uid
+ *     (chlb_state_dir_open()). PATH.tmp is created with O_EXCL|O_NOFOLLOW
+ *     under a directory fd: whatever is at that name (a crash's leftover,
+ *     a planted symlink) is removed, never followed.
+ *   chlb_state_publish(): PATH becomes PATH.prev (a hard link: the last
+ *     good copy), PATH.tmp is renamed over PATH, the directory fsynced.
+ *     Needs no space.
+ *   chlb_state_abort(): PATH.tmp removed, nothing published.
+ * Both close the directory whatever the outcome.
+ */
+struct chlb_state_pending {
+	int dirfd;
+	bool created; /* tmp exists and is ours */
+	char dir[4096];
+	char base[256], tmp[264], prev[264];
+};
+void chlb_state_pending_init(struct chlb_state_pending *p);
+int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chlb_state_pending *p,
+		       char *err, size_t errlen);
+int chlb_state_publish(struct chlb_state_pending *p, char *err, size_t errlen);
+void chlb_state_abort(struct chlb_state_pending *p);
+
+/* Both steps at once. */
 int chlb_state_save_file(const struct chlb_state *st, const char *path, char *err, size_t errlen);
+
+/*
+ * PATH's directory, opened O_DIRECTORY|O_NOFOLLOW, or -1 with err if it is
+ * not safe to keep the state in: writable by group or others, or owned by
+ * neither root nor our uid.
+ */
+int chlb_state_dir_open(const char *path, char *err, size_t errlen);
 
 /*
  * Loads a state file written by chlb_state_save_file. A truncated or corrupt
  * file (missing or wrong checksum trailer) is never taken as empty: the last
  * good copy (PATH.prev) is tried, and *used_prev set. Missing PATH and
- * PATH.prev = first start, empty state. -1 with err when nothing good exists.
+ * PATH.prev = first start, empty state. -1 with err when nothing good exists,
+ * naming every file that stands in the way (both, when both are bad). The
+ * directory is checked as chlb_state_dir_open() does.
  */
 int chlb_state_load_file(struct chlb_state *st, const char *path, bool *used_prev, char *err,
 			 size_t errlen);

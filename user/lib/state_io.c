@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,31 +199,41 @@ bool chlb_state_text_intact(const char *text)
 int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *name, char *err,
 			 size_t errlen)
 {
+	struct chlb_state_ix *ix = chlb_state_ix_new(st);
 	const char *p = text;
 	unsigned int lineno = 0;
 	char msg[CHLB_ERR_MAX];
+	int r = 0;
 
+	if (!ix)
+		return chlb_err(err, errlen, -ENOMEM, "%s: out of memory", name);
 	while (*p) {
 		struct chlb_cmd c;
-		int r;
 
 		lineno++;
-		if (chlb_parse_next(&p, &c, msg, sizeof(msg)))
-			return chlb_fail(err, errlen, "%s:%u: %s", name, lineno, msg);
+		if (chlb_parse_next(&p, &c, msg, sizeof(msg))) {
+			r = chlb_fail(err, errlen, "%s:%u: %s", name, lineno, msg);
+			break;
+		}
 		if (c.kind == CHLB_CMD_NONE)
 			continue;
-		if (!chlb_cmd_is_change(c.kind))
-			return chlb_fail(err, errlen,
-					 "%s:%u: only service/backend add, set, del belong in a "
-					 "config file",
-					 name, lineno);
-		r = chlb_state_exec(st, &c, msg, sizeof(msg));
-		if (r)
-			return chlb_err(err, errlen, r, "%s:%u: %s", name, lineno, msg);
+		if (!chlb_cmd_is_change(c.kind)) {
+			r = chlb_fail(err, errlen,
+				      "%s:%u: only service/backend add, set, del belong in a "
+				      "config file",
+				      name, lineno);
+			break;
+		}
+		r = chlb_state_exec_ix(st, ix, &c, msg, sizeof(msg));
+		if (r) {
+			r = chlb_err(err, errlen, r, "%s:%u: %s", name, lineno, msg);
+			break;
+		}
 	}
-	if (chlb_state_finalize(st, msg, sizeof(msg)))
-		return chlb_fail(err, errlen, "%s: %s", name, msg);
-	return 0;
+	chlb_state_ix_free(ix);
+	if (!r && chlb_state_finalize(st, msg, sizeof(msg)))
+		r = chlb_fail(err, errlen, "%s: %s", name, msg);
+	return r;
 }
 
 char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen)
@@ -290,61 +299,195 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-static void fsync_dir(const char *path)
+/* "/a/b/state" -> dir "/a/b" and base "state" (dir "." for a bare name) */
+static int split_path(const char *path, char *dir, size_t dlen, char *base, size_t blen)
 {
-	char *dup = strdup(path);
-	int fd;
+	const char *slash = strrchr(path, '/');
+	size_t n;
 
-	if (!dup)
-		return;
-	fd = open(dirname(dup), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
+	if (!slash) {
+		snprintf(dir, dlen, ".");
+		n = (size_t)snprintf(base, blen, "%s", path);
+	} else {
+		size_t d = slash == path ? 1 : (size_t)(slash - path);
+
+		if (d >= dlen)
+			return -1;
+		memcpy(dir, path, d);
+		dir[d] = '\0';
+		n = (size_t)snprintf(base, blen, "%s", slash + 1);
 	}
-	free(dup);
+	/* room for ".prev" and ".tmp" */
+	return !base[0] || n + 6 > blen ? -1 : 0;
+}
+
+int chlb_state_dir_open(const char *path, char *err, size_t errlen)
+{
+	char dir[4096], base[256];
+	struct stat sb;
+	int fd, e;
+
+	if (split_path(path, dir, sizeof(dir), base, sizeof(base)))
+		return chlb_fail(err, errlen, "'%s': not a usable state file name", path);
+	/* the directory itself may not be a symlink someone swapped in */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		if (e == ELOOP || e == ENOTDIR)
+			return chlb_fail(err, errlen,
+					 "state directory '%s' is not a directory (a symlink is "
+					 "refused)",
+					 dir);
+		return chlb_fail(err, errlen, "couldn't open state directory '%s': %s (-%d)", dir,
+				 strerror(e), e);
+	}
+	if (fstat(fd, &sb)) {
+		e = errno;
+		close(fd);
+		return chlb_fail(err, errlen, "state directory '%s': %s (-%d)", dir, strerror(e),
+				 e);
+	}
+	/*
+	 * Whoever can create files here can plant STATE.tmp (a symlink to a file
+	 * of root's), replace the state file (and so steer the traffic) or fill
+	 * the directory: only root and chlbd's own uid may.
+	 */
+	if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
+		close(fd);
+		return chlb_fail(err, errlen,
+				 "state directory '%s' is owned by uid %u, not root or chlbd's uid "
+				 "%u: refusing to use it (chown it, or choose another --state)",
+				 dir, (unsigned int)sb.st_uid, (unsigned int)geteuid());
+	}
+	if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
+		close(fd);
+		return chlb_fail(err, errlen,
+				 "state directory '%s' is writable by %s (mode %04o): refusing to "
+				 "use it (chmod go-w '%s', or choose another --state)",
+				 dir, sb.st_mode & S_IWOTH ? "others" : "its group",
+				 (unsigned int)(sb.st_mode & 07777), dir);
+	}
+	return fd;
+}
+
+/* Why a write into the state directory failed, in an operator's words. */
+static int write_error(const char *dir, const char *what, int e, char *err, size_t errlen)
+{
+	const char *why = e == ENOSPC || e == EDQUOT  ? "is full"
+			  : e == EROFS		      ? "is read-only"
+			  : e == EACCES || e == EPERM ? "is not writable by chlbd"
+						      : NULL;
+
+	if (why)
+		return chlb_fail(err, errlen, "state directory '%s' %s (%s: %s)", dir, why, what,
+				 strerror(e));
+	return chlb_fail(err, errlen, "couldn't write the state in '%s' (%s: %s (-%d))", dir, what,
+			 strerror(e), e);
+}
+
+void chlb_state_pending_init(struct chlb_state_pending *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->dirfd = -1;
+}
+
+int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chlb_state_pending *p,
+		       char *err, size_t errlen)
+{
+	char *text;
+	int fd, e;
+
+	chlb_state_pending_init(p);
+	if (split_path(path, p->dir, sizeof(p->dir), p->base, sizeof(p->base)))
+		return chlb_fail(err, errlen, "'%s': not a usable state file name", path);
+	snprintf(p->tmp, sizeof(p->tmp), "%s.tmp", p->base);
+	snprintf(p->prev, sizeof(p->prev), "%s.prev", p->base);
+	p->dirfd = chlb_state_dir_open(path, err, errlen);
+	if (p->dirfd < 0)
+		return -1;
+	text = chlb_state_format(st, true);
+	if (!text) {
+		chlb_state_abort(p);
+		return chlb_fail(err, errlen, "out of memory");
+	}
+	/*
+	 * Never opened through whatever is at the name: O_EXCL fails on anything
+	 * there (a leftover of a crash, or a planted symlink), which is removed
+	 * (the name, never what a symlink points to) and the file created anew.
+	 */
+	fd = openat(p->dirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST && !unlinkat(p->dirfd, p->tmp, 0))
+		fd = openat(p->dirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
+	if (fd < 0) {
+		e = errno;
+		free(text);
+		chlb_state_abort(p);
+		return write_error(p->dir, "creating a temporary file", e, err, errlen);
+	}
+	p->created = true;
+	if (write_all(fd, text, strlen(text)) || fsync(fd)) {
+		e = errno;
+		close(fd);
+		free(text);
+		chlb_state_abort(p);
+		return write_error(p->dir, "writing the temporary file", e, err, errlen);
+	}
+	free(text);
+	if (close(fd)) {
+		e = errno;
+		chlb_state_abort(p);
+		return write_error(p->dir, "closing the temporary file", e, err, errlen);
+	}
+	return 0;
+}
+
+int chlb_state_publish(struct chlb_state_pending *p, char *err, size_t errlen)
+{
+	struct stat sb;
+	int e;
+
+	/* the current file was verified when written: it becomes the last good copy */
+	if (!fstatat(p->dirfd, p->base, &sb, AT_SYMLINK_NOFOLLOW) && S_ISREG(sb.st_mode)) {
+		unlinkat(p->dirfd, p->prev, 0);
+		if (linkat(p->dirfd, p->base, p->dirfd, p->prev, 0))
+			(void)0; /* best effort: a missing .prev only loses the fallback */
+	}
+	if (renameat(p->dirfd, p->tmp, p->dirfd, p->base)) {
+		e = errno;
+		chlb_state_abort(p);
+		return write_error(p->dir, "renaming the temporary file over the state file", e,
+				   err, errlen);
+	}
+	p->created = false;
+	if (fsync(p->dirfd)) {
+		/* the rename happened; only its durability is in doubt */
+		e = errno;
+		chlb_state_abort(p);
+		return write_error(p->dir, "syncing the directory", e, err, errlen);
+	}
+	chlb_state_abort(p);
+	return 0;
+}
+
+void chlb_state_abort(struct chlb_state_pending *p)
+{
+	if (p->dirfd >= 0) {
+		if (p->created)
+			unlinkat(p->dirfd, p->tmp, 0);
+		close(p->dirfd);
+	}
+	p->dirfd = -1;
+	p->created = false;
 }
 
 int chlb_state_save_file(const struct chlb_state *st, const char *path, char *err, size_t errlen)
 {
-	char tmp[4096], prev[4096];
-	char *text = chlb_state_format(st, true);
-	int fd, e;
+	struct chlb_state_pending p;
 
-	if (!text)
-		return chlb_fail(err, errlen, "out of memory");
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	snprintf(prev, sizeof(prev), "%s.prev", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		goto bad;
-	if (write_all(fd, text, strlen(text)) || fsync(fd)) {
-		e = errno;
-		close(fd);
-		unlink(tmp);
-		errno = e;
-		goto bad;
-	}
-	close(fd);
-	free(text);
-	/* the current file was verified when written: it becomes the last good copy */
-	if (access(path, F_OK) == 0) {
-		unlink(prev);
-		if (link(path, prev))
-			(void)0; /* best effort: a missing .prev only loses the fallback */
-	}
-	if (rename(tmp, path)) {
-		e = errno;
-		unlink(tmp);
-		return chlb_fail(err, errlen, "couldn't rename '%s' to '%s': %s (-%d)", tmp, path,
-				 strerror(e), e);
-	}
-	fsync_dir(path);
-	return 0;
-bad:
-	e = errno;
-	free(text);
-	return chlb_fail(err, errlen, "couldn't write '%s': %s (-%d)", tmp, strerror(e), e);
+	if (chlb_state_prepare(st, path, &p, err, errlen))
+		return -1;
+	return chlb_state_publish(&p, err, errlen);
 }
 
 static int load_one(struct chlb_state *st, const char *path, char *err, size_t errlen)
@@ -375,23 +518,49 @@ static int load_one(struct chlb_state *st, const char *path, char *err, size_t e
 int chlb_state_load_file(struct chlb_state *st, const char *path, bool *used_prev, char *err,
 			 size_t errlen)
 {
-	char prev[4096], first[CHLB_ERR_MAX];
+	char prev[4096], first[CHLB_ERR_MAX], second[CHLB_ERR_MAX];
+	bool have, have_prev;
+	int dirfd;
 
 	*used_prev = false;
 	snprintf(prev, sizeof(prev), "%s.prev", path);
-	if (access(path, F_OK) && access(prev, F_OK)) {
+	/* a directory others can write to could have handed us any state */
+	dirfd = chlb_state_dir_open(path, err, errlen);
+	if (dirfd < 0)
+		return -1;
+	close(dirfd);
+	have = !access(path, F_OK);
+	have_prev = !access(prev, F_OK);
+	if (!have && !have_prev) {
 		chlb_state_free(st);
 		return 0;
 	}
-	if (!access(path, F_OK) && !load_one(st, path, first, sizeof(first)))
+	if (have && !load_one(st, path, first, sizeof(first)))
 		return 0;
-	if (access(path, F_OK))
-		snprintf(first, sizeof(first), "'%s': missing", path);
-	if (!access(prev, F_OK) && !load_one(st, prev, err, errlen)) {
+	if (have_prev && !load_one(st, prev, second, sizeof(second))) {
 		*used_prev = true;
 		/* report why the newer copy was skipped */
-		snprintf(err, errlen, "%s", first);
+		if (have)
+			snprintf(err, errlen, "%s", first);
+		else
+			snprintf(err, errlen, "'%s': missing", path);
 		return 0;
 	}
-	return chlb_fail(err, errlen, "%s; no good copy in '%s' either", first, prev);
+	/*
+	 * Nothing good. Say which files stand in the way: removing only the
+	 * state file would leave the bad last good copy, which is read next.
+	 */
+	if (!have)
+		return chlb_fail(
+		    err, errlen,
+		    "'%s' is missing and its last good copy '%s' is bad (remove it too "
+		    "to start with no services): %s",
+		    path, prev, second);
+	if (!have_prev)
+		return chlb_fail(err, errlen, "%s, and there is no last good copy '%s'", first,
+				 prev);
+	return chlb_fail(err, errlen,
+			 "'%s' and its last good copy '%s' are both bad (remove both files to "
+			 "start with no services): %s; %s",
+			 path, prev, first, second);
 }
