@@ -52,8 +52,9 @@ static __always_inline int chlb_fib_nexthop(void *ctx, bool tc, const struct chl
 	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
 		return CHLB_R_PASS_NO_NEIGH;
+	/* no route, or an unreachable/blackhole/prohibit one, or forwarding off */
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
-		return CHLB_R_ERROR;
+		return CHLB_R_NO_ROUTE;
 	__builtin_memcpy(nh->dmac, fib.dmac, 6);
 	__builtin_memcpy(nh->smac, fib.smac, 6);
 	nh->ifindex = fib.ifindex;
@@ -61,9 +62,11 @@ static __always_inline int chlb_fib_nexthop(void *ctx, bool tc, const struct chl
 }
 
 /*
- * Next hop towards the backend. Returns CHLB_R_MAX when resolved, else the
- * reason to pass the packet to the kernel (NO_NEIGH: the kernel resolves
- * the neighbour on the way, and the next packet finds it).
+ * Next hop towards the backend. Returns CHLB_R_MAX when resolved, else
+ * CHLB_R_PASS_NO_NEIGH (pass: the kernel resolves the neighbour on the way,
+ * and the next packet finds it) or CHLB_R_NO_ROUTE (the caller drops: the
+ * kernel would route the packet by its VIP, back towards the router or to
+ * the host's own stack, never to the backend).
  */
 static __always_inline int chlb_nexthop(void *ctx, bool tc, const struct chlb_backend *be,
 					struct chlb_nexthop *nh)

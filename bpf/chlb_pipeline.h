@@ -137,6 +137,12 @@ static __always_inline int chlb_process(void *ctx, bool tc)
 	if (!be)
 		return drop(ctx, tc, CHLB_R_NO_BACKEND);
 	r = chlb_nexthop(ctx, tc, be, &nh);
+	if (r == CHLB_R_NO_ROUTE) {
+		/* counted per service and backend too: `stats` names the backend */
+		stat_no_route(&svc_stats, svc->id);
+		stat_no_route(&be_stats, slot);
+		return drop(ctx, tc, r);
+	}
 	if (r != CHLB_R_MAX)
 		return pass(ctx, tc, r);
 

@@ -25,4 +25,13 @@ static __always_inline void stat_count(void *map, __u32 idx, __u32 bytes, __u32 
 	c->new_flows += new_flow;
 }
 
+/* A packet for the backend dropped for want of a route: its service's and its slot's. */
+static __always_inline void stat_no_route(void *map, __u32 idx)
+{
+	struct chlb_counters *c = bpf_map_lookup_elem(map, &idx);
+
+	if (c)
+		c->no_route++;
+}
+
 #endif /* CHLB_STATS_H */

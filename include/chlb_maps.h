@@ -225,11 +225,17 @@ static __always_inline __u32 chlb_syn_index(__u32 fk)
 	return (fk >> 12) & 3;
 }
 
-/* Per service and per backend, per CPU. */
+/*
+ * Per service and per backend, per CPU. packets, bytes and new_flows count
+ * what was forwarded; no_route what was dropped because the backend had no
+ * route (CHLB_R_NO_ROUTE). A pinned copy of another size (before no_route)
+ * is recreated at load (user/lib/dp_load.c): its counters restart at zero.
+ */
 struct chlb_counters {
 	__u64 packets;
 	__u64 bytes;
 	__u64 new_flows;
+	__u64 no_route;
 };
 
 /* Global, per CPU: why each packet ended as it did. Names in chlb_reason_names. */
@@ -256,6 +262,7 @@ enum chlb_reason {
 	CHLB_R_DROP_TCP_FLAGS, /* SYN with RST or FIN: no real stack sends it; dropped */
 	CHLB_R_PASS_ICMP_LOCAL, /* ICMP error not sent to the VIP it quotes (to the LB): passed */
 	CHLB_R_ERROR,		/* internal: helper failed */
+	CHLB_R_NO_ROUTE,	/* dropped: the FIB has no usable route to the backend */
 	CHLB_R_MAX
 };
 
@@ -287,6 +294,7 @@ static const char *const chlb_reason_names[CHLB_R_MAX] = {
 	[CHLB_R_DROP_TCP_FLAGS] = "drop_tcp_flags",
 	[CHLB_R_PASS_ICMP_LOCAL] = "pass_icmp_local",
 	[CHLB_R_ERROR] = "error",
+	[CHLB_R_NO_ROUTE] = "drop_no_route",
 };
 #endif
 

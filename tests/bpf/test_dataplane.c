@@ -1274,7 +1274,10 @@ static void test_udp_idle(void **state)
 	dp = saved;
 }
 
-/* Next hop from the kernel: bpf_fib_lookup without a cached one, and chlb_nh_resolve. */
+/*
+ * Next hop from the kernel: bpf_fib_lookup without a cached one, and
+ * chlb_nh_resolve; a backend without a route: drop_no_route, per backend.
+ */
 static void test_fib_and_nexthop(void **state)
 {
 	struct fx_pkt s = { .family = CHLB_AF_INET,
@@ -1286,6 +1289,7 @@ static void test_fib_and_nexthop(void **state)
 			    .flags = FX_SYN };
 	__u8 in[256], out[512], mac[6] = { 0x02, 0, 0, 0, 0, 0x78 }, a[4];
 	struct chlb_table t = { 0 };
+	struct chlb_counters b0, b1, s0, s1;
 	struct chlb_backend be;
 	struct chlb_nh nh;
 	__u32 slot = 60;
@@ -1335,7 +1339,47 @@ static void test_fib_and_nexthop(void **state)
 	inet_pton(AF_INET, "192.0.2.79", be.addr);
 	assert_int_equal(chlb_dp_set_backend(dp, slot, &be), 0);
 	expect_pass(in, n, CHLB_R_PASS_NO_NEIGH);
+	/* no route to the backend: dropped, counted by name, for the service and the slot */
+	inet_pton(AF_INET, "203.0.113.1", be.addr);
+	assert_int_equal(chlb_dp_set_backend(dp, slot, &be), 0);
+	assert_int_equal(chlb_dp_read_backend_stats(dp, slot, &b0), 0);
+	assert_int_equal(chlb_dp_read_service_stats(dp, 12, &s0), 0);
+	expect_drop(in, n, CHLB_R_NO_ROUTE);
+	stats_delta(CHLB_R_ERROR, 0);
+	stats_delta(CHLB_R_FORWARDED, 0);
+	assert_int_equal(chlb_dp_read_backend_stats(dp, slot, &b1), 0);
+	assert_int_equal(chlb_dp_read_service_stats(dp, 12, &s1), 0);
+	assert_int_equal(b1.no_route - b0.no_route, 2); /* XDP and TC */
+	assert_int_equal(s1.no_route - s0.no_route, 2);
+	assert_int_equal(b1.packets, b0.packets);
+	assert_int_equal(s1.packets, s0.packets);
 	chlb_table_free(&t);
+}
+
+/* stats --reset: every counter to zero but ct_insert (evictions = inserts - entries) */
+static void test_reset_counters(void **state)
+{
+	struct chlb_global_stats g;
+	struct chlb_counters c;
+	__u64 ins;
+
+	assert_int_equal(chlb_dp_read_global(dp, &g), 0);
+	ins = g.reason[CHLB_R_CT_INSERT];
+	assert_true(ins > 0 && g.reason[CHLB_R_FORWARDED] > 0 && g.reason[CHLB_R_NO_ROUTE] > 0);
+	assert_int_equal(chlb_dp_reset_counters(dp), 0);
+	assert_int_equal(chlb_dp_read_global(dp, &g), 0);
+	for (int r = 0; r < CHLB_R_MAX; r++)
+		if (g.reason[r] != (r == CHLB_R_CT_INSERT ? ins : 0))
+			fail_msg("%s: %llu after the reset", chlb_reason_names[r],
+				 (unsigned long long)g.reason[r]);
+	for (__u32 i = 0; i < CHLB_MAX_SERVICES; i++) {
+		assert_int_equal(chlb_dp_read_service_stats(dp, i, &c), 0);
+		assert_true(!c.packets && !c.bytes && !c.new_flows && !c.no_route);
+	}
+	for (__u32 i = 0; i < CHLB_MAX_BACKENDS; i++) {
+		assert_int_equal(chlb_dp_read_backend_stats(dp, i, &c), 0);
+		assert_true(!c.packets && !c.bytes && !c.new_flows && !c.no_route);
+	}
 }
 
 int main(void)
@@ -1359,6 +1403,7 @@ int main(void)
 		cmocka_unit_test(test_icmp_writes_no_state),
 		cmocka_unit_test(test_udp_idle),
 		cmocka_unit_test(test_fib_and_nexthop),
+		cmocka_unit_test(test_reset_counters), /* last: after every other one's traffic */
 	};
 	int rc;
 

@@ -337,6 +337,70 @@ static void test_write_in_place(void **state)
 	chlb_dp_close(dp);
 }
 
+/*
+ * Counters pinned by a data plane from before no_route and drop_no_route
+ * (24-byte service and backend counters, one reason fewer): a restart over
+ * them recreates those three maps at their new size (the counters restart
+ * at zero) and adopts the rest; the new counters then count.
+ */
+static void test_counters_of_old_shape_replaced(void **state)
+{
+	static const char *const names[] = { "svc_stats", "be_stats", "global_stats" };
+	const enum chlb_dp_map maps[] = { CHLB_MAP_SVC_STATS, CHLB_MAP_BE_STATS,
+					  CHLB_MAP_GLOBAL_STATS };
+	const __u32 old_size[] = { 24, 24, (CHLB_R_MAX - 1) * 8 };
+	const __u32 new_size[] = { sizeof(struct chlb_counters), sizeof(struct chlb_counters),
+				   sizeof(struct chlb_global_stats) };
+	const __u32 max[] = { CHLB_MAX_SERVICES, CHLB_MAX_BACKENDS, 1 };
+	struct chlb_dp_opts o = { .pin_dir = pin_dir, .conn_max = 4096 };
+	struct chlb_global_stats g;
+	struct chlb_counters c;
+	struct chlb_backend be, got;
+	char err[256], path[256];
+	struct chlb_dp *dp;
+	int fd;
+
+	(void)state;
+	assert_int_equal(chlb_dp_open(&o, &dp, err, sizeof(err)), 0);
+	fx_backend(&be, 5, CHLB_AF_INET, 3);
+	assert_int_equal(chlb_dp_set_backend(dp, 5, &be), 0);
+	chlb_dp_close(dp);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, names[i]);
+		assert_int_equal(unlink(path), 0);
+		fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, names[i], 4, old_size[i], max[i],
+				    NULL);
+		assert_true(fd >= 0);
+		assert_int_equal(bpf_obj_pin(fd, path), 0);
+		close(fd);
+	}
+	assert_int_equal(chlb_dp_open(&o, &dp, err, sizeof(err)), 0);
+	assert_true(chlb_dp_adopted(dp));
+	assert_int_equal(chlb_dp_get_backend(dp, 5, &got), 0); /* adopted */
+	assert_int_equal(got.gen, 3);
+	for (int i = 0; i < 3; i++) {
+		struct bpf_map_info info = { 0 };
+		__u32 ilen = sizeof(info);
+
+		assert_int_equal(bpf_obj_get_info_by_fd(chlb_dp_map_fd(dp, maps[i]), &info, &ilen),
+				 0);
+		assert_int_equal(info.value_size, new_size[i]);
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, names[i]);
+		fd = bpf_obj_get(path); /* the new map is the one pinned */
+		assert_true(fd >= 0);
+		memset(&info, 0, sizeof(info));
+		assert_int_equal(bpf_obj_get_info_by_fd(fd, &info, &ilen), 0);
+		assert_int_equal(info.value_size, new_size[i]);
+		close(fd);
+	}
+	assert_int_equal(chlb_dp_read_global(dp, &g), 0);
+	assert_int_equal(g.reason[CHLB_R_NO_ROUTE], 0);
+	assert_int_equal(chlb_dp_read_backend_stats(dp, 5, &c), 0);
+	assert_int_equal(c.no_route, 0);
+	assert_int_equal(chlb_dp_unpin(dp, err, sizeof(err)), 0);
+	chlb_dp_close(dp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_filter_of_old_layout_replaced),
 		cmocka_unit_test(test_write_in_place),
 		cmocka_unit_test(test_filter_rebuild),
+		cmocka_unit_test(test_counters_of_old_shape_replaced),
 	};
 
 	return cmocka_run_group_tests_name("dp_pin", tests, setup, NULL);

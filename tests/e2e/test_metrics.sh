@@ -47,7 +47,7 @@ value() {
 has_line() { grep -q -- "$2" "$1"; }
 
 test_promtool_accepts_a_scrape() {
-	local f=$LIB_DIR/scrape.txt hdr=$LIB_DIR/scrape.hdr out rc=0 name svcs swaps6 fp swaps ver sum
+	local f=$LIB_DIR/scrape.txt hdr=$LIB_DIR/scrape.hdr out rc=0 name svcs swaps6 fp swaps ver sum nreasons
 	client once -t "$VIP4" -n 20 -q >/dev/null
 	scrape -D "$hdr" -o "$f" || return 1
 	check "Content-Type is text/plain; version=0.0.4: $(grep -i '^content-type' "$hdr")" \
@@ -59,6 +59,7 @@ test_promtool_accepts_a_scrape() {
 		chlb_service_new_flows_total chlb_service_backends chlb_service_tables \
 		chlb_service_conntrack_entries chlb_swaps_total chlb_table_info \
 		chlb_backend_packets_total chlb_backend_bytes_total chlb_backend_new_flows_total \
+		chlb_service_no_route_packets_total chlb_backend_no_route_packets_total \
 		chlb_backend_conntrack_entries chlb_backend_weight chlb_backend_state \
 		chlb_backend_generation chlb_reason_packets_total chlb_conntrack_entries \
 		chlb_conntrack_size chlb_conntrack_memory_bytes chlb_conntrack_inserts_total \
@@ -66,8 +67,11 @@ test_promtool_accepts_a_scrape() {
 		check "$name has HELP and TYPE" grep -q "^# TYPE $name " "$f" || rc=1
 		grep -q "^# HELP $name " "$f" || rc=1
 	done
-	check "a sample per reason (20)" \
-		[ "$(grep -c '^chlb_reason_packets_total{' "$f")" = 20 ] || rc=1
+	# as many as chlbctl stats names (include/chlb_maps.h)
+	nreasons=$(ctl -j stats | jq '.global | length')
+	check "a sample per reason ($nreasons), drop_no_route among them" \
+		[ "$(grep -c '^chlb_reason_packets_total{' "$f")" = "$nreasons" ] || rc=1
+	has_line "$f" '^chlb_reason_packets_total{reason="drop_no_route"} ' || rc=1
 	check "the IPv4 VIP forwarded packets" \
 		[ "$(value "$f" chlb_service_packets_total "vip=\"$VIP\"")" -gt 0 ] || rc=1
 	svcs=$(ctl -j service list) || return 1

@@ -6,8 +6,9 @@
  * new occupant (gen + 1, counters zeroed first) only when no table names
  * the old one. Backend slots are per (service, address): the same address
  * in two services has two, removing it from one touches only that one's,
- * next hops are resolved once per address, and a restart reads the owners
- * back.
+ * next hops are resolved once per address (a backend without a route is
+ * logged once, and its recovery), a service new to an id starts its
+ * counters at zero, and a restart reads the owners back.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -35,8 +36,12 @@ static struct fake {
 	bool has[CHLB_MAX_SERVICES];
 	int fail_write;
 	__u32 last_tslot;
-	__u32 resolves; /* next-hop lookups */
-	__u8 mac;	/* what they answer */
+	__u32 resolves;			      /* next-hop lookups */
+	__u8 mac;			      /* what they answer */
+	bool no_route;			      /* ... or -ENETUNREACH */
+	__u64 svc_packets[CHLB_MAX_SERVICES]; /* svc_stats, as the data plane counts them */
+	__u32 svc_resets[CHLB_MAX_SERVICES];
+	int no_route_logs, route_back_logs; /* the rt's log lines about routes */
 } F;
 
 static int f_set_backend(void *ctx, __u32 slot, const struct chlb_backend *be)
@@ -55,9 +60,18 @@ static int f_reset_stats(void *ctx, __u32 slot)
 	return 0;
 }
 
+static int f_reset_svc_stats(void *ctx, __u32 id)
+{
+	F.svc_packets[id] = 0;
+	F.svc_resets[id]++;
+	return 0;
+}
+
 static int f_resolve(void *ctx, struct chlb_backend *be)
 {
 	F.resolves++;
+	if (F.no_route)
+		return -ENETUNREACH;
 	memset(be->dmac, F.mac, sizeof(be->dmac));
 	be->ifindex = 7;
 	be->flags |= CHLB_BE_F_NH_VALID;
@@ -96,6 +110,9 @@ static int f_write_table(void *ctx, __u32 tslot, const __u32 *w, __u32 n)
 
 static int f_set_service(void *ctx, const struct chlb_vip_key *k, const struct chlb_service *v)
 {
+	/* a service new to its id never shows its predecessor's counters */
+	if (!F.has[v->id] || memcmp(&F.keys[v->id], k, sizeof(*k)))
+		assert_int_equal(F.svc_packets[v->id], 0);
 	F.view = *v;
 	F.has_view = true;
 	F.keys[v->id] = *k;
@@ -117,7 +134,8 @@ static const struct chlb_dp_ops ops = { .set_backend = f_set_backend,
 					.write_table = f_write_table,
 					.set_service = f_set_service,
 					.del_service = f_del_service,
-					.reset_stats = f_reset_stats };
+					.reset_stats = f_reset_stats,
+					.reset_svc_stats = f_reset_svc_stats };
 
 /* the same, resolving next hops */
 static const struct chlb_dp_ops ops_nh = { .set_backend = f_set_backend,
@@ -125,7 +143,22 @@ static const struct chlb_dp_ops ops_nh = { .set_backend = f_set_backend,
 					   .set_service = f_set_service,
 					   .del_service = f_del_service,
 					   .reset_stats = f_reset_stats,
+					   .reset_svc_stats = f_reset_svc_stats,
 					   .resolve = f_resolve };
+
+static void f_log(int level, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (strstr(line, "no route to it"))
+		F.no_route_logs++;
+	if (strstr(line, "route to it again"))
+		F.route_back_logs++;
+}
 
 static int f_get_table_hdr(void *ctx, __u32 tslot, struct chlb_table_hdr *hdr)
 {
@@ -531,6 +564,84 @@ static void failed_removal_keeps_backend(void **unused)
 	chlb_state_free(&st);
 }
 
+/* a service taking the id of a deleted one counts from zero */
+static void service_id_reuse_zeroes_counters(void **unused)
+{
+	struct chlb_rt *rt = chlb_rt_new(&ops, HISTORY_MS, GRACE_MS);
+	struct chlb_state st;
+	int id;
+
+	memset(&F, 0, sizeof(F));
+	chlb_state_init(&st);
+	change_text(rt, &st, "service add " SA " algo jump\nbackend add " SA " 10.1.0.2\n");
+	id = svc_id(rt, SA);
+	assert_int_equal(F.svc_resets[id], 1);
+	F.svc_packets[id] = 1000; /* its traffic */
+	change(rt, &st, "service del " SA);
+	settle(rt);
+	/* f_set_service asserts the new service's counters are zero when published */
+	change_text(rt, &st, "service add " SB " algo jump\nbackend add " SB " 10.1.0.3\n");
+	assert_int_equal(svc_id(rt, SB), id);
+	assert_int_equal(F.svc_resets[id], 2);
+	/* an update of a running service keeps its counters */
+	F.svc_packets[id] = 7;
+	change(rt, &st, "backend add " SB " 10.1.0.4");
+	assert_int_equal(F.svc_packets[id], 7);
+	assert_int_equal(F.svc_resets[id], 2);
+	chlb_rt_free(rt);
+	chlb_state_free(&st);
+}
+
+/*
+ * a backend without a route: its cached next hop is dropped (the data plane
+ * drops its packets as drop_no_route), one log line per address whatever
+ * the services and refresh rounds, one when the route is back
+ */
+static void no_route_logged_once(void **unused)
+{
+	struct chlb_rt *rt = chlb_rt_new(&ops_nh, HISTORY_MS, GRACE_MS);
+	struct chlb_state st;
+	__u64 now = chlb_now_ns();
+	int a, b;
+
+	memset(&F, 0, sizeof(F));
+	rt->log = f_log;
+	F.mac = 0xaa;
+	chlb_state_init(&st);
+	change_text(rt, &st, "service add " SA " algo jump\nbackend add " SA " 10.1.0.2\n");
+	a = be_slot(rt, SA, "10.1.0.2");
+	assert_true(F.be[a].flags & CHLB_BE_F_NH_VALID);
+	assert_int_equal(F.no_route_logs, 0);
+	/* the route goes: the refresh clears the next hop, one line */
+	F.no_route = true;
+	chlb_rt_tick(rt, now + 2000000000ull);
+	assert_false(F.be[a].flags & CHLB_BE_F_NH_VALID);
+	assert_int_equal(F.no_route_logs, 1);
+	chlb_rt_tick(rt, now + 4000000000ull);
+	chlb_rt_tick(rt, now + 6000000000ull);
+	assert_int_equal(F.no_route_logs, 1);
+	/* the same address in another service, and a new address: one line for the new one */
+	change_text(rt, &st,
+		    "service add " SB " algo jump\nbackend add " SB " 10.1.0.2\n"
+		    "backend add " SB " 10.1.0.3\n");
+	b = be_slot(rt, SB, "10.1.0.3");
+	assert_false(F.be[b].flags & CHLB_BE_F_NH_VALID);
+	assert_false(F.be[be_slot(rt, SB, "10.1.0.2")].flags & CHLB_BE_F_NH_VALID);
+	assert_int_equal(F.no_route_logs, 2);
+	assert_int_equal(F.route_back_logs, 0);
+	/* the route is back: a line per address, next hops valid again */
+	F.no_route = false;
+	chlb_rt_tick(rt, now + 8000000000ull);
+	assert_int_equal(F.route_back_logs, 2);
+	assert_true(F.be[a].flags & CHLB_BE_F_NH_VALID);
+	assert_true(F.be[b].flags & CHLB_BE_F_NH_VALID);
+	chlb_rt_tick(rt, now + 10000000000ull);
+	assert_int_equal(F.route_back_logs, 2);
+	assert_int_equal(F.no_route_logs, 2);
+	chlb_rt_free(rt);
+	chlb_state_free(&st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -541,6 +652,8 @@ int main(void)
 		cmocka_unit_test(nexthop_once_per_address),
 		cmocka_unit_test(adopt_reads_owners),
 		cmocka_unit_test(failed_removal_keeps_backend),
+		cmocka_unit_test(service_id_reuse_zeroes_counters),
+		cmocka_unit_test(no_route_logged_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

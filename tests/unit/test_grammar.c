@@ -106,6 +106,11 @@ static void backend_forms(void **st)
 	assert_int_equal(c.backend.family, CHLB_AF_INET6);
 	ok("shutdown detach", &c);
 	assert_true(c.detach);
+	ok("stats", &c);
+	assert_false(c.reset);
+	ok("stats reset", &c);
+	assert_int_equal(c.kind, CHLB_CMD_STATS);
+	assert_true(c.reset);
 	ok("   # only a comment", &c);
 	assert_int_equal(c.kind, CHLB_CMD_NONE);
 }
@@ -158,6 +163,8 @@ static const struct {
 	{ "conns 10.0.0.10:80/tcp 10.0.0.11:80/tcp", "'10.0.0.11:80/tcp': unexpected argument" },
 	{ "frobnicate", "'frobnicate'" },
 	{ "shutdown now", "'now'" },
+	{ "stats now", "'now': unexpected argument (expected reset)" },
+	{ "stats reset reset", "'reset': unexpected argument" },
 };
 
 static void bad_input_names_token(void **st)

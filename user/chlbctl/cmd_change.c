@@ -118,13 +118,6 @@ int do_backend(int argc, char **argv)
 	return object_cmd("backend", argc, argv, show_backends);
 }
 
-int do_stats(int argc, char **argv)
-{
-	if (argc)
-		return p_usage("stats: unexpected argument '%s'", argv[0]);
-	return send_read("stats", show_stats);
-}
-
 int do_which(int argc, char **argv)
 {
 	char *line = ctl_join("which", argc, argv);

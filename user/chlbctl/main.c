@@ -23,7 +23,7 @@ static const struct chlbctl_cmd cmds[] = {
 	{ "decap", do_decap, "attach|detach|show DEV: backend-side ipip decap (no daemon needed)" },
 	{ "service", do_service, "add|set|del|list: services (VIPs)" },
 	{ "backend", do_backend, "add|set|del|list: a service's backends" },
-	{ "stats", do_stats, "counters per service, backend, reason; rates since the last call" },
+	{ "stats", do_stats, "[--watch [SECONDS]] [--reset]: counters; rates with --watch" },
 	{ "which", do_which, "SRC:PORT DST:PORT tcp|udp: where a flow goes, and why" },
 	{ "conns", do_conns, "[VIP] [--backend ADDR] [--json]: the connection table (entries)" },
 	{ "save", do_save, "print the state in the grammar (input for apply -f)" },

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Aligned tables and units for people; --json prints the reply as is. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include "show.h"
@@ -92,24 +93,58 @@ static void human(double v, const char *unit, char *buf, size_t len)
 	snprintf(buf, len, "%.1f%s%s", v, pfx[i], unit);
 }
 
-static void counters_row(const char *name, json_object *e)
+/* A rate, or "-" when the row has none (new, or a reset in the interval). */
+static void rate(json_object *e, const char *k, const char *unit, char *buf, size_t len)
+{
+	if (json_object_object_get_ex(e, k, NULL))
+		human(d(e, k), unit, buf, len);
+	else
+		snprintf(buf, len, "-");
+}
+
+static void counters_head(bool rates)
+{
+	printf("  %-40s %10s %10s %10s %10s", "", "PACKETS", "BYTES", "NEW_FLOWS", "NO_ROUTE");
+	if (rates)
+		printf(" %12s %12s %10s", "RATE", "BITRATE", "NEW/S");
+	printf("\n");
+}
+
+static void counters_row(const char *name, json_object *e, bool rates)
 {
 	char pk[32], by[32], pps[32], bps[32], nf[32];
 
 	human(d(e, "packets"), "", pk, sizeof(pk));
 	human(d(e, "bytes"), "B", by, sizeof(by));
-	human(d(e, "pps"), "pps", pps, sizeof(pps));
-	human(d(e, "bps"), "bps", bps, sizeof(bps));
-	human(d(e, "new_flows_per_s"), "/s", nf, sizeof(nf));
-	printf("  %-40s %10s %10s %10s %12s %12s %10s\n", name, pk, by, s(e, "new_flows"), pps, bps,
-	       nf);
+	printf("  %-40s %10s %10s %10s %10s", name, pk, by, s(e, "new_flows"), s(e, "no_route"));
+	if (rates) {
+		rate(e, "pps", "pps", pps, sizeof(pps));
+		rate(e, "bps", "bps", bps, sizeof(bps));
+		rate(e, "new_flows_per_s", "/s", nf, sizeof(nf));
+		printf(" %12s %12s %10s", pps, bps, nf);
+	}
+	printf("\n");
 }
 
+/*
+ * One `stats` reply, or a --watch frame: the same reply with the rates
+ * chlbctl computed over its interval (stats_rates.h).
+ */
 void show_stats(json_object *r)
 {
-	json_object *g, *a;
+	json_object *g, *a, *gr = NULL;
+	bool rates = json_object_object_get_ex(r, "interval_s", NULL);
 
-	printf("interval since the previous `stats`: %.1f s\n", d(r, "interval_s"));
+	if (rates)
+		printf("rates over the last %.2f s%s\n", d(r, "interval_s"),
+		       json_object_object_get_ex(r, "global_per_s", &gr)
+			   ? ""
+			   : " (none: the counters were reset in it)");
+	else if (json_object_object_get_ex(r, "since_reset_s", NULL))
+		printf("counters since the last reset, %.1f s ago; rates: chlbctl stats --watch\n",
+		       d(r, "since_reset_s"));
+	else
+		printf("counters since the program was loaded; rates: chlbctl stats --watch\n");
 	if (json_object_object_get_ex(r, "ct_size", NULL)) {
 		char mem[32];
 
@@ -124,17 +159,20 @@ void show_stats(json_object *r)
 		printf("global:\n");
 		json_object_object_foreach(g, k, v)
 		{
-			if (json_object_get_int64(v))
-				printf("  %-20s %lld\n", k, (long long)json_object_get_int64(v));
+			if (!json_object_get_int64(v))
+				continue;
+			printf("  %-20s %14lld", k, (long long)json_object_get_int64(v));
+			if (gr)
+				printf(" %12.1f/s", d(gr, k));
+			printf("\n");
 		}
 	}
-	printf("  %-40s %10s %10s %10s %12s %12s %10s\n", "", "PACKETS", "BYTES", "NEW_FLOWS",
-	       "RATE", "BITRATE", "NEW/S");
+	counters_head(rates);
 	a = arr(r, "services");
 	printf("services:\n");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++)
 		counters_row(s(json_object_array_get_idx(a, i), "service"),
-			     json_object_array_get_idx(a, i));
+			     json_object_array_get_idx(a, i), rates);
 	/* a row per (service, backend): the same address in two services is two rows */
 	a = arr(r, "backends");
 	printf("backends:\n");
@@ -144,7 +182,7 @@ void show_stats(json_object *r)
 
 		snprintf(name, sizeof(name), "%s %s (slot %s, %s)", s(e, "service"),
 			 s(e, "address"), s(e, "slot"), s(e, "state"));
-		counters_row(name, e);
+		counters_row(name, e, rates);
 	}
 }
 

@@ -143,7 +143,7 @@ void chlbd_log_diff(const char *prefix, const struct chlb_state *cur, const stru
 /* views.c: read-only replies */
 json_object *view_services(const struct chlb_cmd *c);
 json_object *view_backends(const struct chlb_cmd *c);
-json_object *view_stats(void);
+json_object *view_stats(const struct chlb_cmd *c); /* c->reset: zero first */
 json_object *view_which(const struct chlb_cmd *c);
 
 /* ctmaint.c: connection filter upkeep, from the timer */

@@ -36,6 +36,11 @@ static int reset_stats(void *ctx, __u32 slot)
 	return chlb_dp_reset_backend_stats(ctx, slot);
 }
 
+static int reset_svc_stats(void *ctx, __u32 id)
+{
+	return chlb_dp_reset_service_stats(ctx, id);
+}
+
 static int prealloc(void *ctx, __u32 tslot, __u32 nwords)
 {
 	if (chlb_dp_table_capacity(ctx, tslot) >= nwords)
@@ -98,7 +103,8 @@ void chlbd_dp_ops(struct chlb_dp *dp, struct chlb_dp_ops *ops, struct chlb_adopt
 				     .del_service = del_service,
 				     .resolve = resolve,
 				     .prealloc = prealloc,
-				     .reset_stats = reset_stats };
+				     .reset_stats = reset_stats,
+				     .reset_svc_stats = reset_svc_stats };
 	*aops = (struct chlb_adopt_ops){ .get_backend = get_backend,
 					 .get_service = get_service,
 					 .get_table_hdr = get_table_hdr };

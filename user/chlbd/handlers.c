@@ -362,7 +362,7 @@ char *handle_request(const char *req, size_t len)
 	case CHLB_CMD_BACKEND_LIST:
 		return chlbd_reply(view_backends(&c));
 	case CHLB_CMD_STATS:
-		return chlbd_reply(view_stats());
+		return chlbd_reply(view_stats(&c));
 	case CHLB_CMD_WHICH:
 		return chlbd_reply(view_which(&c));
 	case CHLB_CMD_CONNS:

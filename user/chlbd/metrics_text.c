@@ -8,6 +8,7 @@
  * (views, swaps, slots, generations). Every family is written whole, with
  * its HELP and TYPE lines, even when it has no samples.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,25 +153,32 @@ static void release(struct scrape *s)
 		chlb_ct_tally_free(&s->t);
 }
 
-/* One counter family over services (what: 0 packets, 1 bytes, 2 new flows). */
+/* One counter family (what: 0 packets, 1 bytes, 2 new flows, 3 no-route drops). */
 static __u64 ctr(const struct chlb_counters *c, int what)
 {
-	return what == 0 ? c->packets : what == 1 ? c->bytes : c->new_flows;
+	static const size_t off[] = { offsetof(struct chlb_counters, packets),
+				      offsetof(struct chlb_counters, bytes),
+				      offsetof(struct chlb_counters, new_flows),
+				      offsetof(struct chlb_counters, no_route) };
+
+	return *(const __u64 *)((const char *)c + off[what]);
 }
 
 static void services(struct scrape *s)
 {
 	static const char *const names[] = { "chlb_service_packets_total",
 					     "chlb_service_bytes_total",
-					     "chlb_service_new_flows_total" };
+					     "chlb_service_new_flows_total",
+					     "chlb_service_no_route_packets_total" };
 	static const char *const helps[] = {
 		"Packets forwarded to the service's backends.",
 		"Bytes forwarded to the service's backends (the client's packets as received).",
 		"Flows the service decided from its tables (new connections, new UDP flows).",
+		"Packets of the service dropped: their backend had no route (drop_no_route).",
 	};
 	FILE *f = s->f;
 
-	for (int w = 0; w < 3; w++) {
+	for (int w = 0; w < 4; w++) {
 		head(f, names[w], "counter", helps[w]);
 		for (__u32 i = 0; i < s->nsvc; i++)
 			if (s->svc[i].ok)
@@ -227,15 +235,17 @@ static void backends(struct scrape *s)
 {
 	static const char *const names[] = { "chlb_backend_packets_total",
 					     "chlb_backend_bytes_total",
-					     "chlb_backend_new_flows_total" };
+					     "chlb_backend_new_flows_total",
+					     "chlb_backend_no_route_packets_total" };
 	static const char *const helps[] = {
 		"Packets the service forwarded to the backend (its backend slot's counter).",
 		"Bytes the service forwarded to the backend (its backend slot's counter).",
 		"Flows the service decided for the backend (its backend slot's counter).",
+		"Packets for the backend dropped: no route to it (drop_no_route; its slot's).",
 	};
 	FILE *f = s->f;
 
-	for (int w = 0; w < 3; w++) {
+	for (int w = 0; w < 4; w++) {
 		head(f, names[w], "counter", helps[w]);
 		for (__u32 i = 0; i < s->nsvc; i++)
 			for (__u32 j = 0; j < s->svc[i].cfg->nbe; j++)

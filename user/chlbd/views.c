@@ -142,10 +142,16 @@ json_object *view_backends(const struct chlb_cmd *c)
 	return o;
 }
 
-/* Rates are per `stats` call: the difference to the previous call's snapshot. */
-static struct chlb_counters prev_svc[CHLB_MAX_SERVICES], prev_be[CHLB_MAX_BACKENDS];
-static __u32 prev_be_gen[CHLB_MAX_BACKENDS]; /* a new occupant's counters start at zero */
-static __u64 prev_ns;
+/*
+ * `stats` reports the counters as the data plane has them, and when they
+ * were read (CLOCK_MONOTONIC): no rates. A reader computes rates from two
+ * of its own replies (chlbctl stats --watch does; Prometheus does the same
+ * with --metrics), so any number of readers never disturb each other's
+ * rates, and chlbd keeps nothing per reader. `stats reset` zeroes the
+ * counters first; "resets" counts the resets since chlbd started, so a
+ * reader can tell a reset from a wrap (or a restart: it starts at 0 again).
+ */
+static __u64 resets, reset_ns;
 
 /* The service owning a backend slot (one per service and backend), or NULL. */
 static const struct chlb_rt_svc *be_owner(__u32 slot)
@@ -168,36 +174,54 @@ static const char *be_slot_state(__u32 slot)
 	return be_state(r->state);
 }
 
-static json_object *counters_json(const struct chlb_counters *c, struct chlb_counters *prev,
-				  double dt)
+static json_object *counters_json(const struct chlb_counters *c)
 {
 	json_object *o = json_object_new_object();
 
 	add_int(o, "packets", (int64_t)c->packets);
 	add_int(o, "bytes", (int64_t)c->bytes);
 	add_int(o, "new_flows", (int64_t)c->new_flows);
-	if (dt > 0 && c->packets >= prev->packets) {
-		json_object_object_add(o, "pps",
-				       json_object_new_double((c->packets - prev->packets) / dt));
-		json_object_object_add(o, "bps",
-				       json_object_new_double(8.0 * (c->bytes - prev->bytes) / dt));
-		json_object_object_add(
-		    o, "new_flows_per_s",
-		    json_object_new_double((c->new_flows - prev->new_flows) / dt));
-	}
-	*prev = *c;
+	add_int(o, "no_route", (int64_t)c->no_route);
 	return o;
 }
 
-json_object *view_stats(void)
+/* stats reset: every counter but ct_insert (chlb_dp_reset_counters) */
+static json_object *stats_reset(void)
 {
-	json_object *o = json_object_new_object(), *g = json_object_new_object();
-	json_object *sa = json_object_new_array(), *ba = json_object_new_array();
-	struct chlb_global_stats gs;
-	__u64 now = chlb_now_ns();
-	double dt = prev_ns ? (double)(now - prev_ns) / 1e9 : 0;
-	char b[CHLB_ADDRSTR];
+	int rc = chlb_dp_reset_counters(D.dp);
+	char msg[128];
 
+	if (rc) {
+		snprintf(msg, sizeof(msg), "couldn't zero the counters: %s", strerror(-rc));
+		pr_warn("stats reset: %s", msg);
+		return chlbd_jerr(msg);
+	}
+	resets++;
+	reset_ns = chlb_now_ns();
+	pr_info("stats reset: data-plane counters zeroed (ct_insert kept: evictions = inserts - "
+		"entries)");
+	return NULL;
+}
+
+json_object *view_stats(const struct chlb_cmd *cmd)
+{
+	json_object *o, *g, *sa, *ba, *err;
+	struct chlb_global_stats gs;
+	char b[CHLB_ADDRSTR];
+	__u64 now;
+
+	if (cmd->reset && (err = stats_reset()))
+		return err;
+	o = json_object_new_object();
+	g = json_object_new_object();
+	sa = json_object_new_array();
+	ba = json_object_new_array();
+	now = chlb_now_ns();
+	add_int(o, "time_ns", (int64_t)now);
+	add_int(o, "resets", (int64_t)resets);
+	if (reset_ns)
+		json_object_object_add(o, "since_reset_s",
+				       json_object_new_double((double)(now - reset_ns) / 1e9));
 	if (!chlb_dp_read_global(D.dp, &gs)) {
 		for (int i = 0; i < CHLB_R_MAX; i++)
 			add_int(g, chlb_reason_names[i], (int64_t)gs.reason[i]);
@@ -210,37 +234,31 @@ json_object *view_stats(void)
 
 		if (id < 0 || chlb_dp_read_service_stats(D.dp, (__u32)id, &c))
 			continue;
-		e = counters_json(&c, &prev_svc[id], dt);
+		e = counters_json(&c);
 		add_str(e, "service", chlb_fmt_vip(&D.state.svc[i].vip, b, sizeof(b)));
+		add_int(e, "id", id);
 		json_object_array_add(sa, e);
 	}
 	for (__u32 i = 0; i < CHLB_MAX_BACKENDS; i++) {
 		const struct chlb_rt_be *r = &D.rt->be[i];
+		const struct chlb_rt_svc *own;
 		struct chlb_counters c;
 		json_object *e;
 
-		const struct chlb_rt_svc *o;
-
 		if (r->state == CHLB_BE_EMPTY || chlb_dp_read_backend_stats(D.dp, i, &c))
 			continue;
-		if (prev_be_gen[i] != r->gen) {
-			memset(&prev_be[i], 0, sizeof(prev_be[i]));
-			prev_be_gen[i] = r->gen;
-		}
 		/* a row per (service, backend): slots are per pair */
-		e = counters_json(&c, &prev_be[i], dt);
-		o = be_owner(i);
+		e = counters_json(&c);
+		own = be_owner(i);
 		json_object_object_add(
 		    e, "service",
-		    o ? json_object_new_string(chlb_fmt_vip(&o->vip, b, sizeof(b))) : NULL);
+		    own ? json_object_new_string(chlb_fmt_vip(&own->vip, b, sizeof(b))) : NULL);
 		add_str(e, "address", chlb_fmt_addr(&r->addr, b, sizeof(b)));
 		add_int(e, "slot", i);
 		add_int(e, "gen", r->gen);
 		add_str(e, "state", be_slot_state(i));
 		json_object_array_add(ba, e);
 	}
-	prev_ns = now;
-	json_object_object_add(o, "interval_s", json_object_new_double(dt));
 	json_object_object_add(o, "global", g);
 	json_object_object_add(o, "services", sa);
 	json_object_object_add(o, "backends", ba);

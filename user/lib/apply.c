@@ -245,6 +245,10 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 		memset(s, 0, sizeof(*s));
 		s->vip = c->vip;
 		table_changed = true;
+		/* a freed id's counters are its last service's: this one starts at zero */
+		if (rt->ops.reset_svc_stats && rt->ops.reset_svc_stats(rt->ops.ctx, (__u32)id))
+			rt_log(rt, LOG_WARNING, "service %s: couldn't zero its counters (id %d)",
+			       vip, id);
 	}
 	if (!table_changed) {
 		if (publish(rt, s, c))

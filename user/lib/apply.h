@@ -39,6 +39,8 @@ struct chlb_dp_ops {
 	int (*prealloc)(void *ctx, __u32 tslot, __u32 nwords);
 	/* optional: zero a backend slot's counters (be_stats, every CPU): a new occupant */
 	int (*reset_stats)(void *ctx, __u32 slot);
+	/* optional: zero a service id's counters (svc_stats, every CPU): a new service */
+	int (*reset_svc_stats)(void *ctx, __u32 id);
 };
 
 #define CHLB_BE_HASH 16384
@@ -78,6 +80,7 @@ struct chlb_rt_be {
 	bool wanted;		  /* in the desired state */
 	__u32 nh_cycle;		  /* 1 + the refresh cycle that last resolved its address */
 	__u64 nh_ns;		  /* when its next hop was last resolved (or tried): 0 never */
+	bool no_route;		  /* its address had no route at the last try (logged once) */
 	struct chlb_backend last; /* as last written: removal keeps its next hop for readers */
 };
 

@@ -6,6 +6,7 @@
  * background next-hop refresh, which resolves each address once for all of
  * its slots. Part of the apply engine (apply.h).
  */
+#include <errno.h>
 #include <string.h>
 #include <syslog.h>
 #include "apply_int.h"
@@ -96,6 +97,41 @@ static const struct chlb_rt_be *nh_sibling(const struct chlb_rt *rt, __u32 slot,
 }
 
 /*
+ * What a resolution of address a's next hop said about its route, for all
+ * of its LIVE slots. Without a route the data plane drops the backend's
+ * packets (drop_no_route): the first failure is logged, once per address
+ * whatever the number of its services, and so is the recovery. -EAGAIN (a
+ * route, the neighbour being resolved) counts as a route; other errors
+ * say nothing about it.
+ */
+static void nh_route_note(struct chlb_rt *rt, const struct chlb_addr *a, int rc)
+{
+	bool now = rc == -ENETUNREACH, was = false;
+	char as[CHLB_ADDRSTR];
+	__u32 n = 0;
+
+	if (rc && !now && rc != -EAGAIN)
+		return;
+	for (__s32 s = rt->be_head[be_hash(a)]; s >= 0; s = rt->be_next[s]) {
+		struct chlb_rt_be *b = &rt->be[s];
+
+		if (b->state != CHLB_BE_LIVE || chlb_addr_cmp(&b->addr, a))
+			continue;
+		was |= b->no_route;
+		b->no_route = now;
+		n++;
+	}
+	if (now && !was)
+		rt_log(rt, LOG_WARNING,
+		       "backend %s: no route to it (%u service%s): its packets are dropped, "
+		       "counted as drop_no_route",
+		       chlb_fmt_addr(a, as, sizeof(as)), n, n == 1 ? "" : "s");
+	else if (!now && was)
+		rt_log(rt, LOG_INFO, "backend %s: route to it again (%u service%s)",
+		       chlb_fmt_addr(a, as, sizeof(as)), n, n == 1 ? "" : "s");
+}
+
+/*
  * Writes the slot from its bookkeeping. A removal (DEAD/EMPTY) only flips the
  * state and keeps the next hop: a packet that read "LIVE" just before may
  * read the rest of the value just after (an array update is a plain copy).
@@ -117,13 +153,20 @@ int chlb_be_write(struct chlb_rt *rt, __u32 slot)
 		const struct chlb_rt_be *sib = nh_sibling(rt, slot, now);
 		struct chlb_backend r = v;
 
+		int nh_rc;
+
 		if (sib) {
 			nh_copy(&v, &sib->last);
 			b->nh_ns = sib->nh_ns;
+			b->no_route = sib->no_route;
 		} else {
 			b->nh_ns = now;
-			if (!rt->ops.resolve(rt->ops.ctx, &r))
+			nh_rc = rt->ops.resolve(rt->ops.ctx, &r);
+			if (!nh_rc)
 				v = r; /* unresolved: keep what we had; the data plane asks the FIB */
+			else if (nh_rc == -ENETUNREACH) /* no route: the old hop is no better */
+				v.flags &= (__u16)~CHLB_BE_F_NH_VALID;
+			nh_route_note(rt, &b->addr, nh_rc);
 		}
 	}
 	b->last = v;
@@ -135,7 +178,8 @@ static void new_occupant(struct chlb_rt *rt, __u32 slot)
 {
 	char a[CHLB_ADDRSTR];
 
-	rt->be[slot].gen++; /* conn entries of the previous occupant become stale */
+	rt->be[slot].gen++;	       /* conn entries of the previous occupant become stale */
+	rt->be[slot].no_route = false; /* its route is news again (nh_route_note) */
 	if (rt->ops.reset_stats && rt->ops.reset_stats(rt->ops.ctx, slot))
 		rt_log(rt, LOG_WARNING, "backend slot %u (%s): couldn't zero its counters", slot,
 		       chlb_fmt_addr(&rt->be[slot].addr, a, sizeof(a)));
@@ -198,7 +242,9 @@ int chlb_be_acquire(struct chlb_rt *rt, int svc, const struct chlb_addr *a, __u6
  * resolved once for all of its slots (and marked for this cycle of the
  * cursor, so its other slots are not resolved again when the cursor gets
  * to them). An unresolved one keeps what it had (the data plane asks the
- * FIB per packet meanwhile) and the kernel is nudged to resolve it.
+ * FIB per packet meanwhile) and the kernel is nudged to resolve it; one
+ * without a route loses it (its packets are dropped as drop_no_route, and
+ * a route found later by the data plane's FIB lookup is used at once).
  */
 void chlb_be_refresh_nexthops(struct chlb_rt *rt, __u64 now)
 {
@@ -227,17 +273,21 @@ void chlb_be_refresh_nexthops(struct chlb_rt *rt, __u64 now)
 			b->nh_cycle = cycle;
 			b->nh_ns = now;
 			n++;
-			if (rc)
+			if (rc && rc != -ENETUNREACH)
 				continue;
 			v = b->last;
-			nh_copy(&v, &r);
+			if (rc) /* the route is gone: the data plane asks the FIB, which drops */
+				v.flags &= (__u16)~CHLB_BE_F_NH_VALID;
+			else
+				nh_copy(&v, &r);
 			if (!memcmp(&v, &b->last, sizeof(v)))
 				continue;
 			b->last = v;
 			rt->ops.set_backend(rt->ops.ctx, (__u32)s, &v);
 			changed++;
 		}
-		if (changed)
+		nh_route_note(rt, a, rc);
+		if (changed && !rc)
 			rt_log(rt, LOG_INFO,
 			       "backend %s: next hop updated (ifindex %u) in %u of %u slots",
 			       chlb_fmt_addr(a, as, sizeof(as)), r.ifindex, changed, n);

@@ -119,6 +119,16 @@ int chlb_dp_read_backend_stats(struct chlb_dp *dp, __u32 slot, struct chlb_count
 int chlb_dp_reset_stats(struct chlb_dp *dp);
 /* Zero one backend slot's counters on every CPU (the slot's new occupant starts at 0). */
 int chlb_dp_reset_backend_stats(struct chlb_dp *dp, __u32 slot);
+/* The same for a service id (a new service taking a freed id starts at 0). */
+int chlb_dp_reset_service_stats(struct chlb_dp *dp, __u32 svc_id);
+/*
+ * `chlbctl stats --reset`: zero every service, backend and reason counter
+ * but ct_insert, the connection table's inserts since the program was
+ * loaded: evictions are inserts - entries. Counters are per CPU and written
+ * without a lock, so under traffic an increment racing the write may be
+ * lost or survive.
+ */
+int chlb_dp_reset_counters(struct chlb_dp *dp);
 
 /* ---- connections ---- */
 /* 0 and the entry, -ENOENT when the flow has none. */

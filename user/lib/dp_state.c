@@ -241,14 +241,16 @@ int chlb_dp_read_global(struct chlb_dp *dp, struct chlb_global_stats *out)
 	return read_percpu(dp, CHLB_MAP_GLOBAL_STATS, 0, out->reason, CHLB_R_MAX);
 }
 
+#define COUNTERS_N (sizeof(struct chlb_counters) / sizeof(__u64))
+
 int chlb_dp_read_service_stats(struct chlb_dp *dp, __u32 svc_id, struct chlb_counters *out)
 {
-	return read_percpu(dp, CHLB_MAP_SVC_STATS, svc_id, (__u64 *)out, 3);
+	return read_percpu(dp, CHLB_MAP_SVC_STATS, svc_id, (__u64 *)out, COUNTERS_N);
 }
 
 int chlb_dp_read_backend_stats(struct chlb_dp *dp, __u32 slot, struct chlb_counters *out)
 {
-	return read_percpu(dp, CHLB_MAP_BE_STATS, slot, (__u64 *)out, 3);
+	return read_percpu(dp, CHLB_MAP_BE_STATS, slot, (__u64 *)out, COUNTERS_N);
 }
 
 /* Elements first..first+n-1 of a per-CPU array: zero on every CPU. */
@@ -285,6 +287,54 @@ int chlb_dp_reset_backend_stats(struct chlb_dp *dp, __u32 slot)
 	if (slot >= CHLB_MAX_BACKENDS)
 		return -EINVAL;
 	return zero_percpu(dp, CHLB_MAP_BE_STATS, slot, 1, sizeof(struct chlb_counters));
+}
+
+int chlb_dp_reset_service_stats(struct chlb_dp *dp, __u32 svc_id)
+{
+	if (svc_id >= CHLB_MAX_SERVICES)
+		return -EINVAL;
+	return zero_percpu(dp, CHLB_MAP_SVC_STATS, svc_id, 1, sizeof(struct chlb_counters));
+}
+
+/*
+ * Every reason but ct_insert to zero, on every CPU: one read and one write
+ * of the per-CPU value. An increment a CPU makes between the two is lost
+ * (ct_insert's too: the write puts back what was read).
+ */
+static int zero_reasons_but_ct_insert(struct chlb_dp *dp)
+{
+	int fd = chlb_dp_map_fd(dp, CHLB_MAP_GLOBAL_STATS), c, rc;
+	size_t stride = (sizeof(struct chlb_global_stats) + 7) & ~(size_t)7;
+	char *buf = calloc(dp->ncpus, stride);
+	__u32 zero = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	rc = sys_rc(bpf_map_lookup_elem(fd, &zero, buf));
+	for (c = 0; !rc && c < dp->ncpus; c++) {
+		struct chlb_global_stats *g = (struct chlb_global_stats *)(buf + c * stride);
+		__u64 keep = g->reason[CHLB_R_CT_INSERT];
+
+		memset(g, 0, sizeof(*g));
+		g->reason[CHLB_R_CT_INSERT] = keep;
+	}
+	if (!rc)
+		rc = sys_rc(bpf_map_update_elem(fd, &zero, buf, 0));
+	free(buf);
+	return rc;
+}
+
+int chlb_dp_reset_counters(struct chlb_dp *dp)
+{
+	int rc = zero_reasons_but_ct_insert(dp);
+
+	if (!rc)
+		rc = zero_percpu(dp, CHLB_MAP_SVC_STATS, 0, CHLB_MAX_SERVICES,
+				 sizeof(struct chlb_counters));
+	if (!rc)
+		rc = zero_percpu(dp, CHLB_MAP_BE_STATS, 0, CHLB_MAX_BACKENDS,
+				 sizeof(struct chlb_counters));
+	return rc;
 }
 
 int chlb_dp_conn_lookup(struct chlb_dp *dp, const struct chlb_flow *flow, struct chlb_conn *out)

@@ -551,7 +551,11 @@ int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *c, char *err,
 		return parse_conns(ntok, tok, c, err, errlen);
 	if (!strcmp(tok[0], "stats")) {
 		c->kind = CHLB_CMD_STATS;
-		return no_args(ntok, tok, 1, err, errlen);
+		c->reset = ntok >= 2 && !strcmp(tok[1], "reset"); /* zero the counters first */
+		if (ntok >= 2 && !c->reset)
+			return chlb_fail(err, errlen, "'%s': unexpected argument (expected reset)",
+					 tok[1]);
+		return no_args(ntok, tok, 2, err, errlen);
 	}
 	if (!strcmp(tok[0], "save")) {
 		c->kind = CHLB_CMD_SAVE;

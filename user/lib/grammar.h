@@ -11,7 +11,7 @@
  *   backend add|set VIP ADDR [weight W] [buckets B1,B2,...]
  *   backend del VIP ADDR
  *   backend list [VIP]
- *   stats | save | shutdown [detach] | dry-run | apply [force]
+ *   stats [reset] | save | shutdown [detach] | dry-run | apply [force]
  *   which SRC:PORT DST:PORT tcp|udp
  *   conns [VIP] [backend ADDR] [list]
  *
@@ -103,6 +103,7 @@ struct chlb_cmd {
 	bool detach;	       /* shutdown detach */
 	bool list;	       /* conns: the entries too, not only the counts */
 	bool force;	       /* apply force: the file may delete every service */
+	bool reset;	       /* stats reset: zero the data plane's counters first */
 };
 
 /* Is this statement a change of the desired state (add/set/del)? */
