@@ -21,10 +21,18 @@
  * per call; the *_short_batches variants keep RUNS / BATCHES and show the
  * cold-cache cost (README, Performance).
  *
+ * Cases that need state per timed run (first_ack_n1000: a fresh flow whose
+ * SYN was sent; ack_flood_cold_history: which flows the view's tables
+ * disagree about) run hooks around each timed batch: untimed work before
+ * (the same flows' SYNs) and after it (delete the entries it wrote, count
+ * what it should have done). Only the timed batches' counters are checked.
+ *
  * Usage: dataplane [OUT.json]   (default build/bench/dataplane.json)
  */
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <net/if.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -47,13 +55,13 @@ static struct chlb_bench_bpf *bs;
 static FILE *json;
 static int ncases;
 static double baseline = 1e9; /* fastest baseline batch seen anywhere in the run */
-static int restore_fd;
+static int restore_fd, pipe_fd;
 static struct case_result {
 	const char *name;
 	double ns;
 	__u32 runs, batch;
 	__u32 jump_iters; /* jump cases: the flow's loop iterations */
-} res[40];
+} res[64];
 static __u32 counter_base = 1;
 static const char *only; /* CHLB_BENCH_ONLY: time just this case (profiling) */
 
@@ -73,13 +81,38 @@ static void frame(__u8 *b, struct fx_pkt *s)
 		die("frame size", -EINVAL);
 }
 
+#define R(r) (1u << CHLB_R_##r)
+
+/*
+ * What a case must do, checked on the timed runs' counters: every reason in
+ * path goes up by exactly the number of runs, the one in counted (if any)
+ * by exactly hook_count (set by the case's hooks), and every other reason
+ * not at all; the service's new_flows goes up by the runs or not at all.
+ */
 struct expect {
-	enum chlb_reason reason; /* must go up by exactly runs */
-	enum chlb_reason reason2;
 	__u32 verdict;
-	int new_flows; /* service new_flows must go up by runs (svc_id) */
 	__u32 svc_id;
+	int new_flows;
+	__u32 path;
+	__u32 counted;
 };
+
+/* Untimed work around each timed batch, which runs counters [first, first + n). */
+struct hooks {
+	void (*before)(__u32 first, __u32 n);
+	void (*after)(__u32 first, __u32 n);
+};
+static const struct hooks *hooks; /* for the next run_case, NULL: none */
+static __u64 hook_count;	  /* what the hooks expect of the counted reason */
+
+static void read_stats(struct chlb_global_stats *g, __u32 svc_id, __u64 *new_flows)
+{
+	struct chlb_counters c = { 0 };
+
+	if (chlb_dp_read_global(dp, g) || chlb_dp_read_service_stats(dp, svc_id, &c))
+		die("read stats", -errno);
+	*new_flows = c.new_flows;
+}
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -99,16 +132,17 @@ static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src
 				       .data_out = out,
 				       .data_size_out = sizeof(out),
 				       .repeat = batch };
-	struct chlb_global_stats g0, g1;
-	struct chlb_counters c0 = { 0 }, c1 = { 0 };
-	__u32 *batch_ns, nbatches, b;
+	struct chlb_global_stats g0, g1, d = { 0 };
+	__u64 nf0, nf1, dnf = 0;
+	__u32 *batch_ns, nbatches, b, r;
+	bool bad = false;
 	double ns;
 
 	/* profiling aid: time only the named case (the others still set up state) */
 	if (only && strcmp(only, name))
 		return 0;
-	if (only && batch == BATCH)
-		runs *= 20; /* long enough to sample (floods already are) */
+	if (only && batch == BATCH && !hooks)
+		runs *= 20; /* long enough to sample (floods already are; hooks are slow) */
 	nbatches = runs / batch;
 	runs = nbatches * batch;
 	batch_ns = calloc(nbatches, sizeof(*batch_ns));
@@ -118,51 +152,76 @@ static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src
 	memcpy(bs->bss->bench_pkt, pkt, BENCH_LEN);
 	bs->bss->bench_src_off = src_off;
 	bs->bss->bench_counter = counter_base;
-	counter_base += runs;
-	if (chlb_dp_read_global(dp, &g0) || chlb_dp_read_service_stats(dp, e->svc_id, &c0))
-		die("read stats", -errno);
+	hook_count = 0;
+	read_stats(&g0, e->svc_id, &nf0);
 	/*
 	 * Timed batches, each right after a baseline batch; the fastest of
 	 * each is the least disturbed by other tenants of the CPU.
 	 */
 	for (b = 0; b < nbatches; b++) {
 		struct bpf_test_run_opts bo = o;
+		__u32 first = 0;
 
 		bo.data_size_out = sizeof(out);
 		if (prog_fd != restore_fd && bpf_prog_test_run_opts(restore_fd, &bo) == 0 &&
 		    bo.duration < baseline)
 			baseline = bo.duration;
+		if (hooks) {
+			/* the baseline used counters too: this batch takes the next unused ones */
+			first = counter_base;
+			counter_base += batch;
+			if (hooks->before)
+				hooks->before(first, batch);
+			bs->bss->bench_counter = first;
+			read_stats(&g0, e->svc_id, &nf0);
+		}
 		o.data_size_out = sizeof(out);
 		if (bpf_prog_test_run_opts(prog_fd, &o))
 			die(name, -errno);
 		batch_ns[b] = o.duration;
+		if (hooks) {
+			read_stats(&g1, e->svc_id, &nf1);
+			for (r = 0; r < CHLB_R_MAX; r++)
+				d.reason[r] += g1.reason[r] - g0.reason[r];
+			dnf += nf1 - nf0;
+			if (hooks->after)
+				hooks->after(first, batch);
+		}
 	}
 	qsort(batch_ns, nbatches, sizeof(batch_ns[0]), cmp_u32);
-	if (chlb_dp_read_global(dp, &g1) || chlb_dp_read_service_stats(dp, e->svc_id, &c1))
-		die("read stats", -errno);
+	if (!hooks) {
+		read_stats(&g1, e->svc_id, &nf1);
+		for (r = 0; r < CHLB_R_MAX; r++)
+			d.reason[r] = g1.reason[r] - g0.reason[r];
+		dnf = nf1 - nf0;
+		/* the baseline batches took counters too: the next case starts past all of them */
+		counter_base = bs->bss->bench_counter;
+	}
 	if (o.retval != e->verdict) {
 		fprintf(stderr, "%s: verdict %u, want %u\n", name, o.retval, e->verdict);
 		exit(1);
 	}
-	if (e->reason < CHLB_R_MAX && g1.reason[e->reason] - g0.reason[e->reason] != runs) {
-		fprintf(stderr, "%s: %s went up by %llu, want %u: not every run took the path\n",
-			name, chlb_reason_names[e->reason],
-			(unsigned long long)(g1.reason[e->reason] - g0.reason[e->reason]), runs);
-		for (b = 0; b < CHLB_R_MAX; b++)
-			if (g1.reason[b] != g0.reason[b])
-				fprintf(stderr, "  %s +%llu\n", chlb_reason_names[b],
-					(unsigned long long)(g1.reason[b] - g0.reason[b]));
-		exit(1);
+	for (r = 0; r < CHLB_R_MAX; r++) {
+		__u64 want = e->path & (1u << r) ? runs : e->counted & (1u << r) ? hook_count : 0;
+
+		if (d.reason[r] != want) {
+			fprintf(stderr,
+				"%s: %s went up by %llu, want %llu: not every run took the path\n",
+				name, chlb_reason_names[r], (unsigned long long)d.reason[r],
+				(unsigned long long)want);
+			bad = true;
+		}
 	}
-	if (e->reason2 < CHLB_R_MAX && g1.reason[e->reason2] - g0.reason[e->reason2] != runs) {
-		fprintf(stderr, "%s: %s went up by %llu, want %u\n", name,
-			chlb_reason_names[e->reason2],
-			(unsigned long long)(g1.reason[e->reason2] - g0.reason[e->reason2]), runs);
-		exit(1);
-	}
-	if (e->new_flows && c1.new_flows - c0.new_flows != runs) {
+	if (dnf != (e->new_flows ? runs : 0)) {
 		fprintf(stderr, "%s: new_flows went up by %llu, want %u\n", name,
-			(unsigned long long)(c1.new_flows - c0.new_flows), runs);
+			(unsigned long long)dnf, e->new_flows ? runs : 0);
+		bad = true;
+	}
+	if (bad) {
+		for (r = 0; r < CHLB_R_MAX; r++)
+			if (d.reason[r])
+				fprintf(stderr, "  %s +%llu\n", chlb_reason_names[r],
+					(unsigned long long)d.reason[r]);
 		exit(1);
 	}
 	ns = (double)batch_ns[0];
@@ -302,7 +361,7 @@ static void print_goals(void)
 		{ "new_flow_ring_n1000", 80 },	 { "new_flow_jump_n1000", 80 },
 		{ "new_flow_maglev_n1000", 80 }, { "new_flow_ipv6_ring_n1000", 80 },
 		{ "established_n1000", 70 },	 { "established_moved_n1000", 120 },
-		{ "syn_flood_cold", 150 },
+		{ "first_ack_n1000", 200 },	 { "syn_flood_cold", 100 },
 	};
 	double n1000 = net_of("new_flow_ring_n1000"), n10 = net_of("new_flow_ring_n10");
 
@@ -397,6 +456,136 @@ static void fill_conns(__u32 n)
 	}
 }
 
+/*
+ * Send s's SYN and then its handshake ACK, once each and untimed: the ACK
+ * writes the flow's conns entry, as for every TCP connection.
+ */
+static void handshake(struct fx_pkt s)
+{
+	struct chlb_global_stats g0, g1;
+	struct chlb_flow f;
+	struct chlb_conn c;
+	__u8 b[BENCH_LEN], out[512];
+	__u32 len, verdict;
+	__u64 nf;
+
+	read_stats(&g0, 0, &nf);
+	s.flags = FX_SYN;
+	frame(b, &s);
+	len = sizeof(out);
+	must(chlb_dp_test_run(dp, CHLB_PROG_XDP, b, BENCH_LEN, out, &len, &verdict), "SYN");
+	s.flags = FX_ACK;
+	frame(b, &s);
+	len = sizeof(out);
+	must(chlb_dp_test_run(dp, CHLB_PROG_XDP, b, BENCH_LEN, out, &len, &verdict), "ACK");
+	read_stats(&g1, 0, &nf);
+	fx_flow(&f, &s);
+	if (g1.reason[CHLB_R_CT_INSERT] - g0.reason[CHLB_R_CT_INSERT] != 1 ||
+	    chlb_dp_conn_lookup(dp, &f, &c))
+		die("handshake: the ACK wrote no entry", -ENOENT);
+}
+
+/*
+ * Clear every SYN stamp of conn_filter, as if no SYN had been seen. The
+ * fresh-source SYN cases stamp nearly every slot, and a fresh stamp turns a
+ * fresh-source ACK into a handshake ACK (which writes an entry).
+ */
+static void clear_stamps(void)
+{
+	size_t bytes = (size_t)CHLB_CONN_FILTER_WORDS * sizeof(struct chlb_filter_elem);
+	struct chlb_filter_elem *el;
+	struct timespec ts;
+	__u32 i;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* bpf_ktime_get_coarse_ns()'s clock */
+	if (chlb_syn_fresh(0, (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec))
+		die("a cleared stamp looks fresh", -EINVAL);
+	el = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		  chlb_dp_map_fd(dp, CHLB_MAP_CONN_FILTER), 0);
+	if (el == MAP_FAILED)
+		die("mmap conn_filter", -errno);
+	for (i = 0; i < CHLB_CONN_FILTER_WORDS; i++)
+		memset(el[i].syn, 0, sizeof(el[i].syn));
+	munmap(el, bytes);
+}
+
+/* The flow of the fresh-source frame `spec` for bench counter value k. */
+static void counter_flow(struct chlb_flow *f, const struct fx_pkt *spec, __u32 k)
+{
+	__u32 c = k + 1; /* chlb_bench.bpf.c: (counter & mask) + 1, mask ~0 */
+
+	fx_flow(f, spec);
+	memcpy(f->src, &c, 4);
+}
+
+/*
+ * first_ack_n1000: before each timed batch of handshake ACKs, the same
+ * flows' SYNs (one untimed call); after it, delete the entries the batch
+ * wrote (every one must be there) and rebuild the filter from the entries
+ * left, so the table and the filter stay as before: a hot LRU that is not
+ * full, its free nodes just used.
+ */
+static struct fx_pkt fa_spec;
+static __u8 fa_syn[BENCH_LEN], fa_ack[BENCH_LEN];
+
+static void first_ack_before(__u32 first, __u32 n)
+{
+	__u8 out[512];
+	struct bpf_test_run_opts o = { .sz = sizeof(o),
+				       .data_in = fa_syn,
+				       .data_size_in = BENCH_LEN,
+				       .data_out = out,
+				       .data_size_out = sizeof(out),
+				       .repeat = n };
+
+	memcpy(bs->bss->bench_pkt, fa_syn, BENCH_LEN);
+	bs->bss->bench_counter = first;
+	if (bpf_prog_test_run_opts(pipe_fd, &o) || o.retval != XDP_TX)
+		die("first_ack: SYNs", -errno);
+	memcpy(bs->bss->bench_pkt, fa_ack, BENCH_LEN);
+}
+
+static void first_ack_after(__u32 first, __u32 n)
+{
+	struct chlb_flow *k = calloc(n, sizeof(*k));
+	__u32 i, cnt = n;
+	LIBBPF_OPTS(bpf_map_batch_opts, bo);
+
+	if (!k)
+		die("calloc", -ENOMEM);
+	for (i = 0; i < n; i++)
+		counter_flow(&k[i], &fa_spec, first + i);
+	if (bpf_map_delete_batch(chlb_dp_map_fd(dp, CHLB_MAP_CONNS), k, &cnt, &bo) || cnt != n)
+		die("first_ack: a timed ACK wrote no entry for its flow", -ENOENT);
+	free(k);
+	must(chlb_dp_filter_rebuild(dp), "filter rebuild");
+}
+
+static const struct hooks first_ack_hooks = { first_ack_before, first_ack_after };
+
+/*
+ * ack_flood_cold_history: count the timed batch's flows the view's two
+ * tables decide differently - exactly the ones that must get an entry.
+ */
+static struct fx_pkt af_spec;
+static const struct chlb_table *af_old, *af_new;
+
+static void disagree_after(__u32 first, __u32 n)
+{
+	for (__u32 i = 0; i < n; i++) {
+		struct chlb_flow f;
+		__u32 a, b, crc;
+
+		counter_flow(&f, &af_spec, first + i);
+		crc = chlb_flow_crc(&f, CHLB_HASH_5TUPLE);
+		if (chlb_table_decide(af_old, crc, &a) || chlb_table_decide(af_new, crc, &b))
+			die("decide", -EINVAL);
+		hook_count += a != b;
+	}
+}
+
+static const struct hooks disagree_hooks = { NULL, disagree_after };
+
 int main(int argc, char **argv)
 {
 	const char *path = argc > 1 ? argv[1] : "build/bench/dataplane.json";
@@ -406,7 +595,7 @@ int main(int argc, char **argv)
 	cpu_set_t cpus;
 	__u8 pkt[BENCH_LEN];
 	char err[256];
-	int pipe_fd, bare_fd, cpu = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	int bare_fd, cpu = sysconf(_SC_NPROCESSORS_ONLN) - 1;
 	__u32 slots[NBE + 1], i;
 
 	only = getenv("CHLB_BENCH_ONLY");
@@ -475,12 +664,12 @@ int main(int argc, char **argv)
 	const __u32 src4 = 14 + 12, src6 = 14 + 8;
 
 	frame(pkt, &s4);
-	e = (struct expect){ CHLB_R_MAX, CHLB_R_MAX, XDP_TX, 0, 0 };
+	e = (struct expect){ .verdict = XDP_TX };
 	run_case("baseline_bare_xdp_tx", bare_fd, pkt, 0, &e, RUNS, BATCH);
 	run_case("baseline_xdp_tx", restore_fd, pkt, src4, &e, RUNS, BATCH);
 
 	/* the SYN of a flow never seen before: a fresh source every run */
-	e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_TX, 1, 1 };
+	e = (struct expect){ .verdict = XDP_TX, .svc_id = 1, .new_flows = 1, .path = R(FORWARDED) };
 	run_case("new_flow_ring_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 	run_flood("new_flow_ring_n1000_fresh_src", pipe_fd, pkt, src4, &e);
 	run_mix("new_flow_ring_n1000_mix256", pipe_fd, pkt, src4, &e);
@@ -536,18 +725,53 @@ int main(int argc, char **argv)
 		for (a = 0; a < 2; a++) {
 			s4.dst = a ? "10.0.0.1" : "10.0.0.3";
 			frame(pkt, &s4);
-			e = (struct expect){ CHLB_R_MAX, CHLB_R_MAX, XDP_TX, 0, 0 };
+			e = (struct expect){ .verdict = XDP_TX };
 			for (k = 0; k < 3; k++)
 				run_case(names[a][k], upto[k], pkt, 0, &e, RUNS / 4, BATCH);
 		}
 	}
 
-	/* a later packet of an established flow, no recent change: no entry, one decision */
+	/*
+	 * A later packet of an established connection: every TCP connection has
+	 * an entry from its handshake ACK on, so this is an entry hit. The SYN
+	 * and the handshake ACK are sent first, untimed.
+	 */
 	s4.dst = "10.0.0.1";
+	handshake(s4);
 	s4.flags = FX_ACK;
 	frame(pkt, &s4);
-	e = (struct expect){ CHLB_R_CT_MISS, CHLB_R_FORWARDED, XDP_TX, 0, 1 };
+	e = (struct expect){ .verdict = XDP_TX, .svc_id = 1, .path = R(CT_HIT) | R(FORWARDED) };
 	run_case("established_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
+
+	/* the same without an entry and with no SYN seen (evicted, or from another LB host) */
+	{
+		struct fx_pkt ne = s4;
+
+		ne.sport = 40001;
+		frame(pkt, &ne);
+		clear_stamps();
+		e = (struct expect){ .verdict = XDP_TX,
+				     .svc_id = 1,
+				     .path = R(CT_MISS) | R(FORWARDED) };
+		run_case("established_no_entry_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
+	}
+
+	/*
+	 * The packet that writes the entry: the handshake ACK of a fresh flow
+	 * whose SYN was sent (untimed, right before each batch); the entries
+	 * are deleted after each batch, so the LRU is hot and far from full.
+	 */
+	fa_spec = s4;
+	fa_spec.flags = FX_SYN;
+	frame(fa_syn, &fa_spec);
+	fa_spec.flags = FX_ACK;
+	frame(fa_ack, &fa_spec);
+	e = (struct expect){ .verdict = XDP_TX,
+			     .svc_id = 1,
+			     .path = R(CT_MISS) | R(CT_INSERT) | R(FORWARDED) };
+	hooks = &first_ack_hooks;
+	run_case("first_ack_n1000", pipe_fd, fa_ack, src4, &e, RUNS, BATCH);
+	hooks = NULL;
 
 	/* established before a change that moved it: its entry carries it */
 	{
@@ -565,27 +789,32 @@ int main(int argc, char **argv)
 			if (a != b)
 				break;
 		}
+		/* its handshake under the old view (t[6] alone), then the change */
+		handshake(s4);
 		svc.table[0] = 6 * CHLB_SLOTS_PER_SERVICE + 1;
 		svc.table[1] = 6 * CHLB_SLOTS_PER_SERVICE;
 		chlb_dp_vip_key(&key, CHLB_AF_INET, addr, 80, IPPROTO_TCP);
 		must(chlb_dp_set_service(dp, &key, &svc), "view");
+		s4.flags = FX_ACK;
 		frame(pkt, &s4);
 		len = sizeof(out);
 		must(chlb_dp_test_run(dp, CHLB_PROG_XDP, pkt, BENCH_LEN, out, &len, &verdict),
-		     "establish");
+		     "established packet");
 		if (fx_slot_of(out + 14 + 16, CHLB_AF_INET) != (int)a)
 			die("moved flow not on its original backend", -EINVAL);
-		e = (struct expect){ CHLB_R_CT_HIT, CHLB_R_FORWARDED, XDP_TX, 0, 6 };
+		e = (struct expect){ .verdict = XDP_TX,
+				     .svc_id = 6,
+				     .path = R(CT_HIT) | R(FORWARDED) };
 		run_case("established_moved_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 	}
 
 	/* SYN flood from never-seen sources into a full connection table */
-	if (!only || !strncmp(only, "syn_flood", 9))
+	if (!only || !strncmp(only, "syn_flood", 9) || !strncmp(only, "ack_flood", 9))
 		fill_conns(CHLB_DP_DEFAULT_CONN_MAX);
 	s4.dst = "10.0.0.1";
 	s4.flags = FX_SYN;
 	frame(pkt, &s4);
-	e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_TX, 1, 1 };
+	e = (struct expect){ .verdict = XDP_TX, .svc_id = 1, .new_flows = 1, .path = R(FORWARDED) };
 	run_flood("syn_flood_cold", pipe_fd, pkt, src4, &e);
 	/* the same with Maglev: one table word per decision instead of a ring search */
 	s4.dst = "10.0.0.3";
@@ -598,6 +827,32 @@ int main(int argc, char **argv)
 	frame(pkt, &s4);
 	e.svc_id = 6;
 	run_flood("syn_flood_cold_history", pipe_fd, pkt, src4, &e);
+
+	/*
+	 * ACK flood: non-SYN packets from never-seen sources, no SYN seen (the
+	 * stamps the SYN floods left are cleared), against the same full
+	 * table: the insert path under attack. With one table in the view no
+	 * packet writes; with two (the history view above) the flows the
+	 * tables disagree about do, and exactly those (counted per batch).
+	 */
+	clear_stamps();
+	s4.dst = "10.0.0.1";
+	s4.flags = FX_ACK;
+	frame(pkt, &s4);
+	e = (struct expect){ .verdict = XDP_TX, .svc_id = 1, .path = R(CT_MISS) | R(FORWARDED) };
+	run_flood("ack_flood_cold", pipe_fd, pkt, src4, &e);
+	s4.dst = "10.0.0.6";
+	frame(pkt, &s4);
+	af_spec = s4;
+	af_old = &t[6]; /* the view's oldest table decides an entry-less flow */
+	af_new = &t2;
+	e = (struct expect){ .verdict = XDP_TX,
+			     .svc_id = 6,
+			     .path = R(CT_MISS) | R(FORWARDED),
+			     .counted = R(CT_INSERT) };
+	hooks = &disagree_hooks;
+	run_flood("ack_flood_cold_history", pipe_fd, pkt, src4, &e);
+	hooks = NULL;
 
 	/* next hop: cached per backend by the control plane vs bpf_fib_lookup per packet */
 	{
@@ -624,10 +879,14 @@ int main(int argc, char **argv)
 		must(fx_service(dp, CHLB_AF_INET, "10.0.0.7", 80, IPPROTO_TCP, 7, CHLB_FWD_IPIP, 0,
 				7 * CHLB_SLOTS_PER_SERVICE),
 		     "fib service");
+		/* an established connection: its entry is hit, then the next hop */
 		s4.dst = "10.0.0.7";
+		handshake(s4);
 		s4.flags = FX_ACK;
 		frame(pkt, &s4);
-		e = (struct expect){ CHLB_R_FORWARDED, CHLB_R_MAX, XDP_REDIRECT, 0, 7 };
+		e = (struct expect){ .verdict = XDP_REDIRECT,
+				     .svc_id = 7,
+				     .path = R(CT_HIT) | R(FORWARDED) };
 		run_case("nexthop_fib_lookup_maglev_n1", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 		be.flags = CHLB_BE_F_NH_VALID;
 		be.ifindex = ifindex;
@@ -639,11 +898,11 @@ int main(int argc, char **argv)
 	/* not for a VIP */
 	s4.dst = "10.9.9.9";
 	frame(pkt, &s4);
-	e = (struct expect){ CHLB_R_PASS_NOT_VIP, CHLB_R_MAX, XDP_PASS, 0, 0 };
+	e = (struct expect){ .verdict = XDP_PASS, .path = R(PASS_NOT_VIP) };
 	run_case("pass_non_vip", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 
 	/* the machine, not chlb: random reads of a 1 MiB array in long and short batches */
-	e = (struct expect){ CHLB_R_MAX, CHLB_R_MAX, XDP_TX, 0, 0 };
+	e = (struct expect){ .verdict = XDP_TX };
 	run_case("platform_random_read_1mib", bpf_program__fd(bs->progs.bench_probe_read), pkt, 0,
 		 &e, FLOOD_RUNS, FLOOD_BATCH);
 	run_case("platform_random_read_1mib_short_batches",
