@@ -5,9 +5,11 @@
 # a read-only bind mount as the state directory, in a private mount
 # namespace); a replacement that needs more backend slots than are free is
 # refused before anything is touched, and its dry run says so; a 100k-line
-# apply (its time and the latency of a `stats` sent meanwhile, printed);
-# both state files corrupt, and the recovery the message names; a planted
-# STATE.tmp symlink; a state directory others can write to.
+# apply (its time and the latency of a `stats` sent meanwhile, printed); a
+# SIGKILL at several points of a large apply (all old or all new after the
+# restart, in the file and the data plane); both state files corrupt, and
+# the recovery the message names; a planted STATE.tmp symlink; a state
+# directory others can write to.
 . "$(dirname "$0")/daemon_lib.sh"
 
 VIP=10.0.0.10:80/tcp
@@ -41,6 +43,9 @@ dataplane() {
 	c -j service list | jq -c '[.services[] | del(.last_swap_ms)]'
 	c -j backend list | jq -c '[.backends[] | {service, address, weight, slot, gen, state}]'
 }
+
+# a fresh chlbd for the next test, even after one that failed halfway
+fresh() { [ -z "$D_PID" ] || teardown; }
 
 # the last test leaves nothing behind: the next one starts from an empty pin dir
 teardown() {
@@ -80,6 +85,7 @@ refused_change() {
 
 test_full_state_dir() {
 	local sd=$LIB_DIR/full before_state before_dp
+	fresh
 	holder_start
 	mkdir -m 0700 "$sd"
 	in_ns mount -t tmpfs -o size=64k,mode=0700 tmpfs "$sd" || return 1
@@ -104,6 +110,7 @@ test_full_state_dir() {
 
 test_readonly_state_dir() {
 	local sd=$LIB_DIR/ro before_state
+	fresh
 	[ -n "$HOLDER" ] || holder_start
 	mkdir -m 0700 "$sd"
 	in_ns mount --bind "$sd" "$sd" || return 1
@@ -129,7 +136,7 @@ gen_conf() {
 			vip = sprintf("10.100.%d.1:80/tcp", s)
 			printf "service add %s algo ring\n", vip
 			for (b = 0; b < nb; b++) {
-				a = sprintf("%s.%d.%d", net, int(b / 250), 1 + b % 250)
+				a = sprintf("%s.%d.%d", net, int(b / 250), 2 + b % 250)
 				printf "backend add %s %s weight 100\n", vip, a
 				for (k = 0; k < sets; k++)
 					printf "backend set %s %s weight %d\n", vip, a, 50 + k
@@ -140,6 +147,7 @@ gen_conf() {
 
 test_capacity_checked_first() {
 	local before_state before_dp out rc
+	fresh
 	D_STATE=$LIB_DIR/cap.state
 	ip -n "$D_NS" route add 10.2.0.0/16 via 10.1.0.2
 	ip -n "$D_NS" route add 10.3.0.0/16 via 10.1.0.2
@@ -173,6 +181,7 @@ test_capacity_checked_first() {
 
 test_big_apply_and_stats() {
 	local t0 t1 st rc out n
+	fresh
 	D_STATE=$LIB_DIR/big.state
 	d_start || return 1
 	# 100,100 lines: more (service, backend) pairs than slots; parsed, then refused
@@ -205,6 +214,43 @@ test_big_apply_and_stats() {
 	teardown
 }
 
+# SIGKILL while a 100-service apply is under way, at several points: after the
+# restart the state file is all old or all new, and the data plane forwards
+# exactly the VIPs the state file has.
+test_crash_mid_apply() {
+	local delay n v out
+	fresh
+	D_STATE=$LIB_DIR/crash.state
+	for delay in 0.15 0.5 1.0 4; do
+		rm -f "$D_STATE" "$D_STATE.prev"
+		d_start || return 1
+		setup_small || return 1
+		# backends 10.1.0.2-51: neighbours known, so a VIP's flows are forwarded, never passed
+		{ saved; gen_conf 100 50 10.1; } >"$LIB_DIR/crash.conf"
+		lib_bg crash-apply "$CHLBCTL" -s "$D_SOCK" apply -f "$LIB_DIR/crash.conf"
+		local ap=$LIB_LASTPID
+		sleep "$delay"
+		d_stop KILL
+		wait "$ap" 2>/dev/null
+		d_start || return 1
+		n=$(saved | grep -c '^service add 10\.100\.')
+		diag "killed ${delay} s into the apply: the restart has $n of the 100 new services"
+		check "all old or all new ($n)" test "$n" = 0 -o "$n" = 100 || return 1
+		saved | grep -q "^service add $VIP" || { diag "the old service is gone"; return 1; }
+		for v in 0 37 99; do
+			out=$(probe which "$D_PIN" "$D_IFINDEX" 10.100.$v.1 80 3 7)
+			if [ "$n" = 100 ]; then
+				check "10.100.$v.1 forwarded: $out" nogrep -q verdict <<<"$out" || return 1
+			else
+				check "10.100.$v.1 not a VIP any more: $out" grep -q verdict <<<"$out" || return 1
+			fi
+		done
+		teardown
+	done
+}
+
+nogrep() { ! grep "$@"; }
+
 start_out() {
 	timeout 10 "$CHLBD" -i v0 --netns "$D_NS" -m xdp-generic -s "$D_SOCK" --pin-dir "$D_PIN" \
 		--state "$1" -f 2>&1
@@ -212,6 +258,7 @@ start_out() {
 
 test_both_state_files_corrupt() {
 	local out
+	fresh
 	D_STATE=$LIB_DIR/corrupt.state
 	d_start || return 1
 	setup_small || return 1
@@ -236,6 +283,7 @@ test_both_state_files_corrupt() {
 
 test_planted_tmp_symlink() {
 	local sd=$LIB_DIR/sym victim
+	fresh
 	victim=$(mktemp /tmp/chlb-victim-XXXXXX)
 	echo "root's precious file" >"$victim"
 	chmod 0644 "$victim"
@@ -259,6 +307,7 @@ test_planted_tmp_symlink() {
 
 test_writable_state_dir_refused() {
 	local sd=$LIB_DIR/open out
+	fresh
 	mkdir -m 0700 "$sd"
 	D_STATE=$sd/state
 	chmod 0777 "$sd"
