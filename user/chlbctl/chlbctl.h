@@ -23,12 +23,14 @@ enum chlbctl_exit {
 	CHLBCTL_EXIT_PROTOCOL = 4,    /* chlbd answered something unparsable / closed early */
 };
 
-#define CHLBCTL_DEFAULT_SOCKET "/run/chlb/chlb.sock"
+#define CHLBCTL_DEFAULT_SOCKET	   "/run/chlb/chlb.sock"
+#define CHLBCTL_DEFAULT_TIMEOUT_MS 30000 /* --timeout: connect, send and reply together */
 
 /* Global options: before the command, or among its words (main.c). */
 struct chlbctl_opts {
 	bool json;	    /* -j/--json: one JSON document on stdout, errors as {"error": ...} */
 	const char *socket; /* -s/--socket PATH */
+	int timeout_ms;	    /* --timeout SECONDS: a request's limit; 0 = none */
 };
 extern struct chlbctl_opts ctl;
 

@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* One request over chlbd's control socket (protocol: see user/chlbd/server.c). */
+/*
+ * One request over chlbd's control socket (protocol: see
+ * user/chlbd/server.c), within --timeout: connecting, sending and reading
+ * the whole reply together (a stopped or wedged chlbd accepts the
+ * connection and the request, and never answers).
+ */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include "chlbctl.h"
 #include "client.h"
@@ -14,12 +23,51 @@
 
 #define REPLY_MAX (64u << 20)
 
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The request's deadline (0: none, --timeout 0). */
+static long long deadline;
+
+/* 0 when fd is ready for `events`, -ETIMEDOUT when the deadline passed first. */
+static int wait_ready(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int n;
+
+	do {
+		long long left = deadline ? deadline - now_ms() : -1;
+
+		if (deadline && left <= 0)
+			return -ETIMEDOUT;
+		n = poll(&p, 1, deadline ? (int)(left > 1 << 30 ? 1 << 30 : left) : -1);
+	} while (n < 0 && errno == EINTR);
+	return n > 0 ? 0 : n == 0 ? -ETIMEDOUT : -errno;
+}
+
+static int timed_out(void)
+{
+	p_err("chlbd at '%s' did not answer within %g s (--timeout): is it stopped or wedged?",
+	      ctl.socket, ctl.timeout_ms / 1000.0);
+	return CHLBCTL_EXIT_UNREACHABLE;
+}
+
+/* 0, -ETIMEDOUT, or -1 (the daemon closed: read what it answered) */
 static int send_all(int fd, const char *p, size_t len)
 {
 	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		ssize_t n;
+		int rc = wait_ready(fd, POLLOUT);
 
-		if (n < 0 && errno == EINTR)
+		if (rc)
+			return rc == -ETIMEDOUT ? rc : -1;
+		n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
 			return -1;
@@ -29,13 +77,28 @@ static int send_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
+/* A blocking connect (a full backlog waits) bounded by the deadline: SO_SNDTIMEO bounds it. */
+static int connect_timed(int fd, const struct sockaddr_un *sa)
+{
+	long long left = deadline ? deadline - now_ms() : 0;
+	struct timeval tv = { .tv_sec = (time_t)(left / 1000), .tv_usec = (left % 1000) * 1000 };
+
+	if (deadline && left <= 0)
+		return -ETIMEDOUT;
+	if (deadline && setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)))
+		return errno == EAGAIN && deadline ? -ETIMEDOUT : -errno;
+	return 0;
+}
+
 int ctl_request(const char *text, json_object **reply)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	size_t len = 0, cap = 0;
 	char *buf = NULL;
 	json_object *o, *e;
-	int fd;
+	int fd, rc;
 
 	*reply = NULL;
 	if (strlen(ctl.socket) >= sizeof(sa.sun_path)) {
@@ -43,15 +106,23 @@ int ctl_request(const char *text, json_object **reply)
 		return CHLBCTL_EXIT_USAGE;
 	}
 	strcpy(sa.sun_path, ctl.socket);
+	deadline = ctl.timeout_ms ? now_ms() + ctl.timeout_ms : 0;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		p_err("couldn't connect to chlbd at '%s': %s (-%d)", ctl.socket, strerror(errno),
-		      errno);
+	rc = fd < 0 ? -errno : connect_timed(fd, &sa);
+	if (rc) {
 		if (fd >= 0)
 			close(fd);
+		if (rc == -ETIMEDOUT)
+			return timed_out();
+		p_err("couldn't connect to chlbd at '%s': %s (%d)", ctl.socket, strerror(-rc), rc);
 		return CHLBCTL_EXIT_UNREACHABLE;
 	}
-	if (send_all(fd, text, strlen(text)) || shutdown(fd, SHUT_WR)) {
+	rc = send_all(fd, text, strlen(text));
+	if (rc == -ETIMEDOUT) {
+		close(fd);
+		return timed_out();
+	}
+	if (rc || shutdown(fd, SHUT_WR)) {
 		/* the daemon may have answered early (oversized request): read it anyway */
 	}
 	for (;;) {
@@ -69,8 +140,13 @@ int ctl_request(const char *text, json_object **reply)
 			}
 			buf = p;
 		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
+		if (wait_ready(fd, POLLIN)) {
+			free(buf);
+			close(fd);
+			return timed_out();
+		}
+		n = recv(fd, buf + len, cap - len, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
 			break;

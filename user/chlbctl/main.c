@@ -4,6 +4,7 @@
  * command, or among its words, as bpftool takes them), then dispatch
  * through cmds[] with unambiguous prefixes (bpftool's cmd_select()).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,7 +16,8 @@
 #include "client.h"
 #include "json_out.h"
 
-struct chlbctl_opts ctl = { .socket = CHLBCTL_DEFAULT_SOCKET };
+struct chlbctl_opts ctl = { .socket = CHLBCTL_DEFAULT_SOCKET,
+			    .timeout_ms = CHLBCTL_DEFAULT_TIMEOUT_MS };
 
 static const struct chlbctl_cmd cmds[] = {
 	{ "help", do_help, "this text" },
@@ -119,9 +121,11 @@ int do_help(int argc, char **argv)
 	       "Options (before the command or among its words, as bpftool takes them):\n"
 	       "  -j, --json          JSON output; errors as {\"error\": \"...\", \"kind\": ...}\n"
 	       "  -s, --socket PATH   chlbd control socket (default %s)\n"
+	       "      --timeout SECS  give chlbd this long to answer, from connect to the\n"
+	       "                      whole reply (default %d; 0: no limit); then exit %d\n"
 	       "  -h, --help          this text\n\n"
 	       "Commands (any unambiguous prefix works):\n",
-	       CHLBCTL_DEFAULT_SOCKET);
+	       CHLBCTL_DEFAULT_SOCKET, CHLBCTL_DEFAULT_TIMEOUT_MS / 1000, CHLBCTL_EXIT_UNREACHABLE);
 	for (const struct chlbctl_cmd *c = cmds; c->name; c++)
 		printf("  %-10s %s\n", c->name, c->summary);
 	printf("\n");
@@ -135,6 +139,22 @@ int do_help(int argc, char **argv)
 	       CHLBCTL_EXIT_OK, CHLBCTL_EXIT_FAIL, CHLBCTL_EXIT_USAGE, CHLBCTL_EXIT_UNREACHABLE,
 	       CHLBCTL_EXIT_PROTOCOL);
 	return CHLBCTL_EXIT_OK;
+}
+
+/* --timeout SECONDS (fractions too): 0 waits forever. */
+static int parse_timeout(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0) || v > 86400) {
+		p_usage("'%s': bad value for --timeout (seconds, 0-86400; 0: no limit)", s);
+		return -1;
+	}
+	ctl.timeout_ms = v > 0 && v < 0.001 ? 1 : (int)(v * 1000);
+	return 0;
 }
 
 /* The command argv[0] names (exact or an unambiguous prefix), or NULL. */
@@ -172,8 +192,8 @@ static bool takes_value(const struct chlbctl_cmd *cmd, const char *w)
 }
 
 /*
- * -j/--json and -s/--socket PATH (-sPATH, --socket=PATH) among the
- * command's words, as before it; removed from argv. Up to a "--", and not
+ * -j/--json, -s/--socket PATH (-sPATH, --socket=PATH) and --timeout
+ * SECONDS among the command's words, as before it; removed from argv. Up to a "--", and not
  * where a word is the value of the command's own option (-f FILE).
  */
 static int take_global_opts(int *argc, char **argv)
@@ -186,7 +206,7 @@ static int take_global_opts(int *argc, char **argv)
 		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json"))
 			ctl.json = true;
 		else if (takes_value(cmd, argv[i]) || !strcmp(argv[i], "-s") ||
-			 !strcmp(argv[i], "--socket"))
+			 !strcmp(argv[i], "--socket") || !strcmp(argv[i], "--timeout"))
 			i++;
 	}
 	for (i = 1; i < *argc; i++) {
@@ -209,6 +229,13 @@ static int take_global_opts(int *argc, char **argv)
 			ctl.socket = w + (w[1] == '-' ? 9 : 2);
 			continue;
 		}
+		if (!strcmp(w, "--timeout") || !strncmp(w, "--timeout=", 10)) {
+			if (!w[9] && i + 1 >= *argc)
+				return p_usage("'%s' needs a number of seconds", w);
+			if (parse_timeout(w[9] ? w + 10 : argv[++i]))
+				return CHLBCTL_EXIT_USAGE;
+			continue;
+		}
 		argv[j++] = argv[i];
 		if (takes_value(cmd, w) && i + 1 < *argc)
 			argv[j++] = argv[++i];
@@ -223,6 +250,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "socket", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -237,6 +265,10 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			ctl.socket = optarg;
+			break;
+		case 'T':
+			if (parse_timeout(optarg))
+				return CHLBCTL_EXIT_USAGE;
 			break;
 		case 'h':
 			return do_help(0, NULL);

@@ -21,6 +21,7 @@
 #include <systemd/sd-daemon.h>
 #include "chlbd.h"
 #include "metrics.h"
+#include "own.h"
 
 struct chlbd D = { .listen_fd = -1, .epfd = -1, .socket_gid = -1, .lock_fd = -1 };
 
@@ -30,17 +31,20 @@ static void usage(FILE *f)
 	    f,
 	    "Usage: chlbd -i IFACE [-i IFACE...] [OPTIONS]\n"
 	    "  -i, --interface IFACE   attach to IFACE (repeatable)\n"
-	    "  -m, --mode MODE         xdp (native, default) | xdp-generic | tc\n"
+	    "  -m, --mode MODE         xdp (native, default) | xdp-generic | tc; a restart\n"
+	    "                          moves what was attached to the -i and -m asked\n"
 	    "      --netns NAME        join network namespace NAME (/var/run/netns/NAME) only;\n"
 	    "                          pins stay in the host's bpffs\n"
-	    "  -s, --socket PATH       control socket (default %s), mode 0600\n"
+	    "  -s, --socket PATH       control socket (default %s), mode 0600;\n"
+	    "                          only a stale socket at PATH is replaced\n"
 	    "      --socket-group GRP  also let members of GRP use the socket (mode 0660)\n"
 	    "      --pin-dir DIR       bpffs pin directory (default %s); no bpffs there:\n"
 	    "                          chlbd mounts one (on /sys/fs/bpf, else on DIR's parent)\n"
 	    "      --state FILE        state file (default %s)\n"
 	    "  -c, --config FILE       config file: applied at start (instead of the state\n"
 	    "                          file) and on SIGHUP / `chlbctl apply`\n"
-	    "      --ct-size N         connection-table entries, 120 bytes each (default %u)\n"
+	    "      --ct-size N         connection-table entries, 120 bytes each (default\n"
+	    "                          %u; a restart resizes a pinned table, entries kept)\n"
 	    "      --udp-timeout-ms N  UDP flow idle timeout (default %u)\n"
 	    "      --tcp-timeout-ms N  TCP connection idle timeout (default 0: none; an\n"
 	    "                          entry lives until its connection's backend leaves\n"
@@ -349,30 +353,138 @@ static int resolve_ifaces(void)
 	return 0;
 }
 
-static int attach_all(void)
+#define MAX_ATTACHMENTS 256
+
+static const char *mode_name(enum chlb_attach_mode m)
 {
-	char err[256];
-	int rc;
+	return m == CHLB_ATTACH_XDP	      ? "xdp"
+	       : m == CHLB_ATTACH_XDP_GENERIC ? "xdp-generic"
+	       : m == CHLB_ATTACH_TC	      ? "tc"
+					      : "none";
+}
+
+static const char *ifname_of(int ifindex, char *buf)
+{
+	if (!if_indextoname((unsigned int)ifindex, buf))
+		snprintf(buf, IF_NAMESIZE, "#%d", ifindex);
+	return buf;
+}
+
+static bool asked_for(int ifindex)
+{
+	for (int i = 0; i < D.niface; i++)
+		if (D.ifindex[i] == ifindex)
+			return true;
+	return false;
+}
+
+/* Interfaces this start attached that carried nothing of ours: undone if it fails. */
+static int fresh_ifindex[CHLBD_MAX_IFACES], nfresh;
+
+/*
+ * Before anything is pinned: an interface that carries another chlbd's
+ * program (XDP, or TC at chlb's handle) is refused, never taken over.
+ */
+static int check_ifaces(void)
+{
+	char err[768];
 
 	for (int i = 0; i < D.niface; i++) {
+		if (chlb_dp_check_iface(D.pin_dir, D.ifindex[i], D.mode, err, sizeof(err))) {
+			pr_err("%s", err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Attach as asked (-i, -m), moving what a previous chlbd of this pin
+ * directory attached in another mode (chlb_dp_attach() moves it without a
+ * gap), then detach what it attached where this one is not asked to be.
+ */
+static int attach_all(void)
+{
+	struct chlb_dp_attachment att[MAX_ATTACHMENTS];
+	char err[768], name[IF_NAMESIZE];
+	int n, rc;
+
+	n = chlb_dp_attachments(D.dp, att, MAX_ATTACHMENTS);
+	for (int i = 0; i < D.niface; i++) {
+		enum chlb_attach_mode was = CHLB_ATTACH_NONE;
+
+		for (int j = 0; j < n && j < MAX_ATTACHMENTS; j++)
+			if (att[j].ifindex == D.ifindex[i] && att[j].live && was != D.mode)
+				was = att[j].mode;
 		rc = chlb_dp_attach(D.dp, D.ifindex[i], D.mode, err, sizeof(err));
 		if (rc) {
 			pr_err("%s", err);
 			return rc;
 		}
 		D.nattached = i + 1;
-		pr_info("attached to %s (ifindex %d)", D.iface[i], D.ifindex[i]);
+		if (!was)
+			fresh_ifindex[nfresh++] = D.ifindex[i];
+		if (was && was != D.mode)
+			pr_info("moved %s (ifindex %d) from %s to %s", D.iface[i], D.ifindex[i],
+				mode_name(was), mode_name(D.mode));
+		else
+			pr_info("attached to %s (ifindex %d, %s)", D.iface[i], D.ifindex[i],
+				mode_name(D.mode));
+	}
+	n = chlb_dp_attachments(D.dp, att, MAX_ATTACHMENTS);
+	for (int j = 0; j < n && j < MAX_ATTACHMENTS; j++) {
+		if (asked_for(att[j].ifindex) && att[j].mode == D.mode)
+			continue;
+		if (chlb_dp_detach(D.dp, att[j].ifindex, att[j].mode, err, sizeof(err)))
+			pr_warn("%s", err);
+		else
+			pr_info(
+			    "detached from %s (ifindex %d, %s): not asked for by -i/-m any more",
+			    att[j].live ? ifname_of(att[j].ifindex, name) : "a removed interface",
+			    att[j].ifindex, mode_name(att[j].mode));
 	}
 	return 0;
 }
 
+/* A resized connection table (--ct-size): what the old program wrote meanwhile, then the log. */
+static void finish_resize(void)
+{
+	struct chlb_dp_resize rs;
+	int rc;
+
+	if (!chlb_dp_conns_resized(D.dp, &rs))
+		return;
+	rc = chlb_dp_conns_resize_finish(D.dp);
+	if (rc)
+		pr_warn("connection table: copying the entries written during the restart: %s (%d)",
+			strerror(-rc), rc);
+	chlb_dp_conns_resized(D.dp, &rs);
+	pr_info("connection table resized from %u to %u entries (--ct-size): %llu of %llu "
+		"entries copied, %llu more written during the restart",
+		rs.old_max, rs.new_max, (unsigned long long)rs.copied,
+		(unsigned long long)rs.entries, (unsigned long long)rs.late);
+	if (rs.copied < rs.entries)
+		pr_warn("connection table: %llu entries did not fit in %u: kept those of "
+			"connections that had not ended, the most recently refreshed first",
+			(unsigned long long)(rs.entries - rs.copied), rs.new_max);
+}
+
+/* Every attachment of this data plane (links, TC records, our TC filters), then the pins. */
 static void detach_unpin(void)
 {
-	char err[256];
+	struct chlb_dp_attachment att[MAX_ATTACHMENTS];
+	char err[768], name[IF_NAMESIZE];
+	int n = chlb_dp_attachments(D.dp, att, MAX_ATTACHMENTS);
 
-	for (int i = 0; i < D.nattached; i++)
-		if (chlb_dp_detach(D.dp, D.ifindex[i], D.mode, err, sizeof(err)))
+	for (int j = 0; j < n && j < MAX_ATTACHMENTS; j++) {
+		if (chlb_dp_detach(D.dp, att[j].ifindex, att[j].mode, err, sizeof(err)))
 			pr_warn("%s", err);
+		else
+			pr_info("detached from %s (ifindex %d, %s)",
+				att[j].live ? ifname_of(att[j].ifindex, name)
+					    : "a removed interface",
+				att[j].ifindex, mode_name(att[j].mode));
+	}
 	if (chlb_dp_unpin(D.dp, err, sizeof(err)))
 		pr_warn("%s", err);
 }
@@ -387,13 +499,23 @@ static void teardown(void)
  * A start that failed must not leave a half-made data plane behind: maps
  * this start loaded and pinned, links it pinned, the pin directory it
  * made. Adopted pins stay: they belong to the previous chlbd's program,
- * which still forwards.
+ * which still forwards; only interfaces this start newly attached are
+ * detached again.
  */
 static void undo_start(void)
 {
+	char err[768];
+
 	if (D.dp && !chlb_dp_adopted(D.dp)) {
 		detach_unpin();
 		pr_info("start failed: removed the pins it made in %s", D.pin_dir);
+	} else if (D.dp) {
+		for (int i = 0; i < nfresh; i++)
+			if (chlb_dp_detach(D.dp, fresh_ifindex[i], D.mode, err, sizeof(err)))
+				pr_warn("%s", err);
+		if (nfresh)
+			pr_info("start failed: detached from the %d interfaces it attached",
+				nfresh);
 	}
 	if (D.made_pin_dir)
 		rmdir(D.pin_dir); /* fails, as it should, while adopted pins are in it */
@@ -415,7 +537,13 @@ static int lock_pin_dir(const char *dir)
 		return -1;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		pr_err("pin directory '%s' is in use by another chlbd", dir);
+		pid_t holder = own_lock_holder(fd);
+
+		if (holder)
+			pr_err("pin directory '%s' is in use by another chlbd (pid %d)", dir,
+			       (int)holder);
+		else
+			pr_err("pin directory '%s' is in use by another chlbd", dir);
 		close(fd);
 		D.made_pin_dir = false;
 		return -1;
@@ -441,8 +569,6 @@ static int open_dataplane(struct chlb_state *next)
 		pr_err("data plane: %s", err);
 		return -1;
 	}
-	if (loop_init() || server_open(D.socket_path))
-		return -1;
 	chlbd_dp_ops(D.dp, &ops, &aops);
 	D.rt = chlb_rt_new(&ops, D.history_ms, D.grace_ms);
 	if (!D.rt)
@@ -466,27 +592,45 @@ static int open_dataplane(struct chlb_state *next)
 	return 0;
 }
 
+/* STATE.lock, in a directory the state may be kept in (chlb_state_dir_open()) */
+static int lock_state(void)
+{
+	char err[CHLB_ERR_MAX + 128];
+	int fd = chlb_state_dir_open(D.state_path, err, sizeof(err));
+
+	if (fd < 0) {
+		pr_err("state: %s; refusing to start", err);
+		return -1;
+	}
+	close(fd);
+	return own_lock_beside(D.state_path, "state file") == -1 ? -1 : 0;
+}
+
 /*
- * Everything up to "ready", cheapest checks first: a bad interface or a
- * bad state file is refused before anything is mounted, created or pinned.
+ * Everything up to "ready", cheapest checks first: a bad interface, a bad
+ * state file, a state file, socket or pin directory another chlbd holds, or
+ * an interface another chlbd's program is on, is refused before anything
+ * is mounted, created or pinned. The locks are held until exit.
  */
 static int start(struct chlb_state *next)
 {
 	int rc;
 
-	if (resolve_ifaces())
+	if (resolve_ifaces() || own_check_socket_path())
 		return -1;
 	if (mkdir_parent(D.state_path)) {
 		pr_err("couldn't create the directory of '%s': %s", D.state_path, strerror(errno));
 		return -1;
 	}
-	if (initial_state(next))
+	if (lock_state() || initial_state(next))
 		return -1;
-	if (metrics_open() || chlbd_bpffs_ensure(D.pin_dir))
+	if (metrics_open() || loop_init() || server_open(D.socket_path) ||
+	    chlbd_bpffs_ensure(D.pin_dir))
 		return -1;
 	D.lock_fd = lock_pin_dir(D.pin_dir);
-	if (D.lock_fd < 0 || open_dataplane(next) || attach_all())
+	if (D.lock_fd < 0 || check_ifaces() || open_dataplane(next) || attach_all())
 		return -1;
+	finish_resize();
 	if (D.pid_file) {
 		rc = chlbd_pidfile_write(D.pid_file);
 		if (rc) {

@@ -58,6 +58,7 @@ static char m_name[INET6_ADDRSTRLEN + 16];
 static int m_fd = -1, m_nclients;
 static struct mclient *m_clients;
 static struct loop_ev m_listen_ev = { .type = LOOP_EV_METRICS_LISTEN };
+static __u64 m_paused; /* accepting again from then on (0: not paused) */
 
 static int bad(const char *arg, const char *why)
 {
@@ -199,6 +200,16 @@ void metrics_accept(void)
 
 		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
 			continue;
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+			/* out of descriptors: stop watching for a second, not spin on a readable socket */
+			struct epoll_event ev = { .events = 0, .data.ptr = &m_listen_ev };
+
+			if (!epoll_ctl(D.epfd, EPOLL_CTL_MOD, m_fd, &ev))
+				m_paused = chlb_now_ns() + 1000000000ull;
+			pr_debug(
+			    "metrics: at the file-descriptor limit: not accepting for a second");
+			return;
+		}
 		if (fd < 0)
 			return;
 		if (m_nclients >= METRICS_MAX_CLIENTS) {
@@ -413,8 +424,11 @@ void metrics_client_event(void *p, unsigned int events)
 
 void metrics_expire(__u64 now)
 {
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &m_listen_ev };
 	struct mclient *c = m_clients, *next;
 
+	if (m_paused && m_paused <= now && !epoll_ctl(D.epfd, EPOLL_CTL_MOD, m_fd, &ev))
+		m_paused = 0;
 	for (; c; c = next) {
 		next = c->next;
 		if (c->deadline <= now) {

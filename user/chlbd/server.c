@@ -3,30 +3,54 @@
  * The control socket. One request per connection: the client writes the
  * request text and shuts down its write side; chlbd answers one JSON object
  * and closes. Every client has its own non-blocking buffers, so one that
- * hangs, trickles or vanishes mid-request costs nobody else anything; it is
- * dropped after CHLBD_CLIENT_TIMEOUT ms without progress. Requests larger
- * than CHLBD_REQ_MAX get an error reply. Peers must be root, our own uid or,
- * with --socket-group, a member of that group (SO_PEERCRED); the socket is
- * mode 0600, 0660 with --socket-group.
+ * hangs, trickles or vanishes mid-request costs nobody else anything: its
+ * whole request must arrive within CHLBD_CLIENT_TIMEOUT ms of the accept,
+ * however it trickles, and its reply must be taken with progress every
+ * CHLBD_CLIENT_TIMEOUT ms and whole within CHLBD_REPLY_CAP times that, or
+ * it is dropped. A client whose deadline passed while chlbd was busy gets
+ * a last read (or write) first: what arrived meanwhile counts. Requests
+ * larger than CHLBD_REQ_MAX get an error reply. Peers must be root, our own
+ * uid or, with --socket-group, a member of that group (SO_PEERCRED); the
+ * socket is mode 0600, 0660 with --socket-group.
+ *
+ * File descriptors: clients may take all but CHLBD_FD_RESERVE of the
+ * RLIMIT_NOFILE (the data plane, the state file and the metrics need the
+ * rest; a quarter of a tiny limit). A client accepted beyond that, or an
+ * accept that fails at the limit (EMFILE), drops the client that has
+ * waited longest for its request to arrive; with none to drop, the new one
+ * gets a "too many clients" error (at EMFILE, accepted on a spare
+ * descriptor kept for that), so the listening socket never stays readable
+ * with nothing done (which spun the loop at 100% CPU).
+ *
+ * The socket path: only a stale socket is removed (a socket nobody
+ * listens on); a file of any other kind there is refused, and a lock file
+ * beside the socket (PATH.lock) keeps a second chlbd off it.
  *
  * The request that stops chlbd (`shutdown`) gets its reply at once, but its
  * connection stays open until chlbd has released everything (pins, lock,
  * socket, pid file): the kernel closes it as the process exits, so
  * `chlbctl shutdown`, which reads to EOF, returns only once chlbd is gone.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include "chlbd.h"
 #include "loop_ev.h"
+#include "own.h"
+
+#define CHLBD_FD_RESERVE 64 /* descriptors clients never take */
+#define CHLBD_REPLY_CAP	 12 /* a reply is taken within this many client timeouts */
 
 struct client {
 	struct loop_ev ev; /* first: epoll data points here */
@@ -36,8 +60,9 @@ struct client {
 	char *out;
 	size_t outlen, outoff;
 	__u64 deadline;
-	bool hold; /* the shutdown request: keep the connection once answered */
-	bool busy; /* its request is being handled, or waits (deferred) */
+	__u64 reply_cap; /* the reply's last chance, however it is taken */
+	bool hold;	 /* the shutdown request: keep the connection once answered */
+	bool busy;	 /* its request is being handled, or waits (deferred) */
 	struct client *next, **pprev;
 	struct client *dnext; /* deferred: the next one waiting */
 };
@@ -48,6 +73,12 @@ static struct client *deferred, **deferred_tail = &deferred;
 static bool polling, polled;
 static int held_fd = -1; /* the shutdown request's connection, closed by the exit */
 static struct loop_ev listen_ev = { .type = LOOP_EV_LISTEN };
+static int spare_fd = -1; /* /dev/null: freed to accept one client at EMFILE and refuse it */
+static int fd_limit;	  /* all descriptors but the reserve */
+static int nclients;
+static int max_clients = -1; /* fd_limit less chlbd's other descriptors; -1: not counted */
+static __u64 listen_paused;  /* accepting again from then on (0: not paused) */
+static __u64 fd_warned_ns;
 
 static int mkdir_p(const char *dir)
 {
@@ -63,6 +94,71 @@ static int mkdir_p(const char *dir)
 		*p = '/';
 	}
 	return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+/*
+ * Whatever is at path goes only if it is a socket nobody listens on (a
+ * chlbd that died without removing it); 0 when path is free now.
+ */
+static int remove_stale(const char *path, const struct sockaddr_un *sa)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(path, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		pr_err("socket path '%s': %s (-%d)", path, strerror(errno), errno);
+		return -1;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		pr_err("'%s' exists and is not a socket (%s): refusing to remove it; choose "
+		       "another -s",
+		       path,
+		       S_ISREG(st.st_mode)   ? "a regular file"
+		       : S_ISDIR(st.st_mode) ? "a directory"
+		       : S_ISLNK(st.st_mode) ? "a symbolic link"
+					     : "another kind of file");
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) ? errno : 0;
+	close(fd);
+	/* a live daemon answers (or its backlog is full: EAGAIN) */
+	if (!rc || rc == EAGAIN) {
+		pr_err("another chlbd is listening on '%s'", path);
+		return -1;
+	}
+	if (rc != ECONNREFUSED) {
+		pr_err("socket '%s': can't tell whether anyone listens on it (connect: %s): "
+		       "refusing to remove it",
+		       path, strerror(rc));
+		return -1;
+	}
+	if (unlink(path) && errno != ENOENT) {
+		pr_err("couldn't remove the stale socket '%s': %s (-%d)", path, strerror(errno),
+		       errno);
+		return -1;
+	}
+	pr_debug("removed the stale socket '%s'", path);
+	return 0;
+}
+
+/* The descriptors clients may take (see the top comment), and the spare one. */
+static void fd_budget(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT_MAX)
+		fd_limit = INT_MAX;
+	else /* a tiny limit keeps a quarter */
+		fd_limit = (int)rl.rlim_cur - CHLBD_FD_RESERVE > (int)rl.rlim_cur / 4 * 3
+			       ? (int)rl.rlim_cur - CHLBD_FD_RESERVE
+			       : (int)rl.rlim_cur / 4 * 3;
+	if (spare_fd < 0)
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 int server_open(const char *path)
@@ -85,17 +181,10 @@ int server_open(const char *path)
 	}
 	free(dup);
 	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	/* PATH.lock, held until exit (own.c) */
+	if (own_lock_beside(path, "control socket") == -1 || remove_stale(path, &sa))
 		return -1;
-	/* a live daemon answers; a stale socket file is removed */
-	if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)) || errno == EAGAIN) {
-		pr_err("another chlbd is listening on '%s'", path);
-		close(fd);
-		return -1;
-	}
-	close(fd);
-	unlink(path);
+	fd_budget();
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	mode_t old = umask(0177); /* born 0600: no window where others could connect */
 	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
@@ -138,6 +227,7 @@ static void client_free(struct client *c)
 	free(c->in);
 	free(c->out);
 	free(c);
+	nclients--;
 }
 
 /* The shutdown request, answered: its connection is left for the exit to close. */
@@ -158,7 +248,9 @@ static void client_reply(struct client *c, char *reply)
 	c->out = reply;
 	c->outlen = reply ? strlen(reply) : 0;
 	c->outoff = 0;
+	/* the reply is taken with progress every timeout, and whole within a dozen */
 	c->deadline = chlb_now_ns() + CHLBD_CLIENT_TIMEOUT * 1000000ull;
+	c->reply_cap = chlb_now_ns() + CHLBD_REPLY_CAP * CHLBD_CLIENT_TIMEOUT * 1000000ull;
 	if (!reply) {
 		client_free(c);
 		return;
@@ -212,6 +304,113 @@ static bool peer_allowed(int fd)
 	return D.socket_gid >= 0 && pid_in_group(cr.pid, cr.gid, (gid_t)D.socket_gid);
 }
 
+/* Descriptors open now (/proc/self/fd), or -1. */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = -3; /* ".", "..", and d's own */
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/*
+ * One more client (its descriptor just accepted) would pass the budget?
+ * chlbd's other descriptors are counted again only when the clients reach
+ * the last count's cap: a flood costs a directory read per accept, no more.
+ */
+static bool over_budget(void)
+{
+	int n;
+
+	if (max_clients >= 0 && nclients + 1 <= max_clients)
+		return false;
+	n = open_fds();
+	if (n < 0)
+		return false;
+	max_clients = fd_limit - (n - nclients - 1);
+	return nclients + 1 > max_clients;
+}
+
+/* The client that has waited longest for its request (none answered yet), or NULL. */
+static struct client *oldest_reading(void)
+{
+	struct client *c, *old = NULL;
+
+	for (c = clients; c; c = c->next)
+		if (!c->out && !c->busy && (!old || c->deadline < old->deadline))
+			old = c;
+	return old;
+}
+
+static void fd_warn(const char *what)
+{
+	__u64 now = chlb_now_ns();
+
+	if (fd_warned_ns && now - fd_warned_ns < 10000000000ull)
+		return; /* once per 10 s: a flood must not flood the log */
+	fd_warned_ns = now;
+	pr_warn("control socket: clients at the file-descriptor limit (RLIMIT_NOFILE %d less "
+		"%d kept for chlbd): %s",
+		fd_limit + CHLBD_FD_RESERVE, CHLBD_FD_RESERVE, what);
+}
+
+/* Make room for one more client: drop the one waiting longest for its request. */
+static bool drop_oldest(void)
+{
+	struct client *c = oldest_reading();
+
+	if (!c)
+		return false;
+	fd_warn("dropped the client that waited longest for its request");
+	client_free(c);
+	return true;
+}
+
+static void refuse_busy(int fd)
+{
+	static const char busy[] = "{\"error\":\"chlbd: too many clients\",\"kind\":\"failed\"}\n";
+
+	if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		(void)0; /* closed either way */
+	close(fd);
+}
+
+/*
+ * accept() failed with EMFILE/ENFILE: 0 to try again (room was made, or
+ * one client was refused on the spare descriptor), -1 to stop: the
+ * listening socket is then left out of the loop until the next
+ * housekeeping tick (server_expire()), not left readable to spin on.
+ */
+static int at_fd_limit(void)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = &listen_ev };
+	int fd;
+
+	if (drop_oldest())
+		return 0;
+	if (spare_fd >= 0) {
+		close(spare_fd);
+		fd = accept4(D.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			fd_warn("refused a client");
+			refuse_busy(fd);
+			return 0;
+		}
+		if (errno == EAGAIN)
+			return -1; /* nobody left waiting */
+	}
+	fd_warn("not accepting for a second");
+	if (!epoll_ctl(D.epfd, EPOLL_CTL_MOD, D.listen_fd, &ev))
+		listen_paused = chlb_now_ns() + 1000000000ull;
+	return -1;
+}
+
 void server_accept(void)
 {
 	for (;;) {
@@ -219,13 +418,27 @@ void server_accept(void)
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
 		struct client *c;
 
+		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
+			continue;
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+			if (at_fd_limit())
+				return;
+			continue;
+		}
 		if (fd < 0)
 			return;
+		/* with no other client, this one is served whatever the count */
+		if (clients && over_budget() && !drop_oldest()) {
+			fd_warn("refused a client");
+			refuse_busy(fd);
+			continue;
+		}
 		c = calloc(1, sizeof(*c));
 		if (!c) {
 			close(fd);
 			continue;
 		}
+		nclients++;
 		c->ev.type = LOOP_EV_CLIENT;
 		c->fd = fd;
 		c->deadline = chlb_now_ns() + CHLBD_CLIENT_TIMEOUT * 1000000ull;
@@ -247,7 +460,8 @@ void server_accept(void)
 	}
 }
 
-static void client_read(struct client *c)
+/* Reads what has arrived; true while the request is still incomplete (c stays). */
+static bool client_read(struct client *c)
 {
 	char *reply;
 
@@ -267,34 +481,36 @@ static void client_read(struct client *c)
 					 CHLBD_REQ_MAX);
 				pr_warn("control socket: %s; refused", msg);
 				client_reply(c, error_reply(msg, CHLBD_ERR_USAGE));
-				return;
+				return false;
 			}
 			p = realloc(c->in, cap + 1);
 			if (!p) {
 				client_free(c);
-				return;
+				return false;
 			}
 			c->in = p;
 			c->incap = cap;
 		}
 		n = read(c->fd, c->in + c->inlen, c->incap - c->inlen);
 		if (n > 0) {
+			/* progress does not move the deadline: a trickle is dropped too */
 			c->inlen += (size_t)n;
-			c->deadline = chlb_now_ns() + CHLBD_CLIENT_TIMEOUT * 1000000ull;
 			continue;
 		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
 		if (n < 0) {
 			client_free(c);
-			return;
+			return false;
 		}
 		/* EOF: the whole request is here */
 		c->in[c->inlen] = '\0';
 		if (strlen(c->in) != c->inlen) {
 			client_reply(c,
 				     error_reply("request contains a NUL byte", CHLBD_ERR_USAGE));
-			return;
+			return false;
 		}
 		/* no more reads, no expiry: a poll during a long change must not come back here */
 		c->busy = true;
@@ -304,14 +520,38 @@ static void client_read(struct client *c)
 			c->dnext = NULL;
 			*deferred_tail = c;
 			deferred_tail = &c->dnext;
-			return;
+			return false;
 		}
 		reply = handle_request(c->in, c->inlen);
 		c->hold = D.stop; /* this request stopped chlbd */
 		c->busy = false;
 		client_reply(c, reply);
-		return;
+		return false;
 	}
+}
+
+/* Sends what the socket takes; true while some of the reply is still unsent (c stays). */
+static bool client_write(struct client *c)
+{
+	while (c->outoff < c->outlen) {
+		ssize_t n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		if (n <= 0)
+			break;
+		c->outoff += (size_t)n;
+		c->deadline = chlb_now_ns() + CHLBD_CLIENT_TIMEOUT * 1000000ull;
+		if (c->deadline > c->reply_cap)
+			c->deadline = c->reply_cap;
+	}
+	if (c->hold && c->outoff == c->outlen)
+		client_hold(c);
+	else
+		client_free(c);
+	return false;
 }
 
 void server_client_event(void *p, unsigned int events)
@@ -325,20 +565,7 @@ void server_client_event(void *p, unsigned int events)
 			client_read(c);
 		return;
 	}
-	while (c->outoff < c->outlen) {
-		ssize_t n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL);
-
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		if (n <= 0)
-			break;
-		c->outoff += (size_t)n;
-		c->deadline = chlb_now_ns() + CHLBD_CLIENT_TIMEOUT * 1000000ull;
-	}
-	if (c->hold && c->outoff == c->outlen)
-		client_hold(c);
-	else
-		client_free(c);
+	client_write(c);
 }
 
 /*
@@ -395,16 +622,24 @@ void server_run_deferred(void)
 
 void server_expire(__u64 now)
 {
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &listen_ev };
 	struct client *c = clients, *next;
 
 	for (; c; c = next) {
 		next = c->next;
-		if (c->deadline <= now) {
-			pr_debug("control socket: dropped a client idle for %d ms",
+		if (c->deadline > now)
+			continue;
+		/* what arrived (or drained) while chlbd was busy elsewhere still counts */
+		if (c->out ? client_write(c) : client_read(c)) {
+			pr_debug("control socket: dropped a client that %s within %d ms",
+				 c->out ? "did not take its reply" : "sent no whole request",
 				 CHLBD_CLIENT_TIMEOUT);
 			client_free(c);
 		}
 	}
+	if (listen_paused && listen_paused <= now &&
+	    !epoll_ctl(D.epfd, EPOLL_CTL_MOD, D.listen_fd, &ev))
+		listen_paused = 0;
 }
 
 void server_close_all(void)
@@ -416,4 +651,7 @@ void server_close_all(void)
 		D.listen_fd = -1;
 		unlink(D.socket_path);
 	}
+	if (spare_fd >= 0)
+		close(spare_fd);
+	spare_fd = -1;
 }

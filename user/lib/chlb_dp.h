@@ -42,7 +42,7 @@ enum chlb_attach_mode {
 #define CHLB_DP_DEFAULT_UDP_IDLE_MS 30000
 
 struct chlb_dp_opts {
-	__u32 conn_max;	   /* conns LRU entries; 0 = CHLB_DP_DEFAULT_CONN_MAX */
+	__u32 conn_max;	   /* conns LRU entries; 0: a pinned table's, else the default */
 	__u32 udp_idle_ms; /* UDP flow idle timeout; 0 = CHLB_DP_DEFAULT_UDP_IDLE_MS */
 	__u32 tcp_idle_ms; /* TCP connection idle timeout; 0 = none (entries live until evicted) */
 	/*
@@ -55,8 +55,28 @@ struct chlb_dp_opts {
 	bool verbose; /* libbpf debug output to stderr */
 };
 
-/* Open and load the data plane (adopting pinned maps if opts->pin_dir has them). */
+/*
+ * Open and load the data plane (adopting pinned maps if opts->pin_dir has
+ * them). A pinned connection table of another size than a non-zero
+ * conn_max is replaced by one of that size, its entries copied (dp_resize.c):
+ * attach, then call chlb_dp_conns_resize_finish().
+ */
 int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *err, size_t errlen);
+
+/* A connection table resized by chlb_dp_open(). */
+struct chlb_dp_resize {
+	__u32 old_max, new_max;
+	__u64 entries; /* in the old table at the copy */
+	__u64 copied;  /* of those, copied (all when they fit) */
+	__u64 late;    /* written by the old program after the copy, copied when finishing */
+};
+/* True, and what moved, when chlb_dp_open() resized the connection table. */
+bool chlb_dp_conns_resized(const struct chlb_dp *dp, struct chlb_dp_resize *out);
+/*
+ * After the new program is attached: copy what the old program wrote to the
+ * old table since the copy, and let the old table go. 0 when no resize.
+ */
+int chlb_dp_conns_resize_finish(struct chlb_dp *dp);
 
 /* Close: frees userspace state. Pinned maps/links and attachments stay. */
 void chlb_dp_close(struct chlb_dp *dp);
@@ -69,14 +89,43 @@ bool chlb_dp_adopted(const struct chlb_dp *dp);
  * is pinned as <pin_dir>/link_<ifindex>, and an existing pinned link there is
  * updated in place with the new program (bpf_link__update_program: no
  * packet sees "no program"). TC: clsact hook (-EEXIST is fine) + cls_bpf
- * filter, replacing our own filter at the same handle/priority.
+ * filter, replacing our own filter at the same handle/priority; the program
+ * is pinned as <pin_dir>/tc_<ifindex>, the record detach finds it by. An
+ * interface that carries this data plane in another mode is moved (the new
+ * attachment first, then the old one goes: dp_attach.c). -EBUSY, with a
+ * message, when the interface carries another chlbd's program (see
+ * chlb_dp_check_iface()).
  */
 int chlb_dp_attach(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, char *err,
 		   size_t errlen);
 
-/* Detach from ifindex (removes the pinned link file too). */
+/*
+ * Before anything is loaded: 0, or -EBUSY and why when attaching the data
+ * plane of pin_dir to ifindex in `mode` would take over another chlbd's
+ * traffic (its XDP program or its TC filter, at chlb's handle, on ifindex),
+ * or, in an XDP mode, when another XDP program is attached there.
+ */
+int chlb_dp_check_iface(const char *pin_dir, int ifindex, enum chlb_attach_mode mode, char *err,
+			size_t errlen);
+
+/* Detach from ifindex (removes the pinned link or the TC record too). */
 int chlb_dp_detach(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, char *err,
 		   size_t errlen);
+
+/* An attachment of this data plane: what shutdown --detach removes. */
+struct chlb_dp_attachment {
+	int ifindex;
+	enum chlb_attach_mode mode; /* XDP for a link whose mode can't be told */
+	bool live;		    /* false: the interface went away (a defunct link) */
+};
+
+/*
+ * Every attachment of this data plane: the links and TC records in pin_dir,
+ * links made without one, and TC filters at chlb's handle running our
+ * program on the interfaces of this network namespace. Up to max are
+ * stored; returns how many there are.
+ */
+int chlb_dp_attachments(struct chlb_dp *dp, struct chlb_dp_attachment *out, int max);
 
 /* Pin every map under opts->pin_dir (done by chlb_dp_open when pin_dir is set). */
 int chlb_dp_pin(struct chlb_dp *dp, char *err, size_t errlen);

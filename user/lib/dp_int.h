@@ -30,6 +30,15 @@ struct chlb_dp {
 	__u64 view_free_ns[CHLB_VIEW_SLOTS]; /* rewritable from then on */
 	/* conn_filter, mapped (dp_filter.c) */
 	struct chlb_filter_elem *filter;
+	/* a connection table resized at open (dp_resize.c) */
+	struct {
+		int old_fd;		/* the pinned table, until the copy is finished; -1 */
+		__u32 old_max, new_max; /* old_max 0: no resize */
+		__u64 entries, copied, late;
+		struct chlb_flow
+		    *seen; /* flows the first copy saw, when some did not fit; sorted */
+		size_t nseen;
+	} rs;
 };
 
 /* dp_views.c: the data plane's VIP index, written before the vips registry. */
@@ -62,5 +71,9 @@ int dp_filter_open(struct chlb_dp *dp);
 void dp_filter_close(struct chlb_dp *dp);
 
 struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m);
+
+/* dp_resize.c: the entries of the pinned table (rs.old_fd) into the new one. */
+int dp_conns_resize_begin(struct chlb_dp *dp);
+void dp_conns_resize_free(struct chlb_dp *dp);
 
 #endif /* CHLB_DP_INT_H */

@@ -171,8 +171,28 @@ static bool same_shape(int fd, const struct bpf_map *map)
 	       info.max_entries == bpf_map__max_entries(map);
 }
 
+/*
+ * The pinned connection table, when conn_max asks for another size: kept
+ * open in rs.old_fd, not reused (the load makes one of the size asked,
+ * dp_resize.c copies the entries). 1 then, else 0.
+ */
+static int resize_conns(struct chlb_dp *dp, int fd, __u32 conn_max)
+{
+	const struct bpf_map *map = dp_map(dp, CHLB_MAP_CONNS);
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	if (!conn_max || bpf_obj_get_info_by_fd(fd, &info, &len) ||
+	    info.key_size != bpf_map__key_size(map) ||
+	    info.value_size != bpf_map__value_size(map) || info.max_entries == conn_max)
+		return 0;
+	dp->rs.old_fd = fd;
+	dp->rs.old_max = info.max_entries;
+	return 1;
+}
+
 /* Reuse every map already pinned under pin_dir (recreatable ones of another shape excepted). */
-static int adopt_pinned(struct chlb_dp *dp, char *err, size_t errlen)
+static int adopt_pinned(struct chlb_dp *dp, __u32 conn_max, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	int m, fd, rc, found = 0;
@@ -188,6 +208,8 @@ static int adopt_pinned(struct chlb_dp *dp, char *err, size_t errlen)
 		fd = bpf_obj_get(path);
 		if (fd < 0)
 			return dp_err(err, errlen, -errno, "couldn't open pinned map '%s'", path);
+		if (m == CHLB_MAP_CONNS && resize_conns(dp, fd, conn_max))
+			continue;
 		if (recreatable(m) && !same_shape(fd, dp_map(dp, m))) {
 			close(fd);
 			if (unlink(path))
@@ -222,6 +244,25 @@ int chlb_dp_pin(struct chlb_dp *dp, char *err, size_t errlen)
 			continue; /* adopted, or pinned earlier */
 		if (bpf_obj_pin(chlb_dp_map_fd(dp, m), path))
 			return dp_err(err, errlen, -errno, "couldn't pin map '%s'", path);
+	}
+	return 0;
+}
+
+/* The resized connection table pinned over the old one's pin (a rename: never absent). */
+static int repin_conns(struct chlb_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	int rc;
+
+	if (map_pin_path(dp, CHLB_MAP_CONNS, path, sizeof(path)) ||
+	    pin_path(dp, "conns_new", tmp, sizeof(tmp)))
+		return -ENAMETOOLONG;
+	unlink(tmp);
+	if (bpf_obj_pin(chlb_dp_map_fd(dp, CHLB_MAP_CONNS), tmp) || rename(tmp, path)) {
+		rc = -errno;
+		unlink(tmp);
+		return dp_err(err, errlen, rc, "couldn't pin the resized connection table '%s'",
+			      path);
 	}
 	return 0;
 }
@@ -274,6 +315,7 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 		return dp_err(err, errlen, -ENOMEM, "couldn't allocate data plane state");
 	for (i = 0; i < 16; i++)
 		dp->link_fd[i] = -1;
+	dp->rs.old_fd = -1;
 	n = libbpf_num_possible_cpus();
 	if (n <= 0) {
 		rc = dp_err(err, errlen, n ? n : -EINVAL, "couldn't count possible CPUs");
@@ -301,7 +343,7 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 		goto fail;
 	}
 	if (dp->pin_dir[0]) {
-		rc = adopt_pinned(dp, err, errlen);
+		rc = adopt_pinned(dp, opts->conn_max, err, errlen);
 		if (rc)
 			goto fail;
 	}
@@ -315,6 +357,16 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 	if (rc) {
 		rc = dp_err(err, errlen, rc, "couldn't map the connection filter");
 		goto fail;
+	}
+	if (dp->rs.old_fd >= 0) {
+		rc = dp_conns_resize_begin(dp);
+		if (rc) {
+			rc =
+			    dp_err(err, errlen, rc,
+				   "couldn't copy the connection table (%u entries) into one of %u",
+				   dp->rs.old_max, dp->rs.new_max);
+			goto fail;
+		}
 	}
 	if (dp->map_adopted[CHLB_MAP_CONNS] && !dp->map_adopted[CHLB_MAP_CONN_FILTER]) {
 		rc = rebuild_conn_filter(dp);
@@ -330,6 +382,8 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 	}
 	if (dp->pin_dir[0]) {
 		rc = chlb_dp_pin(dp, err, errlen);
+		if (!rc && dp->rs.old_fd >= 0)
+			rc = repin_conns(dp, err, errlen);
 		if (rc)
 			goto fail;
 	}
@@ -349,6 +403,7 @@ void chlb_dp_close(struct chlb_dp *dp)
 	for (i = 0; i < 16; i++)
 		if (dp->link_fd[i] >= 0)
 			close(dp->link_fd[i]);
+	dp_conns_resize_free(dp);
 	dp_views_close(dp);
 	dp_filter_close(dp);
 	chlb_bpf__destroy(dp->skel);
