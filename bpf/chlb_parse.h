@@ -68,7 +68,7 @@ struct chlb_pkt {
 /*
  * Whole-word stores into the flow: the CRC, the VIP key and the conns hash
  * read it a word at a time, and a word load that spans several narrower
- * stores stalls store-to-load forwarding (~15 cycles each, measured).
+ * stores stalls store-to-load forwarding (its cost: docs/performance.md).
  */
 static __always_inline void flow_set_ports(struct chlb_flow *f, __u32 ports)
 {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * The per-packet pipeline both entry points share: parse, find the VIP,
- * pick and stick, forward, count. Reads like the DESIGN.md "Data path".
+ * pick and stick, forward, count. Reads like docs/design.md, "Data path,
+ * per packet".
  */
 #ifndef CHLB_PIPELINE_H
 #define CHLB_PIPELINE_H

@@ -213,7 +213,7 @@ static __always_inline __u32 chlb_hash_fin(__u32 crc)
  * CRC, so finalizing first adds no entropy (the key has the CRC's 32 bits
  * either way; the loop's iteration counts over 1M flows came out the same,
  * mean 7.48 at n = 1000). It did add fmix32's latency to the head of jump's
- * dependency chain: ~4 ns a new flow (README, Performance).
+ * dependency chain (what that cost: docs/performance.md).
  */
 static __always_inline __u64 chlb_jump_key(__u32 crc)
 {

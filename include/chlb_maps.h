@@ -27,7 +27,8 @@ struct chlb_vip_key {
  *    grace period, never reused under a reader);
  *  - vip_index + views (mmapable arrays): what the data plane reads, with
  *    inline lookups (looking up vips - a 20-byte jhash, a bucket walk, a
- *    memcmp call - cost ~10 ns a packet). vip_index is open-addressed: key K lives in one of the
+ *    memcmp call - costs more: docs/performance.md). vip_index is
+ *    open-addressed: key K lives in one of the
  *    CHLB_VIP_PROBES slots from chlb_vip_hash(K), and holds 1 + the views
  *    slot of K's view (0: empty, ends a probe; CHLB_VIP_TOMB: removed, the
  *    probe goes on). A change writes the new view into a free views slot,
@@ -142,10 +143,10 @@ struct chlb_conn {
  *    collision costs an entry for a flow that did not need one, or (under a
  *    SYN flood during a change) a handshake decided by the wrong table.
  *
- * Sizing, measured here (tests/bench, syn_flood_cold: fresh SYNs against a
- * full 1M-entry conns table): every filter hit costs an LRU probe, a DRAM
- * miss or two. Three bits per flow in 2^23 bits let ~3.7% of the SYNs
- * through with 1M entries (tests/unit/test_filter.c counts it).
+ * Sizing: every filter hit costs an LRU probe, a DRAM miss or two on a
+ * full table (syn_flood_cold in tests/bench: docs/performance.md). Three
+ * bits per flow in 2^23 bits let ~3.7% of the SYNs through with 1M entries
+ * (tests/unit/test_filter.c counts it).
  *
  * CHLB_CONN_FILTER_LAYOUT names the layout; a pinned filter of another
  * layout is not adopted on restart (user/lib/dp_load.c) but rebuilt from the

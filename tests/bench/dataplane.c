@@ -19,7 +19,7 @@
  * a program that does nothing but dependent random reads of a 1 MiB array.
  * A flood is a continuous stream, so the flood cases run FLOOD_BATCH packets
  * per call; the *_short_batches variants keep RUNS / BATCHES and show the
- * cold-cache cost (README, Performance).
+ * cold-cache cost (docs/performance.md).
  *
  * Cases that need state per timed run (first_ack_n1000: a fresh flow whose
  * SYN was sent; ack_flood_cold_history: which flows the view's tables

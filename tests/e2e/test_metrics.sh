@@ -54,7 +54,7 @@ test_promtool_accepts_a_scrape() {
 		grep -qi '^content-type: text/plain; version=0.0.4' "$hdr" || rc=1
 	out=$(promtool check metrics <"$f" 2>&1)
 	check "promtool check metrics: exit 0, no findings: $out" [ $? = 0 ] && [ -z "$out" ] || rc=1
-	# every family the README lists, with HELP and TYPE
+	# every family docs/operations.md lists, with HELP and TYPE
 	for name in chlb_build_info chlb_service_packets_total chlb_service_bytes_total \
 		chlb_service_new_flows_total chlb_service_backends chlb_service_tables \
 		chlb_service_conntrack_entries chlb_swaps_total chlb_table_info \

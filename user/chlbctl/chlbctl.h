@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-/* Exit codes (documented in `chlbctl help` and README). */
+/* Exit codes (documented in `chlbctl help`, docs/chlbctl.8 and docs/operations.md). */
 enum chlbctl_exit {
 	CHLBCTL_EXIT_OK = 0,	/* success */
 	CHLBCTL_EXIT_FAIL = 1,	/* rejected (conflicts with the state, needs force) or failed */

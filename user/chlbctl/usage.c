@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* `chlbctl help` for the daemon commands; docs/chlbctl.8 and README say the same. */
+/* `chlbctl help` for the daemon commands; docs/chlbctl.8 and docs/operations.md say the same. */
 #include <stdio.h>
 #include "chlbctl.h"
 

@@ -2,7 +2,7 @@
 /*
  * The connection table, read for operators: `conns`, the per-backend
  * "conns" of `backend list`, and the table pressure in `stats`. Each is one
- * walk of the table (user/lib/dp_conns.c), ~0.3 s per million entries,
+ * walk of the table (user/lib/dp_conns.c; its cost: docs/performance.md),
  * during which chlbd's event loop answers nothing else.
  */
 #ifndef CHLBD_CONNS_H

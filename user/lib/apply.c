@@ -570,7 +570,7 @@ int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st)
 }
 
 /*
- * Preallocating a slot can cost an RCU grace period (5-30 ms: the kernel
+ * Preallocating a slot can cost an RCU grace period (milliseconds: the kernel
  * waits for it when a new inner map replaces one); after a large change
  * hundreds are due. A tick does them for at most this long (at least one),
  * and asks to be called again at once: the event loop answers requests in

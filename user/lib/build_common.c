@@ -37,7 +37,7 @@ int build_alloc(struct chlb_table *out, __u32 algo, __u32 nwords, char *err, siz
  * Only words [0, zero_words) zeroed: for a builder that writes every word
  * past them. chlbd keeps freed tables in its heap, so calloc memsets the
  * whole reused chunk; the ring's pairs (1.3 MB at 160k vnodes) are all
- * written by the scatter anyway, and zeroing them first cost ~0.3 ms.
+ * written by the scatter anyway, and zeroing them first costs time (docs/performance.md).
  */
 int build_alloc_prefix(struct chlb_table *out, __u32 algo, __u32 nwords, __u32 zero_words,
 		       char *err, size_t errlen)

@@ -30,8 +30,7 @@
 /*
  * 32 partitions, not 256: chlbd builds after sitting idle, with its caches
  * gone cold, and 256 write streams into the partition array defeat the
- * hardware prefetcher (a 1000-backend, 160k-vnode build after a 150 ms sleep:
- * ~4.0 ms at 8 bits, ~2.8 ms at 5; warm, both ~2 ms). Any width gives the
+ * hardware prefetcher (docs/performance.md has the timings). Any width gives the
  * same table: every step is stable.
  */
 #define PART_BITS 5

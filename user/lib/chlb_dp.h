@@ -9,7 +9,7 @@
  * Every call returns 0 or a negative errno and, where an err buffer is
  * given, a message naming the object, the action and the errno.
  *
- * Atomicity contract (see DESIGN.md "Tables and the atomic swap"):
+ * Atomicity contract (see docs/design.md, "The swap protocol"):
  *   - chlb_dp_write_table() writes a table into a table slot IN PLACE when
  *     the slot's inner map is big enough (memcpy through mmap). The caller
  *     must only write slots that no service view currently names; a view
@@ -17,7 +17,7 @@
  *     update), so packets see the old or the new view, never a half table.
  *   - When the slot's inner map is too small (or absent), a new inner map is
  *     created and the outer slot updated: that syscall blocks for an RCU
- *     grace period (5-30 ms here), so prefer preallocating with
+ *     grace period (milliseconds: docs/performance.md), so prefer preallocating with
  *     chlb_dp_prealloc_table().
  */
 #ifndef CHLB_DP_H
@@ -139,7 +139,7 @@ int chlb_dp_get_backend(struct chlb_dp *dp, __u32 slot, struct chlb_backend *be)
 
 /*
  * Make sure table slot `slot` has an inner map of at least `nwords` words
- * (rounded up to CHLB_CHUNK_WORDS). Blocks ~5-30 ms when it must create one.
+ * (rounded up to CHLB_CHUNK_WORDS). Blocks for an RCU grace period when it must create one.
  */
 int chlb_dp_prealloc_table(struct chlb_dp *dp, __u32 slot, __u32 nwords);
 
@@ -185,8 +185,8 @@ int chlb_dp_conn_lookup(struct chlb_dp *dp, const struct chlb_flow *flow, struct
 int chlb_dp_conn_delete(struct chlb_dp *dp, const struct chlb_flow *flow);
 
 /*
- * Every entry of the connection table (dp_conns.c: batched lookups, ~0.3 s
- * per million entries here). A callback returning non-zero stops the walk
+ * Every entry of the connection table (dp_conns.c: batched lookups; the
+ * cost per million entries: docs/performance.md). A callback returning non-zero stops the walk
  * and that value is returned; otherwise 0, or a negative errno. Entries
  * written or evicted during the walk may or may not be seen.
  */

@@ -3,8 +3,8 @@
  * Reading the connection table (conns) from userspace: every entry, its
  * count, the table's size and memory. The walk uses BPF_MAP_LOOKUP_BATCH:
  * one syscall per few thousand entries instead of two per entry
- * (get_next_key + lookup): for a full 1M-entry table, 0.3 s instead of
- * 1.5 s of chlbd not answering (measured here, 2-core VM).
+ * (get_next_key + lookup): several times less of chlbd not answering
+ * (docs/performance.md).
  *
  * A walk is a snapshot only in the weak sense the kernel gives: the hash
  * map is visited bucket by bucket while the data plane keeps inserting and

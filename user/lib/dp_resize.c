@@ -16,10 +16,8 @@
  *     and when not all fitted, only of flows the copy did not see), then
  *     the old table is let go.
  *
- * Measured here (2-core VM), 1M entries: 2.4-3.4 s more before chlbd
- * serves, into a 4M table (the walk 0.3 s, the batched inserts 0.5 s,
- * creating the 480 MiB table, the second walk), 1.7-2.1 s into 500k; the
- * old program forwards meanwhile.
+ * It delays the start by seconds for a million entries (docs/performance.md);
+ * the old program forwards meanwhile.
  *
  * When the new table is smaller than the entries, the kept ones are the
  * connections that have not ended (no FIN or RST seen) before those that
@@ -108,8 +106,8 @@ static int put(struct chlb_dp *dp, const struct entry *e, __u64 flags)
 /*
  * e[0..n) into the empty new table, the last first (the least worth
  * keeping goes in first, to be evicted first), the filter bits of each
- * batch before it: BPF_MAP_UPDATE_BATCH, 4096 entries a call (1M entries:
- * 1.3 s here with one update per entry), or one at a time on kernels
+ * batch before it: BPF_MAP_UPDATE_BATCH, 4096 entries a call (one update
+ * per entry is much slower: docs/performance.md), or one at a time on kernels
  * without batch updates of LRU hashes.
  */
 static int put_all(struct chlb_dp *dp, const struct entry *e, size_t n)
