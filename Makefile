@@ -2,7 +2,9 @@
 # chlb build. Everything lands under $(BUILD)/; `make help` lists the targets.
 # Sources are found by wildcard, so adding a file needs no Makefile edit:
 #   bpf/*.bpf.c          -> build/<name>.bpf.o + build/<name>.skel.h
-#   user/lib/*.c         -> build/libchlb.a (shared by chlbd, chlbctl, tests)
+#   user/lib/LAYER/*.c   -> build/libchlb.a (shared by chlbd, chlbctl, tests); the
+#                           layers, lowest first: base table config engine dp (docs/design.md,
+#                           "user/lib layers"; tests/tools/check_layers.sh checks them)
 #   user/chlbd/*.c       -> build/chlbd
 #   user/chlbctl/*.c     -> build/chlbctl
 #   tests/unit/test_*.c  -> build/tests/unit/test_*  (+ ASan/UBSan copies in build/asan/)
@@ -39,9 +41,11 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.bpf.o)
 SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 BPF_HDRS := $(wildcard bpf/*.h) $(wildcard include/*.h)
-USER_HDRS := $(wildcard user/lib/*.h user/chlbd/*.h user/chlbctl/*.h) $(wildcard include/*.h)
+USER_HDRS := $(wildcard user/lib/*/*.h user/chlbd/*.h user/chlbctl/*.h) $(wildcard include/*.h)
 
-LIB_SRCS := $(wildcard user/lib/*.c)
+# user/lib in layers, each a folder, lowest first; an include points down only
+LIB_LAYERS := base table config engine dp
+LIB_SRCS := $(foreach l,$(LIB_LAYERS),$(wildcard user/lib/$(l)/*.c))
 LIB := $(BUILD)/libchlb.a
 ASAN_LIB := $(BUILD)/asan/libchlb.a
 CHLBD_SRCS := $(wildcard user/chlbd/*.c)
@@ -188,8 +192,9 @@ FORCE:
 
 # ---- fuzzing: the command parser under libFuzzer + ASan/UBSan (clang) ----
 FUZZ_TIME ?= 60
-FUZZ_LIB_SRCS := user/lib/grammar.c user/lib/state.c user/lib/state_io.c user/lib/util.c \
-	$(wildcard user/lib/build_*.c)
+FUZZ_LIB_SRCS := $(filter-out %/json_out.c %/stats_rates.c,$(wildcard user/lib/base/*.c)) \
+	$(filter-out %/sim.c,$(wildcard user/lib/table/*.c)) \
+	user/lib/config/grammar.c user/lib/config/state.c user/lib/config/state_io.c
 
 $(BUILD)/fuzz/fuzz_grammar: tests/fuzz/fuzz_grammar.c $(FUZZ_LIB_SRCS) $(USER_HDRS)
 	$(call msg,FUZZ-CC,$@)
@@ -203,11 +208,13 @@ fuzz: $(BUILD)/fuzz/fuzz_grammar
 		$(BUILD)/fuzz/corpus
 
 # ---- checks ----
-FORMAT_SRCS = $(filter-out include/chlb_crc32c_table.h,$(wildcard bpf/*.c bpf/*.h include/*.h user/*/*.c user/*/*.h tests/*/*.c tests/*/*.h))
+FORMAT_SRCS = $(filter-out include/chlb_crc32c_table.h,$(wildcard bpf/*.c bpf/*.h include/*.h user/*/*.c user/*/*.h user/lib/*/*.c user/lib/*/*.h tests/*/*.c tests/*/*.h))
 
 lint:
 	$(call msg,FORMAT,check)
 	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
+	$(call msg,LAYERS,user/lib)
+	$(Q)tests/tools/check_layers.sh
 	$(call msg,CPPCHECK,user include)
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem -D__x86_64__ -Iinclude -Iuser/lib \

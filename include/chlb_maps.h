@@ -20,7 +20,7 @@ struct chlb_vip_key {
 
 /*
  * The service's view, replaced whole on every change, so a packet sees the
- * old view or the new one. Kept twice, both written by user/lib/dp_state.c
+ * old view or the new one. Kept twice, both written by user/lib/dp/dp_state.c
  * and dp_views.c, the data plane's copy first:
  *  - vips (hash, key -> view): the registry userspace reads, iterates and
  *    adopts across restarts (NO_PREALLOC elements are freed after an RCU
@@ -134,7 +134,7 @@ struct chlb_conn {
  *    filter_bank names; writers set the bits in BOTH banks before the conns
  *    entry is written, so a flow whose bits are not all set certainly has no
  *    entry. Bits are never cleared under a reader: chlbd rebuilds the idle
- *    bank from the entries and then flips filter_bank (user/lib/dp_filter.c),
+ *    bank from the entries and then flips filter_bank (user/lib/dp/dp_filter.c),
  *    so the filter does not fill up as connections come and go.
  *  - four SYN stamps: the coarse time of the last SYN of a flow hashing
  *    there, and which table slot decided it. The flow's first non-SYN packet
@@ -149,7 +149,7 @@ struct chlb_conn {
  * (tests/unit/test_filter.c counts it).
  *
  * CHLB_CONN_FILTER_LAYOUT names the layout; a pinned filter of another
- * layout is not adopted on restart (user/lib/dp_load.c) but rebuilt from the
+ * layout is not adopted on restart (user/lib/dp/dp_load.c) but rebuilt from the
  * entries, since its bits would answer "no entry" for entries it holds.
  */
 #define CHLB_CONN_FILTER_BITS	23
@@ -230,7 +230,7 @@ static __always_inline __u32 chlb_syn_index(__u32 fk)
  * Per service and per backend, per CPU. packets, bytes and new_flows count
  * what was forwarded; no_route what was dropped because the backend had no
  * route (CHLB_R_NO_ROUTE). A pinned copy of another size (before no_route)
- * is recreated at load (user/lib/dp_load.c): its counters restart at zero.
+ * is recreated at load (user/lib/dp/dp_load.c): its counters restart at zero.
  */
 struct chlb_counters {
 	__u64 packets;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * A service's lookup table, as one array of 32-bit words, and the three
- * lookups over it. Userspace builds the words (user/lib/build_*.c); the data
+ * lookups over it. Userspace builds the words (user/lib/table/build_*.c); the data
  * plane holds them in an inner map, CHLB_CHUNK_WORDS words per map element.
  * Both sides run the lookups below, so a decision is bit-identical.
  *

@@ -18,7 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "apply.h"
+#include "engine/apply.h"
 
 static int send_req(const char *sock, const char *text)
 {

@@ -21,8 +21,8 @@
 #include <linux/tcp.h>
 #include <linux/udp.h>
 
-#include "chlb_dp.h"
-#include "chlb_build.h"
+#include "dp/dp.h"
+#include "table/build.h"
 
 #define FX_IFINDEX 1 /* test runs see the loopback device as ingress */
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Reading the connection table (user/lib/dp_conns.c): every entry exactly
+ * Reading the connection table (user/lib/dp/dp_conns.c): every entry exactly
  * once with its value, across several batches; a callback's non-zero
  * return stops the walk at once and is returned; an empty table; buffers
  * too small for one hash bucket (ENOSPC: grown and retried, nothing lost
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "dp_fixture.h"
-#include "dp_conns.h"
+#include "dp/dp_conns.h"
 
 #define N 10000 /* entries: more than two batches of CHLB_DP_CONNS_BATCH */
 

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "dp_fixture.h"
-#include "nexthop.h"
+#include "dp/nexthop.h"
 
 #define XDP_PASS_RC 2
 #define XDP_DROP_RC 1

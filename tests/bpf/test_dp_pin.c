@@ -231,7 +231,7 @@ static int send_xdp(struct chlb_dp *dp, struct fx_pkt *s, __u8 flags)
 }
 
 /*
- * The filter rebuild (user/lib/dp_filter.c): entries that exist keep their
+ * The filter rebuild (user/lib/dp/dp_filter.c): entries that exist keep their
  * bits in the new bank, bits of entries that are gone leave, and the flip
  * is what readers see.
  */

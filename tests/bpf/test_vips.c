@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The data plane's VIP index (vip_index + views, user/lib/dp_views.c):
+ * The data plane's VIP index (vip_index + views, user/lib/dp/dp_views.c):
  * at capacity every VIP is found through the real program (exact port, not
  * another port), removed ones pass, re-added ones are found; a full probe
  * window is refused and changes nothing; thousands of view changes in a

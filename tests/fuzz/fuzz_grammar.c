@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "state.h"
+#include "config/state.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {

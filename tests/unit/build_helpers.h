@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chlb_build.h"
+#include "table/build.h"
 
 static inline __u64 t_rand(__u64 *s)
 {

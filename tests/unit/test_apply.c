@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "apply.h"
+#include "engine/apply.h"
 
 #define HISTORY_MS 60
 #define GRACE_MS   20

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "build_helpers.h"
-#include "build_int.h"
+#include "table/build_int.h"
 
 static __u32 ref_hash(const char *name, __u32 rep)
 {

@@ -13,7 +13,7 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "conn_tally.h"
+#include "engine/conn_tally.h"
 
 #define NS   1000000000ull
 #define WEB  "10.0.0.10:80/tcp"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <netinet/in.h>
-#include "grammar.h"
+#include "config/grammar.h"
 
 static void ok(const char *line, struct chlb_cmd *c)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "json_out.h"
+#include "base/json_out.h"
 
 /* {"s": s} as chlb_json_dump() prints it */
 static char *dump_str(const char *s)

@@ -12,7 +12,7 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "plan.h"
+#include "config/plan.h"
 
 static void exec(struct chlb_state *st, const char *text)
 {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "plan.h"
+#include "config/plan.h"
 
 static void exec(struct chlb_state *st, const char *text)
 {

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <json-c/json.h>
 
-#include "chlb_sim.h"
+#include "table/sim.h"
 
 #define FLOWS 200000
 

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "state.h"
+#include "config/state.h"
 
 /* One statement as chlbd runs it: on a copy, kept only when it all passed. */
 static int run(struct chlb_state *st, const char *line, char *err)

@@ -11,7 +11,7 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <cmocka.h>
-#include "stats_rates.h"
+#include "base/stats_rates.h"
 
 /* A reply as chlbd builds it: one service, one backend slot, two reasons. */
 static json_object *reply(double t_s, long long resets, long long pk, long long by, long long nf,

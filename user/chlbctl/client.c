@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include "chlbctl.h"
 #include "client.h"
-#include "grammar.h"
+#include "config/grammar.h"
 
 #define REPLY_MAX (64u << 20)
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include "chlbctl.h"
 #include "client.h"
-#include "grammar.h"
-#include "state.h"
+#include "config/grammar.h"
+#include "config/state.h"
 #include "show.h"
 
 /*

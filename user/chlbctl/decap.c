@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * chlbctl decap attach|detach|show DEV: chlb's backend-side decapsulation
- * (user/lib/decap.c) on a backend's interface. Needs no chlbd: the TC filter
+ * (user/lib/dp/decap.c) on a backend's interface. Needs no chlbd: the TC filter
  * keeps the program attached after chlbctl exits.
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 
 #include "chlbctl.h"
 #include "client.h"
-#include "decap.h"
+#include "dp/decap.h"
 
 static int dev_index(const char *dev)
 {

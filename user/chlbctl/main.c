@@ -14,7 +14,7 @@
 
 #include "chlbctl.h"
 #include "client.h"
-#include "json_out.h"
+#include "base/json_out.h"
 
 struct chlbctl_opts ctl = { .socket = CHLBCTL_DEFAULT_SOCKET,
 			    .timeout_ms = CHLBCTL_DEFAULT_TIMEOUT_MS };

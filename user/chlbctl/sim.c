@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* chlbctl sim: argument parsing and output around chlb_sim_run() (user/lib/sim.c). */
+/* chlbctl sim: argument parsing and output around chlb_sim_run() (user/lib/table/sim.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -8,16 +8,10 @@
 #include <json-c/json.h>
 
 #include "chlbctl.h"
-#include "chlb_sim.h"
+#include "base/util.h"
+#include "table/sim.h"
 #include "client.h"
-#include "json_out.h"
-
-static const char *const algo_names[] = {
-	[CHLB_ALGO_RING] = "ring",
-	[CHLB_ALGO_JUMP] = "jump",
-	[CHLB_ALGO_MAGLEV] = "maglev",
-	[CHLB_ALGO_JTABLE] = "jtable",
-};
+#include "base/json_out.h"
 
 void sim_usage(void)
 {
@@ -37,15 +31,9 @@ void sim_usage(void)
 
 static int parse_u64(const char *opt, const char *s, __u64 min, __u64 max, __u64 *out)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+	if (chlb_parse_u64(s, 0, min, max, out))
 		return p_usage("--%s: '%s' is not a number in %llu..%llu", opt, s,
 			       (unsigned long long)min, (unsigned long long)max);
-	*out = v;
 	return 0;
 }
 
@@ -89,7 +77,7 @@ static void print_json(const struct chlb_sim_opts *o, const struct chlb_sim_resu
 {
 	json_object *j = json_object_new_object();
 
-	json_object_object_add(j, "algo", json_object_new_string(algo_names[o->algo]));
+	json_object_object_add(j, "algo", json_object_new_string(chlb_algo_name((__u8)o->algo)));
 	add_u64(j, "backends", r->nbackends);
 	if (o->algo == CHLB_ALGO_RING)
 		add_u64(j, "vnodes", o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
@@ -121,7 +109,7 @@ static void print_json(const struct chlb_sim_opts *o, const struct chlb_sim_resu
 
 static void print_plain(const struct chlb_sim_opts *o, const struct chlb_sim_result *r)
 {
-	printf("sim: %s, %u backends", algo_names[o->algo], r->nbackends);
+	printf("sim: %s, %u backends", chlb_algo_name((__u8)o->algo), r->nbackends);
 	if (o->algo == CHLB_ALGO_RING)
 		printf(", %u vnodes per backend at weight 100",
 		       o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
@@ -175,6 +163,7 @@ int do_sim(int argc, char **argv)
 	int c, nw = 0, nn = 0, rc = CHLBCTL_EXIT_USAGE;
 	__u64 v, nbackends = 0;
 	__u32 *weights = NULL;
+	__u8 algo;
 
 	/* argv[-1] is "sim": getopt wants a program name in argv[0] */
 	optind = 1;
@@ -186,15 +175,13 @@ int do_sim(int argc, char **argv)
 				name = p->name;
 		switch (c) {
 		case 'a':
-			for (__u32 i = CHLB_ALGO_RING; i <= CHLB_ALGO_JTABLE; i++)
-				if (!strcmp(optarg, algo_names[i]))
-					o.algo = i;
-			if (!o.algo) {
+			if (chlb_algo_parse(optarg, &algo)) {
 				p_usage(
 				    "--algo: unknown algorithm '%s' (ring, jump, maglev, jtable)",
 				    optarg);
 				goto out;
 			}
+			o.algo = algo;
 			break;
 		case 'n':
 			if (parse_u64(name, optarg, 2, CHLB_MAX_SVC_BACKENDS - 1, &nbackends))

@@ -23,7 +23,7 @@
 #include "chlbctl.h"
 #include "client.h"
 #include "show.h"
-#include "stats_rates.h"
+#include "base/stats_rates.h"
 
 #define WATCH_MIN_S 0.1
 #define WATCH_MAX_S 86400.0

@@ -32,6 +32,7 @@
 #include <unistd.h>
 #include <linux/magic.h>
 #include "chlbd.h"
+#include "base/util.h"
 
 #define BPFFS_ROOT "/sys/fs/bpf"
 
@@ -73,22 +74,6 @@ static int mount_point(const char *dir, char *out, size_t len)
 		return -EINVAL; /* /DIR: the parent would be / */
 	snprintf(out, len, "%.*s", (int)(slash - dir), dir);
 	return 0;
-}
-
-static int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX], *p;
-
-	snprintf(buf, sizeof(buf), "%s", dir);
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return mkdir(buf, 0755) && errno != EEXIST ? -errno : 0;
 }
 
 static int dir_empty(const char *dir)
@@ -173,7 +158,7 @@ int chlbd_bpffs_ensure(const char *pin_dir)
 		pr_err("bpffs: pin directory '%s' is not on a bpffs, and its parent is /", pin_dir);
 		return rc;
 	}
-	rc = mkdir_p(mnt);
+	rc = chlb_mkdir_p(mnt, 0755, 0755);
 	if (rc) {
 		pr_err("bpffs: couldn't create '%s': %s (%d)", mnt, strerror(-rc), rc);
 		return rc;

@@ -11,9 +11,9 @@
 #include <stdbool.h>
 #include <syslog.h>
 #include <json-c/json.h>
-#include "apply.h"
-#include "chlb_dp.h"
-#include "state.h"
+#include "engine/apply.h"
+#include "dp/dp.h"
+#include "config/state.h"
 
 #define CHLBD_MAX_IFACES      16
 #define CHLBD_REQ_MAX	      (8u << 20) /* largest request (an `apply` file) */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * `conns [VIP] [backend ADDR] [list]`: the connection table by service and
- * backend (live, ended, stale: see user/lib/conn_tally.h), and with `list`
+ * backend (live, ended, stale: see user/lib/engine/conn_tally.h), and with `list`
  * the entries themselves, the analogue of `ipvsadm -Lnc`. The entries are
  * printed as JSON text straight into the reply: a json-c object per entry
  * costs about a kilobyte of heap, 100 MB for a full list.
@@ -14,20 +14,11 @@
 #include <time.h>
 #include "conns.h"
 
-/* The data plane stamps entries with the coarse monotonic clock. */
-static __u64 coarse_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
-
-static int tally_init(struct chlb_ct_tally *t)
+int conns_tally_init(struct chlb_ct_tally *t)
 {
 	__u64 udp_ms = D.udp_timeout_ms ? D.udp_timeout_ms : CHLB_DP_DEFAULT_UDP_IDLE_MS;
 
-	return chlb_ct_tally_init(t, &D.state, D.rt, coarse_now(), udp_ms * 1000000ull,
+	return chlb_ct_tally_init(t, &D.state, D.rt, chlb_coarse_now_ns(), udp_ms * 1000000ull,
 				  (__u64)D.tcp_timeout_ms * 1000000ull);
 }
 
@@ -39,16 +30,23 @@ static int tally_one(const struct chlb_flow *f, const struct chlb_conn *c, void 
 	return 0;
 }
 
+int conns_tally_walk(struct chlb_ct_tally *t)
+{
+	int rc = chlb_dp_conns_foreach(D.dp, tally_one, t);
+
+	return rc < 0 ? rc : rc ? -EIO : 0;
+}
+
 int conns_tally(struct chlb_ct_tally *t)
 {
-	int rc = tally_init(t);
+	int rc = conns_tally_init(t);
 
 	if (rc)
 		return rc;
-	rc = chlb_dp_conns_foreach(D.dp, tally_one, t);
+	rc = conns_tally_walk(t);
 	if (rc)
 		chlb_ct_tally_free(t);
-	return rc < 0 ? rc : rc ? -EIO : 0;
+	return rc;
 }
 
 static void add_u64(json_object *o, const char *k, __u64 v)
@@ -259,7 +257,7 @@ char *view_conns(const struct chlb_cmd *c)
 		return chlbd_reply(e);
 	if (c->list && !(w.out = open_memstream(&list, &len)))
 		return chlbd_reply(chlbd_jerr("out of memory"));
-	rc = tally_init(&w.t);
+	rc = conns_tally_init(&w.t);
 	if (!rc)
 		rc = chlb_dp_conns_foreach(D.dp, walk_one, &w);
 	if (w.out)

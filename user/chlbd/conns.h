@@ -2,14 +2,14 @@
 /*
  * The connection table, read for operators: `conns`, the per-backend
  * "conns" of `backend list`, and the table pressure in `stats`. Each is one
- * walk of the table (user/lib/dp_conns.c; its cost: docs/performance.md),
+ * walk of the table (user/lib/dp/dp_conns.c; its cost: docs/performance.md),
  * during which chlbd's event loop answers nothing else.
  */
 #ifndef CHLBD_CONNS_H
 #define CHLBD_CONNS_H
 
 #include "chlbd.h"
-#include "conn_tally.h"
+#include "engine/conn_tally.h"
 
 /*
  * At most this many entries in a `conns list` reply ("truncated": true
@@ -21,6 +21,9 @@
 
 /* One walk of the connection table into t (chlb_ct_tally_free() it). 0 or -errno. */
 int conns_tally(struct chlb_ct_tally *t);
+/* Its two steps: an empty tally of chlbd's state and timeouts, then the walk (t kept on failure). */
+int conns_tally_init(struct chlb_ct_tally *t);
+int conns_tally_walk(struct chlb_ct_tally *t);
 
 /*
  * `stats`: the table's pressure into o: ct_size, ct_entries, ct_inserts

@@ -3,7 +3,7 @@
  * Connection-table upkeep from the event loop: the connection filter's bits
  * are only ever set by the data plane, so as connections come and go it
  * fills up and more SYNs pay an LRU probe. Every few seconds chlbd reads
- * how full the filter is and rebuilds it from the entries (user/lib/dp_filter.c)
+ * how full the filter is and rebuilds it from the entries (user/lib/dp/dp_filter.c)
  * once it has grown by a quarter since the last rebuild.
  */
 #include <string.h>

@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <bpf/bpf.h>
 #include "chlbd.h"
-#include "nexthop.h"
+#include "dp/nexthop.h"
 
 static int set_backend(void *ctx, __u32 slot, const struct chlb_backend *be)
 {

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "chlbd.h"
-#include "plan.h"
+#include "config/plan.h"
 
 /* Is a an address of one of this netns's interfaces? *dev names it. */
 static bool own_address(const struct chlb_addr *a, char *dev, size_t len)

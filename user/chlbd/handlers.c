@@ -17,8 +17,8 @@
 #include <string.h>
 #include "chlbd.h"
 #include "conns.h"
-#include "json_out.h"
-#include "plan.h"
+#include "base/json_out.h"
+#include "config/plan.h"
 
 /* valid JSON whatever the request held (json_out.h); numbers with 6 decimals */
 char *chlbd_reply(json_object *o)

@@ -22,6 +22,7 @@
 #include "chlbd.h"
 #include "metrics.h"
 #include "own.h"
+#include "base/util.h"
 
 struct chlbd D = { .listen_fd = -1, .epfd = -1, .socket_gid = -1, .lock_fd = -1 };
 
@@ -69,17 +70,11 @@ static void usage(FILE *f)
 
 static int parse_num(const char *opt, const char *s, __u64 max, __u64 *out)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || !*s || *s == '-' || v > max) {
+	if (chlb_parse_u64(s, 10, 0, max, out)) {
 		fprintf(stderr, "chlbd: '%s': bad value for %s (0-%llu)\n", s, opt,
 			(unsigned long long)max);
 		return -1;
 	}
-	*out = v;
 	return 0;
 }
 
@@ -271,6 +266,7 @@ static int join_netns(const char *name)
 	return 0;
 }
 
+/* The directory path is in (0700; missing parents 0755): 0 or -errno. */
 static int mkdir_parent(const char *path)
 {
 	char buf[4096], *p;
@@ -280,14 +276,7 @@ static int mkdir_parent(const char *path)
 	if (!p || p == buf)
 		return 0;
 	*p = '\0';
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		mkdir(buf, 0755);
-		*p = '/';
-	}
-	return mkdir(buf, 0700) && errno != EEXIST ? -1 : 0;
+	return chlb_mkdir_p(buf, 0755, 0700);
 }
 
 /*
@@ -524,13 +513,14 @@ static void undo_start(void)
 /* One chlbd per pin directory: a second one would fight over the same maps. */
 static int lock_pin_dir(const char *dir)
 {
-	char path[4096];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/x", dir);
 	D.made_pin_dir = access(dir, F_OK) != 0;
-	if (mkdir_parent(path))
+	fd = chlb_mkdir_p(dir, 0755, 0700);
+	if (fd) {
+		pr_err("couldn't create pin directory '%s': %s (%d)", dir, strerror(-fd), fd);
 		return -1;
+	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		pr_err("couldn't open pin directory '%s': %s (-%d)", dir, strerror(errno), errno);
@@ -618,8 +608,9 @@ static int start(struct chlb_state *next)
 
 	if (resolve_ifaces() || own_check_socket_path())
 		return -1;
-	if (mkdir_parent(D.state_path)) {
-		pr_err("couldn't create the directory of '%s': %s", D.state_path, strerror(errno));
+	rc = mkdir_parent(D.state_path);
+	if (rc) {
+		pr_err("couldn't create the directory of '%s': %s", D.state_path, strerror(-rc));
 		return -1;
 	}
 	if (lock_state() || initial_state(next))

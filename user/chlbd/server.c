@@ -48,6 +48,7 @@
 #include "chlbd.h"
 #include "loop_ev.h"
 #include "own.h"
+#include "base/util.h"
 
 #define CHLBD_FD_RESERVE 64 /* descriptors clients never take */
 #define CHLBD_REPLY_CAP	 12 /* a reply is taken within this many client timeouts */
@@ -79,22 +80,6 @@ static int nclients;
 static int max_clients = -1; /* fd_limit less chlbd's other descriptors; -1: not counted */
 static __u64 listen_paused;  /* accepting again from then on (0: not paused) */
 static __u64 fd_warned_ns;
-
-static int mkdir_p(const char *dir)
-{
-	char buf[4096], *p;
-
-	snprintf(buf, sizeof(buf), "%s", dir);
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
-}
 
 /*
  * Whatever is at path goes only if it is a socket nobody listens on (a
@@ -166,16 +151,16 @@ int server_open(const char *path)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &listen_ev };
 	char *dup = strdup(path);
-	int fd;
+	int fd, rc;
 
 	if (!dup || strlen(path) >= sizeof(sa.sun_path)) {
 		free(dup);
 		pr_err("socket path '%s' too long", path);
 		return -1;
 	}
-	if (mkdir_p(dirname(dup))) {
-		pr_err("couldn't create the directory of '%s': %s (-%d)", path, strerror(errno),
-		       errno);
+	rc = chlb_mkdir_p(dirname(dup), 0755, 0755);
+	if (rc) {
+		pr_err("couldn't create the directory of '%s': %s (%d)", path, strerror(-rc), rc);
 		free(dup);
 		return -1;
 	}

@@ -356,11 +356,8 @@ json_object *view_which(const struct chlb_cmd *c)
 
 		if (idle_ms && conn.last_ns) {
 			/* the data plane stamps entries with the coarse monotonic clock */
-			struct timespec ts;
-			__u64 now;
+			__u64 now = chlb_coarse_now_ns();
 
-			clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-			now = (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 			add_int(e, "idle_ms",
 				now > conn.last_ns ? (int64_t)((now - conn.last_ns) / 1000000) : 0);
 			if (now > conn.last_ns && now - conn.last_ns >= idle_ms * 1000000ull)

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The layering rule of user/lib (docs/design.md, "user/lib layers"), checked
+# by `make lint`. Every file of user/lib sits in one layer folder, and
+#   - includes a user/lib header by its layer path ("base/addr.h"), never by a
+#     bare name or through "..";
+#   - includes only headers of its own layer or of the layers below it
+#     (LAYER_MAY below): an include that points up, or sideways (engine and dp
+#     are beside each other: the engine reaches the kernel only through
+#     struct chlb_dp_ops), fails;
+#   - includes another folder's *_int.h never: those are the folder's own;
+#   - may include include/*.h (shared with the BPF side) by its bare name,
+#     and, in dp/ only, the generated BPF skeletons (*.skel.h).
+# include/*.h, compiled by the BPF side too, include only each other.
+# Prints every violation and exits 1 when there is one.
+set -u
+cd "$(dirname "$0")/../.."
+
+LAYERS="base table config engine dp"
+declare -A LAYER_MAY=(
+	[base]="base"
+	[table]="base table"
+	[config]="base table config"
+	[engine]="base table config engine"
+	[dp]="base dp"
+)
+bad=0
+fail() {
+	echo "check_layers: $*" >&2
+	bad=1
+}
+
+in_list() { # WORD LIST...
+	local w=$1
+	shift
+	for x in $*; do [ "$x" = "$w" ] && return 0; done
+	return 1
+}
+
+# Files outside a layer folder, and folders that are no layer.
+for f in user/lib/*; do
+	name=${f#user/lib/}
+	if [ -d "$f" ]; then
+		in_list "$name" $LAYERS || fail "$f: not a layer folder (layers: $LAYERS)"
+	elif [ "$name" != README ] && [ "$name" != README.md ]; then
+		fail "$f: every file of user/lib belongs in a layer folder ($LAYERS)"
+	fi
+done
+
+# includes FILE: each quoted include as "LINE:HEADER"
+includes() {
+	grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$1" |
+		sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/'
+}
+
+for layer in $LAYERS; do
+	for f in user/lib/"$layer"/*.[ch]; do
+		[ -e "$f" ] || continue
+		while IFS=: read -r line h; do
+			where="$f:$line: #include \"$h\""
+			case $h in
+			*..*)
+				fail "$where: no '..' in an include path"
+				;;
+			*/*)
+				to=${h%%/*}
+				if ! in_list "$to" $LAYERS; then
+					fail "$where: '$to' is not a layer of user/lib"
+				elif ! in_list "$to" ${LAYER_MAY[$layer]}; then
+					fail "$where: points $(in_list "$layer" ${LAYER_MAY[$to]} && echo up || echo sideways); $layer/ may include ${LAYER_MAY[$layer]// /, } only"
+				elif [ ! -e "user/lib/$h" ]; then
+					fail "$where: no such header user/lib/$h"
+				elif [ "$to" != "$layer" ] && [[ $h == *_int.h ]]; then
+					fail "$where: $h is internal to $to/"
+				fi
+				;;
+			*.skel.h)
+				[ "$layer" = dp ] || fail "$where: only dp/ loads BPF objects"
+				;;
+			*)
+				if [ -e "include/$h" ]; then
+					:
+				elif ls user/lib/*/"$h" >/dev/null 2>&1; then
+					fail "$where: write the layer path: $(cd user/lib && ls */"$h" | head -1)"
+				else
+					fail "$where: not a header of include/ nor of a layer"
+				fi
+				;;
+			esac
+		done < <(includes "$f")
+	done
+done
+
+for f in include/*.h; do
+	while IFS=: read -r line h; do
+		[ -e "include/$h" ] ||
+			fail "$f:$line: #include \"$h\": include/ is shared with the BPF side and includes only include/*.h"
+	done < <(includes "$f")
+done
+
+exit $bad

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Addresses and VIPs (see addr.h). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include "base/addr.h"
+
+int chlb_parse_addr(const char *s, struct chlb_addr *a)
+{
+	char buf[INET6_ADDRSTRLEN + 2];
+	size_t len = strlen(s);
+
+	memset(a, 0, sizeof(*a));
+	if (len >= sizeof(buf))
+		return -1;
+	if (len > 2 && s[0] == '[' && s[len - 1] == ']') {
+		memcpy(buf, s + 1, len - 2);
+		buf[len - 2] = '\0';
+		if (inet_pton(AF_INET6, buf, a->a) != 1)
+			return -1;
+		a->family = CHLB_AF_INET6;
+		return 0;
+	}
+	if (inet_pton(AF_INET, s, a->a) == 1) {
+		a->family = CHLB_AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, a->a) == 1) {
+		a->family = CHLB_AF_INET6;
+		return 0;
+	}
+	return -1;
+}
+
+const char *chlb_proto_name(__u8 proto)
+{
+	return proto == IPPROTO_TCP ? "tcp" : proto == IPPROTO_UDP ? "udp" : "?";
+}
+
+const char *chlb_fmt_addr(const struct chlb_addr *a, char *buf, size_t len)
+{
+	if (!inet_ntop(a->family == CHLB_AF_INET6 ? AF_INET6 : AF_INET, a->a, buf, len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+const char *chlb_fmt_vip(const struct chlb_vip *v, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	chlb_fmt_addr(&v->addr, a, sizeof(a));
+	if (v->addr.family == CHLB_AF_INET6)
+		snprintf(buf, len, "[%s]:%u/%s", a, v->port, chlb_proto_name(v->proto));
+	else
+		snprintf(buf, len, "%s:%u/%s", a, v->port, chlb_proto_name(v->proto));
+	return buf;
+}
+
+int chlb_addr_cmp(const struct chlb_addr *a, const struct chlb_addr *b)
+{
+	if (a->family != b->family)
+		return a->family < b->family ? -1 : 1;
+	return memcmp(a->a, b->a, 16);
+}
+
+int chlb_vip_cmp(const struct chlb_vip *a, const struct chlb_vip *b)
+{
+	int r = chlb_addr_cmp(&a->addr, &b->addr);
+
+	if (r)
+		return r;
+	if (a->port != b->port)
+		return a->port < b->port ? -1 : 1;
+	if (a->proto != b->proto)
+		return a->proto < b->proto ? -1 : 1;
+	return 0;
+}
+
+void chlb_vip_to_key(const struct chlb_vip *v, struct chlb_vip_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (v->addr.family == CHLB_AF_INET6) {
+		memcpy(k->addr, v->addr.a, 16);
+	} else {
+		k->addr[10] = 0xff;
+		k->addr[11] = 0xff;
+		memcpy(k->addr + 12, v->addr.a, 4);
+	}
+	k->port = htons(v->port);
+	k->proto = v->proto;
+}
+
+void chlb_flow_dst_vip(const struct chlb_flow *f, struct chlb_vip *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->addr.family = f->family;
+	/* IPv4 flows keep the address in the first 4 bytes, the rest zero, as chlb_addr */
+	memcpy(v->addr.a, f->dst, f->family == CHLB_AF_INET6 ? 16 : 4);
+	v->port = ntohs(f->dport);
+	v->proto = f->proto;
+}

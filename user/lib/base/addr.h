@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Addresses and VIPs as the control plane holds them, and their helpers:
+ * parsing one address, canonical text, ordering, and the data plane's key
+ * and flow forms (include/chlb_maps.h). Everything above base/ names a
+ * backend or a service with these.
+ */
+#ifndef CHLB_BASE_ADDR_H
+#define CHLB_BASE_ADDR_H
+
+#include <stddef.h>
+#include <linux/types.h>
+#include "chlb_common.h"
+#include "chlb_maps.h"
+
+#define CHLB_ADDRSTR 64 /* "[v6]:port/proto" fits */
+
+struct chlb_addr {
+	__u8 family; /* CHLB_AF_INET / CHLB_AF_INET6; 0 = unset */
+	__u8 a[16];  /* IPv4 in the first 4 bytes, rest zero */
+};
+
+struct chlb_vip {
+	struct chlb_addr addr;
+	__u16 port; /* host order; 0 = all ports */
+	__u8 proto; /* IPPROTO_TCP / IPPROTO_UDP */
+};
+
+/* "10.1.0.2", "2001:db8::2", "[2001:db8::2]": 0, or -1 (not an address). */
+int chlb_parse_addr(const char *s, struct chlb_addr *a);
+
+/* Canonical text (inet_ntop, v6 in brackets for VIPs); return buf. */
+const char *chlb_fmt_addr(const struct chlb_addr *a, char *buf, size_t len);
+const char *chlb_fmt_vip(const struct chlb_vip *v, char *buf, size_t len);
+const char *chlb_proto_name(__u8 proto);
+
+int chlb_addr_cmp(const struct chlb_addr *a, const struct chlb_addr *b);
+int chlb_vip_cmp(const struct chlb_vip *a, const struct chlb_vip *b);
+
+/* The data plane's key for a VIP (IPv4 as v4-mapped IPv6, port in network order). */
+void chlb_vip_to_key(const struct chlb_vip *v, struct chlb_vip_key *k);
+
+/* A flow's destination as a VIP (ADDR:PORT/PROTO). */
+void chlb_flow_dst_vip(const struct chlb_flow *f, struct chlb_vip *v);
+
+#endif /* CHLB_BASE_ADDR_H */

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The one command grammar. chlbctl arguments, control-socket requests, the
+ * config file (-c, `apply -f`) and the saved state file are all sequences of
+ * these statements, parsed by chlb_parse_tokens(); errors name the token.
+ *
+ *   service add|set VIP [algo ring|jump|maglev] [vnodes K] [table M] [fwd l2dsr|ipip]
+ *                       [hash 5tuple|src] [mtu N] [encap-src ADDR] [buckets N] [force]
+ *   service del VIP
+ *   service list [VIP]
+ *   backend add|set VIP ADDR [weight W] [buckets B1,B2,...]
+ *   backend del VIP ADDR
+ *   backend list [VIP]
+ *   stats [reset] | save | shutdown [detach] | dry-run | apply [force]
+ *   which SRC:PORT DST:PORT tcp|udp
+ *   conns [VIP] [backend ADDR] [list]
+ *
+ * VIP = ADDR:PORT/PROTO, IPv6 in brackets: 10.0.0.10:80/tcp, [2001:db8::10]:443/udp;
+ * port 0 means every port of the address, and must be written: 10.0.0.10/tcp
+ * is an error naming 10.0.0.10:0/tcp.
+ *
+ * `force` (a word without a value) on a service: its VIP may be one of
+ * chlbd's own addresses (refused otherwise: it would capture the host's own
+ * traffic, SSH included); kept in the state, so `save` writes it. On
+ * `apply`: the file may delete every service.
+ */
+#ifndef CHLB_GRAMMAR_H
+#define CHLB_GRAMMAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "chlb_common.h"
+#include "chlb_hash.h"
+#include "base/addr.h"
+#include "base/algo.h"
+
+#define CHLB_LINE_MAX	4096 /* longest statement */
+#define CHLB_TOKENS_MAX 32   /* most tokens in one statement */
+#define CHLB_ERR_MAX	256
+
+enum chlb_cmd_kind {
+	CHLB_CMD_NONE = 0, /* empty line or comment */
+	CHLB_CMD_SERVICE_ADD,
+	CHLB_CMD_SERVICE_SET,
+	CHLB_CMD_SERVICE_DEL,
+	CHLB_CMD_SERVICE_LIST,
+	CHLB_CMD_BACKEND_ADD,
+	CHLB_CMD_BACKEND_SET,
+	CHLB_CMD_BACKEND_DEL,
+	CHLB_CMD_BACKEND_LIST,
+	CHLB_CMD_STATS,
+	CHLB_CMD_WHICH,
+	CHLB_CMD_SAVE,
+	CHLB_CMD_APPLY,
+	CHLB_CMD_SHUTDOWN,
+	CHLB_CMD_DRY_RUN,
+	CHLB_CMD_CONNS,
+};
+
+/* Which service options a statement set (struct chlb_cmd.set). */
+enum {
+	CHLB_OPT_ALGO = 1u << 0,
+	CHLB_OPT_VNODES = 1u << 1,
+	CHLB_OPT_TABLE = 1u << 2,
+	CHLB_OPT_FWD = 1u << 3,
+	CHLB_OPT_HASH = 1u << 4,
+	CHLB_OPT_MTU = 1u << 5,
+	CHLB_OPT_ENCAP_SRC = 1u << 6,
+	CHLB_OPT_BUCKETS = 1u << 7,
+	CHLB_OPT_WEIGHT = 1u << 8,
+	CHLB_OPT_BUCKET = 1u << 9,
+	CHLB_OPT_FORCE = 1u << 10,
+};
+
+/* jump: most buckets one backend holds (weight CHLB_WEIGHT_MAX / 100 per bucket) */
+#define CHLB_BE_BUCKETS_MAX (CHLB_WEIGHT_MAX / 100 + 1)
+
+struct chlb_cmd {
+	enum chlb_cmd_kind kind;
+	bool has_vip; /* list commands: VIP given */
+	struct chlb_vip vip;
+	struct chlb_addr backend;
+	__u32 set; /* CHLB_OPT_* given */
+	__u8 algo, fwd, hash;
+	__u16 mtu;
+	__u32 vnodes, table_size, buckets;
+	struct chlb_addr encap_src;
+	__u32 weight;
+	__u32 nbucket; /* jump: the backend's buckets, as saved (buckets B1,B2,...) */
+	__u32 bucket[CHLB_BE_BUCKETS_MAX];
+	struct chlb_flow flow; /* which */
+	bool detach;	       /* shutdown detach */
+	bool list;	       /* conns: the entries too, not only the counts */
+	bool force;	       /* apply force: the file may delete every service */
+	bool reset;	       /* stats reset: zero the data plane's counters first */
+};
+
+/* Is this statement a change of the desired state (add/set/del)? */
+bool chlb_cmd_is_change(enum chlb_cmd_kind kind);
+
+/* Splits a line into tokens in place (whitespace; '#' starts a comment). */
+int chlb_tokenize(char *line, char **tok, int max, char *err, size_t errlen);
+
+/* Parses one statement. Returns 0, or -1 with err naming the offending token. */
+int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *cmd, char *err, size_t errlen);
+
+/* Tokenize + parse one line (copied; line may be const). */
+int chlb_parse_line(const char *line, struct chlb_cmd *cmd, char *err, size_t errlen);
+/* The same for the line at *text (up to '\n' or the end); *text moves past it. */
+int chlb_parse_next(const char **text, struct chlb_cmd *cmd, char *err, size_t errlen);
+
+/* A VIP: ADDR:PORT/PROTO, IPv6 in brackets (addresses: base/addr.h). */
+int chlb_parse_vip(const char *s, struct chlb_vip *v, char *err, size_t errlen);
+
+#endif /* CHLB_GRAMMAR_H */

@@ -1,0 +1,856 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Desired-state model and its validation. Every rule an operator can break
+ * is checked here, before any table is built, with a message that names the
+ * offending token: duplicates, unknown service, ranges that depend on other
+ * options (Maglev M prime and larger than the backend count), family mixing,
+ * and the data plane's limits.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "config/state.h"
+#include "base/err.h"
+
+void chlb_state_init(struct chlb_state *st)
+{
+	memset(st, 0, sizeof(*st));
+}
+
+static void svc_free(struct chlb_svc_cfg *s)
+{
+	free(s->be);
+	chlb_jump_order_free(&s->order);
+	memset(s, 0, sizeof(*s));
+}
+
+void chlb_state_free(struct chlb_state *st)
+{
+	for (__u32 i = 0; i < st->nsvc; i++)
+		svc_free(&st->svc[i]);
+	free(st->svc);
+	memset(st, 0, sizeof(*st));
+}
+
+static int order_copy(struct chlb_jump_order *dst, const struct chlb_jump_order *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	if (!src->n)
+		return 0;
+	dst->name = calloc(src->n, sizeof(*dst->name));
+	if (!dst->name)
+		return -ENOMEM;
+	memcpy(dst->name, src->name, src->n * sizeof(*dst->name));
+	dst->n = dst->cap = src->n;
+	return 0;
+}
+
+static int svc_copy(struct chlb_svc_cfg *d, const struct chlb_svc_cfg *s)
+{
+	*d = *s;
+	d->be = NULL;
+	d->cap = s->nbe;
+	if (s->nbe) {
+		d->be = malloc(s->nbe * sizeof(*d->be));
+		if (!d->be)
+			return -ENOMEM;
+		memcpy(d->be, s->be, s->nbe * sizeof(*d->be));
+	}
+	if (order_copy(&d->order, &s->order)) {
+		free(d->be);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int chlb_state_copy(struct chlb_state *dst, const struct chlb_state *src)
+{
+	chlb_state_init(dst);
+	if (!src->nsvc)
+		return 0;
+	dst->svc = calloc(src->nsvc, sizeof(*dst->svc));
+	if (!dst->svc)
+		return -ENOMEM;
+	dst->cap = src->nsvc;
+	for (__u32 i = 0; i < src->nsvc; i++) {
+		if (svc_copy(&dst->svc[i], &src->svc[i])) {
+			chlb_state_free(dst);
+			return -ENOMEM;
+		}
+		dst->nsvc++;
+	}
+	return 0;
+}
+
+struct chlb_svc_cfg *chlb_state_find(const struct chlb_state *st, const struct chlb_vip *vip)
+{
+	for (__u32 i = 0; i < st->nsvc; i++)
+		if (!chlb_vip_cmp(&st->svc[i].vip, vip))
+			return &st->svc[i];
+	return NULL;
+}
+
+struct chlb_be_cfg *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struct chlb_addr *a)
+{
+	for (__u32 i = 0; i < svc->nbe; i++)
+		if (!chlb_addr_cmp(&svc->be[i].addr, a))
+			return &svc->be[i];
+	return NULL;
+}
+
+/*
+ * Lookups for chlb_state_exec_text(): a config of 100 services x 1000
+ * backends is 100,000 statements, each naming a service and a backend. A
+ * chained hash per (VIP) and per (service, backend address), kept in step
+ * with every change a statement makes, replaces the scans; so do a running
+ * vnode count per ring service (its limit is checked on every statement)
+ * and appending a new backend's buckets to a jump order already in sync.
+ */
+struct htab {
+	__u32 mask;  /* buckets - 1 */
+	__s32 *head; /* bucket -> first index, -1 */
+	__s32 *next; /* index -> next index in its bucket */
+	__u32 ncap;  /* entries of next */
+	__u32 n;     /* indexes linked */
+};
+
+struct be_ix {
+	struct htab h;	   /* address -> index in be[] */
+	__u64 vnodes;	   /* ring: the backends' vnodes, as ring_vnodes() counts them */
+	bool jump_in_sync; /* the order holds each backend's buckets exactly */
+};
+
+struct chlb_state_ix {
+	struct htab h;	   /* VIP -> index in svc[] */
+	struct be_ix *svc; /* parallel to svc[] */
+	__u32 scap;
+	bool oom;
+};
+
+static __u32 hash_addr(const struct chlb_addr *a)
+{
+	__u8 k[17];
+
+	memcpy(k, a->a, 16);
+	k[16] = (__u8)a->family;
+	return chlb_crc32c(k, sizeof(k));
+}
+
+static __u32 hash_vip(const struct chlb_vip *v)
+{
+	__u8 k[20];
+
+	memcpy(k, v->addr.a, 16);
+	k[16] = (__u8)v->addr.family;
+	k[17] = (__u8)v->proto;
+	k[18] = (__u8)(v->port >> 8);
+	k[19] = (__u8)v->port;
+	return chlb_crc32c(k, sizeof(k));
+}
+
+static void ht_free(struct htab *h)
+{
+	free(h->head);
+	free(h->next);
+	memset(h, 0, sizeof(*h));
+}
+
+static int ht_reserve(struct htab *h, __u32 idx)
+{
+	if (idx >= h->ncap) {
+		__u32 cap = h->ncap ? h->ncap * 2 : 64;
+		__s32 *p;
+
+		while (cap <= idx)
+			cap *= 2;
+		p = realloc(h->next, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		h->next = p;
+		h->ncap = cap;
+	}
+	return 0;
+}
+
+static void ht_link(struct htab *h, __u32 idx, __u32 hash)
+{
+	__u32 b = hash & h->mask;
+
+	h->next[idx] = h->head[b];
+	h->head[b] = (__s32)idx;
+}
+
+static void ht_unlink(struct htab *h, __u32 idx, __u32 hash)
+{
+	__s32 *p = &h->head[hash & h->mask];
+
+	while (*p >= 0 && *p != (__s32)idx)
+		p = &h->next[*p];
+	if (*p >= 0)
+		*p = h->next[idx];
+}
+
+/* A table of at least n buckets with indexes 0..n-1 linked, hash(i) of each. */
+static int ht_build(struct htab *h, __u32 n, __u32 (*hash)(const void *, __u32), const void *arr)
+{
+	__u32 nb = 16;
+
+	while (nb < 2 * n)
+		nb *= 2;
+	ht_free(h);
+	h->head = malloc(nb * sizeof(*h->head));
+	if (!h->head || ht_reserve(h, n ? n : 1)) {
+		ht_free(h);
+		return -ENOMEM;
+	}
+	h->mask = nb - 1;
+	for (__u32 b = 0; b < nb; b++)
+		h->head[b] = -1;
+	for (__u32 i = 0; i < n; i++)
+		ht_link(h, i, hash(arr, i));
+	h->n = n;
+	return 0;
+}
+
+static __u32 svc_hash_at(const void *arr, __u32 i)
+{
+	return hash_vip(&((const struct chlb_svc_cfg *)arr)[i].vip);
+}
+
+static __u32 be_hash_at(const void *arr, __u32 i)
+{
+	return hash_addr(&((const struct chlb_be_cfg *)arr)[i].addr);
+}
+
+/* Index i of arr (n entries) was appended: link it, growing the table past half full. */
+static int ht_add(struct htab *h, __u32 i, __u32 (*hash)(const void *, __u32), const void *arr)
+{
+	if (i + 1 > (h->mask + 1) / 2)
+		return ht_build(h, i + 1, hash, arr);
+	if (ht_reserve(h, i))
+		return -ENOMEM;
+	ht_link(h, i, hash(arr, i));
+	h->n = i + 1;
+	return 0;
+}
+
+/* Entry i was removed by moving the last one (index last, now gone) into it. */
+static void ht_del_move(struct htab *h, __u32 i, __u32 hash_i, __u32 last, __u32 hash_last)
+{
+	ht_unlink(h, i, hash_i);
+	if (last != i) {
+		ht_unlink(h, last, hash_last);
+		ht_link(h, i, hash_last);
+	}
+	h->n = last;
+}
+
+static __u64 be_vnodes(const struct chlb_svc_cfg *s, __u32 weight)
+{
+	__u64 k = ((__u64)s->vnodes * weight + 50) / 100;
+
+	return weight && !k ? 1 : k;
+}
+
+static __u64 ring_vnodes(const struct chlb_svc_cfg *s);
+
+static int be_ix_build(struct be_ix *x, const struct chlb_svc_cfg *s)
+{
+	memset(x, 0, sizeof(*x));
+	x->vnodes = ring_vnodes(s);
+	return ht_build(&x->h, s->nbe, be_hash_at, s->be);
+}
+
+struct chlb_state_ix *chlb_state_ix_new(const struct chlb_state *st)
+{
+	struct chlb_state_ix *ix = calloc(1, sizeof(*ix));
+
+	if (!ix)
+		return NULL;
+	ix->scap = st->nsvc + 16;
+	ix->svc = calloc(ix->scap, sizeof(*ix->svc));
+	if (!ix->svc || ht_build(&ix->h, st->nsvc, svc_hash_at, st->svc))
+		goto bad;
+	for (__u32 i = 0; i < st->nsvc; i++)
+		if (be_ix_build(&ix->svc[i], &st->svc[i]))
+			goto bad;
+	return ix;
+bad:
+	chlb_state_ix_free(ix);
+	return NULL;
+}
+
+void chlb_state_ix_free(struct chlb_state_ix *ix)
+{
+	if (!ix)
+		return;
+	for (__u32 i = 0; i < ix->scap && ix->svc; i++)
+		ht_free(&ix->svc[i].h);
+	free(ix->svc);
+	ht_free(&ix->h);
+	free(ix);
+}
+
+static struct chlb_svc_cfg *ix_find_svc(const struct chlb_state *st, const struct chlb_state_ix *ix,
+					const struct chlb_vip *vip)
+{
+	if (!ix)
+		return chlb_state_find(st, vip);
+	for (__s32 i = ix->h.head[hash_vip(vip) & ix->h.mask]; i >= 0; i = ix->h.next[i])
+		if (!chlb_vip_cmp(&st->svc[i].vip, vip))
+			return &st->svc[i];
+	return NULL;
+}
+
+static struct chlb_be_cfg *ix_find_be(const struct chlb_svc_cfg *s, const struct be_ix *x,
+				      const struct chlb_addr *a)
+{
+	if (!x)
+		return chlb_svc_find_be(s, a);
+	for (__s32 i = x->h.head[hash_addr(a) & x->h.mask]; i >= 0; i = x->h.next[i])
+		if (!chlb_addr_cmp(&s->be[i].addr, a))
+			return &s->be[i];
+	return NULL;
+}
+
+static bool is_prime(__u32 n)
+{
+	if (n < 2)
+		return false;
+	for (__u32 d = 2; (__u64)d * d <= n; d++)
+		if (n % d == 0)
+			return false;
+	return true;
+}
+
+static __u64 ring_vnodes(const struct chlb_svc_cfg *s)
+{
+	__u64 total = 0;
+
+	for (__u32 i = 0; i < s->nbe; i++)
+		total += be_vnodes(s, s->be[i].weight);
+	return total;
+}
+
+/* Checks that span a service's options and its backend set (vn: its ring vnodes). */
+static int check_svc_vn(const struct chlb_svc_cfg *s, const char *vip, __u64 vn, char *err,
+			size_t errlen)
+{
+	if (chlb_algo_has_table(s->algo)) {
+		if (!is_prime(s->table_size))
+			return chlb_fail(err, errlen,
+					 "'%u': maglev table size must be prime (e.g. 65537)",
+					 s->table_size);
+		if (s->table_size <= s->nbe)
+			return chlb_fail(
+			    err, errlen,
+			    "'%u': maglev table size must be larger than the %u backends of %s",
+			    s->table_size, s->nbe, vip);
+	}
+	if (s->algo == CHLB_ALGO_RING && vn > CHLB_RING_MAX_VNODES)
+		return chlb_fail(err, errlen, "'%s': ring would hold %llu vnodes (at most %u)", vip,
+				 (unsigned long long)vn, CHLB_RING_MAX_VNODES);
+	if (s->encap_src.family && s->fwd != CHLB_FWD_IPIP)
+		return chlb_fail(err, errlen, "'%s': encap-src applies to fwd ipip only", vip);
+	if (s->mtu && s->fwd != CHLB_FWD_IPIP)
+		return chlb_fail(err, errlen, "'%s': mtu applies to fwd ipip only", vip);
+	return 0;
+}
+
+static int check_svc(const struct chlb_svc_cfg *s, const char *vip, char *err, size_t errlen)
+{
+	return check_svc_vn(s, vip, s->algo == CHLB_ALGO_RING ? ring_vnodes(s) : 0, err, errlen);
+}
+
+/* Family rules: l2dsr leaves the packet alone, so the backend must hold the
+ * VIP's family; ipip can carry IPv4 in IPv6 but not IPv6 in IPv4. */
+static int check_family(const struct chlb_svc_cfg *s, const struct chlb_addr *be, const char *tok,
+			char *err, size_t errlen)
+{
+	int vf = s->vip.addr.family;
+
+	if (s->fwd == CHLB_FWD_L2DSR && be->family != vf)
+		return chlb_fail(
+		    err, errlen,
+		    "'%s': fwd l2dsr needs an IPv%d backend for an IPv%d VIP (use fwd ipip)", tok,
+		    vf, vf);
+	if (s->fwd == CHLB_FWD_IPIP && vf == CHLB_AF_INET6 && be->family == CHLB_AF_INET)
+		return chlb_fail(err, errlen,
+				 "'%s': IPv6-in-IPv4 is not supported; use an IPv6 backend", tok);
+	if (s->encap_src.family && s->encap_src.family != be->family)
+		return chlb_fail(err, errlen, "'%s': family differs from the service's encap-src",
+				 tok);
+	return 0;
+}
+
+static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char *err,
+			  size_t errlen)
+{
+	if (c->set & CHLB_OPT_ALGO)
+		s->algo = c->algo;
+	if (c->set & CHLB_OPT_VNODES) {
+		if (s->algo != CHLB_ALGO_RING)
+			return chlb_fail(err, errlen, "'vnodes': applies to algo ring only");
+		s->vnodes = c->vnodes;
+	}
+	if (c->set & CHLB_OPT_TABLE) {
+		if (!chlb_algo_has_table(s->algo))
+			return chlb_fail(err, errlen,
+					 "'table': applies to algo maglev and jtable only");
+		s->table_size = c->table_size;
+	}
+	if (c->set & CHLB_OPT_BUCKETS) {
+		if (!chlb_algo_has_order(s->algo))
+			return chlb_fail(err, errlen,
+					 "'buckets': applies to algo jump and jtable only");
+		/* restoring a saved order: start with tombstones, backends fill them */
+		chlb_jump_order_free(&s->order);
+		s->order.name = calloc(c->buckets, sizeof(*s->order.name));
+		if (!s->order.name)
+			return chlb_fail(err, errlen, "out of memory");
+		s->order.n = s->order.cap = c->buckets;
+		s->order_explicit = true;
+	}
+	if (c->set & CHLB_OPT_FORCE)
+		s->force = true;
+	if (c->set & CHLB_OPT_FWD)
+		s->fwd = c->fwd;
+	if (c->set & CHLB_OPT_HASH)
+		s->hash = c->hash;
+	if (c->set & CHLB_OPT_MTU)
+		s->mtu = c->mtu;
+	if (c->set & CHLB_OPT_ENCAP_SRC) {
+		if (c->encap_src.family != s->vip.addr.family &&
+		    s->vip.addr.family == CHLB_AF_INET6)
+			return chlb_fail(err, errlen, "'encap-src': must be IPv6 for an IPv6 VIP");
+		s->encap_src = c->encap_src;
+	}
+	if (!chlb_algo_has_order(s->algo) && s->order.n) {
+		chlb_jump_order_free(&s->order);
+		s->order_explicit = false;
+	}
+	return 0;
+}
+
+static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const struct chlb_cmd *c,
+		       const char *vip, char *err, size_t errlen)
+{
+	struct chlb_svc_cfg s = { 0 };
+
+	if (ix_find_svc(st, ix, &c->vip))
+		return chlb_err(err, errlen, -EEXIST,
+				"'%s': service already exists (use service set)", vip);
+	if (st->nsvc >= CHLB_MAX_SERVICES)
+		return chlb_fail(err, errlen, "'%s': too many services (at most %u)", vip,
+				 CHLB_MAX_SERVICES);
+	s.vip = c->vip;
+	s.algo = CHLB_ALGO_RING;
+	s.fwd = CHLB_FWD_IPIP;
+	s.hash = CHLB_HASH_5TUPLE;
+	s.vnodes = CHLB_RING_DEFAULT_VNODES;
+	s.table_size = CHLB_MAGLEV_DEFAULT_M;
+	if (c->set & CHLB_OPT_ALGO)
+		s.algo = c->algo;
+	if (apply_svc_opts(&s, c, err, errlen) || check_svc(&s, vip, err, errlen)) {
+		svc_free(&s);
+		return -1;
+	}
+	if (st->nsvc == st->cap) {
+		__u32 cap = st->cap ? st->cap * 2 : 16;
+		void *p = realloc(st->svc, cap * sizeof(*st->svc));
+
+		if (!p) {
+			svc_free(&s);
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		}
+		st->svc = p;
+		st->cap = cap;
+	}
+	if (ix && ix->scap <= st->nsvc) {
+		__u32 cap = ix->scap * 2 + 16;
+		struct be_ix *p = realloc(ix->svc, cap * sizeof(*p));
+
+		if (!p) {
+			svc_free(&s);
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		}
+		memset(p + ix->scap, 0, (cap - ix->scap) * sizeof(*p));
+		ix->svc = p;
+		ix->scap = cap;
+	}
+	st->svc[st->nsvc++] = s;
+	if (ix) {
+		struct be_ix *x = &ix->svc[st->nsvc - 1];
+
+		/* no backends, no buckets: in sync (a restored order is synced at the end) */
+		if (be_ix_build(x, &st->svc[st->nsvc - 1]) ||
+		    ht_add(&ix->h, st->nsvc - 1, svc_hash_at, st->svc)) {
+			st->nsvc--;
+			svc_free(&st->svc[st->nsvc]);
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		}
+		x->jump_in_sync = true;
+	}
+	return 0;
+}
+
+static int service_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
+		       const char *vip, char *err, size_t errlen)
+{
+	struct chlb_svc_cfg n;
+
+	if (svc_copy(&n, s))
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
+	if (apply_svc_opts(&n, c, err, errlen) || check_svc(&n, vip, err, errlen))
+		goto bad;
+	for (__u32 i = 0; i < n.nbe; i++) {
+		char tok[CHLB_BE_NAME_LEN];
+
+		snprintf(tok, sizeof(tok), "%s", n.be[i].name);
+		if (check_family(&n, &n.be[i].addr, tok, err, errlen))
+			goto bad;
+	}
+	svc_free(s);
+	*s = n; /* same backends in the same order: the index still holds */
+	if (x)
+		x->vnodes = ring_vnodes(s);
+	return 0;
+bad:
+	svc_free(&n);
+	return -1;
+}
+
+static int fill_buckets(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const char *name,
+			char *err, size_t errlen)
+{
+	if (!chlb_algo_has_order(s->algo))
+		return chlb_fail(err, errlen, "'buckets': applies to algo jump and jtable only");
+	if (!s->order_explicit)
+		return chlb_fail(err, errlen,
+				 "'buckets': the service must declare 'buckets N' first");
+	for (__u32 i = 0; i < c->nbucket; i++) {
+		__u32 b = c->bucket[i];
+
+		if (b >= s->order.n)
+			return chlb_fail(err, errlen,
+					 "'%u': bucket beyond the service's %u buckets", b,
+					 s->order.n);
+		if (s->order.name[b][0])
+			return chlb_fail(err, errlen, "'%u': bucket already held by %s", b,
+					 s->order.name[b]);
+		snprintf(s->order.name[b], CHLB_BE_NAME_LEN, "%s", name);
+	}
+	return 0;
+}
+
+static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
+		       const char *tok, char *err, size_t errlen)
+{
+	struct chlb_be_cfg *b;
+	__u64 vn;
+
+	if (ix_find_be(s, x, &c->backend))
+		return chlb_err(err, errlen, -EEXIST,
+				"'%s': backend already in the service (use backend set)", tok);
+	if (s->nbe >= CHLB_MAX_SVC_BACKENDS)
+		return chlb_fail(err, errlen, "'%s': too many backends in one service (at most %u)",
+				 tok, CHLB_MAX_SVC_BACKENDS);
+	if (check_family(s, &c->backend, tok, err, errlen))
+		return -1;
+	if (s->nbe == s->cap) {
+		__u32 cap = s->cap ? s->cap * 2 : 8;
+		void *p = realloc(s->be, cap * sizeof(*s->be));
+
+		if (!p)
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		s->be = p;
+		s->cap = cap;
+	}
+	b = &s->be[s->nbe];
+	memset(b, 0, sizeof(*b));
+	b->addr = c->backend;
+	chlb_fmt_addr(&c->backend, b->name, sizeof(b->name));
+	b->weight = (c->set & CHLB_OPT_WEIGHT) ? c->weight : CHLB_WEIGHT_DEFAULT;
+	if ((c->set & CHLB_OPT_BUCKET) && fill_buckets(s, c, b->name, err, errlen))
+		return -1;
+	s->nbe++;
+	vn = x ? x->vnodes + be_vnodes(s, b->weight) : ring_vnodes(s);
+	if (check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen)) {
+		s->nbe--;
+		return -1;
+	}
+	if (x) {
+		if (ht_add(&x->h, s->nbe - 1, be_hash_at, s->be)) {
+			s->nbe--;
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		}
+		x->vnodes = vn;
+	}
+	return 0;
+}
+
+static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
+		       const char *tok, char *err, size_t errlen)
+{
+	struct chlb_be_cfg *b = ix_find_be(s, x, &c->backend);
+	__u32 old;
+	__u64 vn;
+
+	if (!b)
+		return chlb_err(err, errlen, -ENOENT, "'%s': no such backend in the service", tok);
+	old = b->weight;
+	b->weight = c->weight;
+	vn = x ? x->vnodes - be_vnodes(s, old) + be_vnodes(s, b->weight) : ring_vnodes(s);
+	if (check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen)) {
+		b->weight = old;
+		return -1;
+	}
+	if (x)
+		x->vnodes = vn;
+	return 0;
+}
+
+static int backend_del(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
+		       const char *tok, char *err, size_t errlen)
+{
+	struct chlb_be_cfg *b = ix_find_be(s, x, &c->backend);
+	__u32 i, last;
+
+	if (!b)
+		return chlb_err(err, errlen, -ENOENT, "'%s': no such backend in the service", tok);
+	i = (__u32)(b - s->be);
+	last = s->nbe - 1;
+	if (x) {
+		x->vnodes -= be_vnodes(s, b->weight);
+		ht_del_move(&x->h, i, hash_addr(&b->addr), last, hash_addr(&s->be[last].addr));
+	}
+	*b = s->be[last];
+	s->nbe--;
+	return 0;
+}
+
+/* Jump orders follow every backend change unless being restored verbatim. */
+static int sync_order(struct chlb_svc_cfg *s, char *err, size_t errlen)
+{
+	struct chlb_be *be;
+	int r;
+
+	if (!chlb_algo_has_order(s->algo))
+		return 0;
+	be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
+	if (!be)
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
+	for (__u32 i = 0; i < s->nbe; i++) {
+		be[i].weight = s->be[i].weight;
+		memcpy(be[i].name, s->be[i].name, sizeof(be[i].name));
+	}
+	r = chlb_jump_order_sync(&s->order, be, s->nbe, err, errlen);
+	free(be);
+	return r < 0 ? -1 : 0;
+}
+
+/*
+ * A backend added to a jump order that holds every other backend's buckets
+ * exactly: what chlb_jump_order_sync() would do, without sorting every
+ * backend again. Its buckets fill the lowest tombstones, then are appended;
+ * nothing else changes (no tombstone is made, so no trim; the tombstone
+ * share only falls, so no compaction). 1: not this case, do a full sync.
+ */
+static int jump_append(struct chlb_svc_cfg *s, const struct chlb_be_cfg *b)
+{
+	struct chlb_jump_order *o = &s->order;
+	__u32 m = chlb_jump_multiplicity(b->weight), live = 0, tail;
+
+	for (__u32 k = 0; k < o->n; k++)
+		live += o->name[k][0] != 0;
+	if ((__u64)live + m > CHLB_JUMP_MAX_BUCKETS)
+		return 1; /* the full sync says why */
+	for (__u32 k = 0; k < o->n && m; k++) {
+		if (!o->name[k][0]) {
+			snprintf(o->name[k], CHLB_BE_NAME_LEN, "%s", b->name);
+			m--;
+		}
+	}
+	tail = o->n + m;
+	if (tail > o->cap) {
+		__u32 cap = o->cap * 2 > tail ? o->cap * 2 : tail + 16;
+		void *p = realloc(o->name, (size_t)cap * sizeof(*o->name));
+
+		if (!p)
+			return 1;
+		o->name = p;
+		o->cap = cap;
+	}
+	for (; o->n < tail; o->n++)
+		snprintf(o->name[o->n], CHLB_BE_NAME_LEN, "%s", b->name);
+	return 0;
+}
+
+int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const struct chlb_cmd *c,
+		       char *err, size_t errlen)
+{
+	char vip[CHLB_ADDRSTR], tok[CHLB_ADDRSTR];
+	struct chlb_svc_cfg *s;
+	struct be_ix *x;
+	int r;
+
+	chlb_fmt_vip(&c->vip, vip, sizeof(vip));
+	chlb_fmt_addr(&c->backend, tok, sizeof(tok));
+	if (!chlb_cmd_is_change(c->kind))
+		return chlb_fail(err, errlen, "not a change statement");
+	if (c->kind == CHLB_CMD_SERVICE_ADD)
+		return service_add(st, ix, c, vip, err, errlen);
+	s = ix_find_svc(st, ix, &c->vip);
+	if (!s)
+		return chlb_err(err, errlen, -ENOENT, "'%s': no such service", vip);
+	x = ix ? &ix->svc[s - st->svc] : NULL;
+	switch (c->kind) {
+	case CHLB_CMD_SERVICE_SET:
+		r = service_set(s, x, c, vip, err, errlen);
+		break;
+	case CHLB_CMD_SERVICE_DEL: {
+		__u32 i = (__u32)(s - st->svc), last = st->nsvc - 1;
+
+		if (ix) {
+			ht_del_move(&ix->h, i, hash_vip(&s->vip), last,
+				    hash_vip(&st->svc[last].vip));
+			ht_free(&ix->svc[i].h);
+			ix->svc[i] = ix->svc[last];
+			memset(&ix->svc[last], 0, sizeof(ix->svc[last]));
+		}
+		svc_free(s);
+		*s = st->svc[last];
+		st->nsvc--;
+		return 0;
+	}
+	case CHLB_CMD_BACKEND_ADD:
+		r = backend_add(s, x, c, tok, err, errlen);
+		break;
+	case CHLB_CMD_BACKEND_SET:
+		r = backend_set(s, x, c, tok, err, errlen);
+		break;
+	case CHLB_CMD_BACKEND_DEL:
+		r = backend_del(s, x, c, tok, err, errlen);
+		break;
+	default:
+		return chlb_fail(err, errlen, "not a change statement");
+	}
+	if (r || s->order_explicit || !chlb_algo_has_order(s->algo))
+		return r;
+	if (x && x->jump_in_sync && c->kind == CHLB_CMD_BACKEND_ADD &&
+	    !jump_append(s, &s->be[s->nbe - 1]))
+		return 0;
+	r = sync_order(s, err, errlen);
+	if (x)
+		x->jump_in_sync = !r;
+	return r;
+}
+
+int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, size_t errlen)
+{
+	return chlb_state_exec_ix(st, NULL, c, err, errlen);
+}
+
+int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen)
+{
+	__u32 nbe = 0;
+
+	/* a backend slot per (service, backend): an address in two services takes two */
+	for (__u32 i = 0; i < st->nsvc; i++)
+		nbe += st->svc[i].nbe;
+	if (nbe > CHLB_MAX_BACKENDS)
+		return chlb_fail(err, errlen,
+				 "too many backends: %u over all services (at most %u: a backend "
+				 "slot per service and backend)",
+				 nbe, CHLB_MAX_BACKENDS);
+	for (__u32 i = 0; i < st->nsvc; i++) {
+		struct chlb_svc_cfg *s = &st->svc[i];
+
+		if (s->order_explicit) {
+			s->order_explicit = false;
+			if (sync_order(s, err, errlen))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+void chlb_state_inherit(struct chlb_state *next, const struct chlb_state *cur)
+{
+	for (__u32 i = 0; i < next->nsvc; i++) {
+		struct chlb_svc_cfg *n = &next->svc[i];
+		const struct chlb_svc_cfg *o = chlb_state_find(cur, &n->vip);
+		struct chlb_jump_order keep;
+		char err[CHLB_ERR_MAX];
+
+		if (!o || !chlb_algo_has_order(n->algo) || !chlb_algo_has_order(o->algo))
+			continue;
+		if (order_copy(&keep, &o->order))
+			continue;
+		chlb_jump_order_free(&n->order);
+		n->order = keep;
+		if (sync_order(n, err, sizeof(err))) {
+			/* cannot fail for a set that validated; keep the fresh order if it does */
+			continue;
+		}
+	}
+}
+
+bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
+{
+	return a->fwd == b->fwd && a->hash == b->hash && a->mtu == b->mtu &&
+	       !chlb_addr_cmp(&a->encap_src, &b->encap_src);
+}
+
+bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
+{
+	if (a->algo != b->algo || a->nbe != b->nbe || !chlb_svc_view_equal(a, b))
+		return false;
+	if (a->algo == CHLB_ALGO_RING && a->vnodes != b->vnodes)
+		return false;
+	if (chlb_algo_has_table(a->algo) && a->table_size != b->table_size)
+		return false;
+	for (__u32 i = 0; i < a->nbe; i++) {
+		/* copies keep the order: compare in place first, search only on a mismatch */
+		const struct chlb_be_cfg *o = &b->be[i];
+
+		if (chlb_addr_cmp(&o->addr, &a->be[i].addr))
+			o = chlb_svc_find_be(b, &a->be[i].addr);
+		if (!o || o->weight != a->be[i].weight)
+			return false;
+	}
+	if (chlb_algo_has_order(a->algo)) {
+		if (a->order.n != b->order.n)
+			return false;
+		for (__u32 k = 0; k < a->order.n; k++)
+			if (strcmp(a->order.name[k], b->order.name[k]))
+				return false;
+	}
+	return true;
+}
+
+int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_be *be, struct chlb_table *t,
+		   char *err, size_t errlen)
+{
+	struct chlb_table_spec spec = { .algo = s->algo,
+					.vnodes = s->vnodes,
+					.table_size = s->table_size };
+	__u32 *idx = NULL;
+	int r = -1;
+
+	for (__u32 i = 0; i < s->nbe; i++) {
+		be[i].weight = s->be[i].weight;
+		memcpy(be[i].name, s->be[i].name, sizeof(be[i].name));
+	}
+	if (chlb_algo_has_order(s->algo) && s->order.n) {
+		idx = calloc(s->order.n, sizeof(*idx));
+		if (!idx || chlb_jump_order_map(&s->order, be, s->nbe, idx, err, errlen))
+			goto out;
+		spec.jump_order = idx;
+		spec.jump_nbuckets = s->order.n;
+	}
+	r = chlb_table_build(&spec, be, s->nbe, t, err, errlen) < 0 ? -1 : 0;
+out:
+	free(idx);
+	return r;
+}

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The desired state: services, their options and backends, and each jump
+ * service's bucket order. Changed only through chlb_state_exec() (one
+ * grammar statement) so every change is validated the same way whether it
+ * came from the CLI, a config file or the state file. Callers get
+ * transactions by working on a chlb_state_copy() and keeping it only when
+ * every statement (and chlb_state_finalize()) succeeded.
+ */
+#ifndef CHLB_STATE_H
+#define CHLB_STATE_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include "config/grammar.h"
+#include "table/build.h"
+
+#define CHLB_STATE_MAX_BYTES (64u << 20) /* refuse state/config files larger than this */
+
+struct chlb_be_cfg {
+	struct chlb_addr addr;
+	char name[CHLB_BE_NAME_LEN]; /* canonical address text: the builders' name */
+	__u32 weight;
+};
+
+struct chlb_svc_cfg {
+	struct chlb_vip vip;
+	__u8 algo, fwd, hash;
+	__u16 mtu;
+	__u32 vnodes, table_size;
+	struct chlb_addr encap_src;
+	__u32 nbe, cap;
+	struct chlb_be_cfg *be;
+	struct chlb_jump_order order; /* jump: bucket -> backend name */
+	bool order_explicit;	      /* order restored from `buckets` (state file) */
+	bool force;		      /* `force`: the VIP may be an address of chlbd's host */
+};
+
+struct chlb_state {
+	__u32 nsvc, cap;
+	struct chlb_svc_cfg *svc;
+};
+
+void chlb_state_init(struct chlb_state *st);
+void chlb_state_free(struct chlb_state *st);
+int chlb_state_copy(struct chlb_state *dst, const struct chlb_state *src);
+
+struct chlb_svc_cfg *chlb_state_find(const struct chlb_state *st, const struct chlb_vip *vip);
+struct chlb_be_cfg *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struct chlb_addr *a);
+
+/*
+ * Applies one change statement. 0, or an error with err naming the offending
+ * token: -ENOENT (no such service or backend) and -EEXIST (already there)
+ * when the statement does not fit the state, -ENOMEM, else -1: a bad value,
+ * which no state would take (chlb_state_bad_value()).
+ */
+int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, size_t errlen);
+
+/*
+ * Lookups by VIP and by (service, backend address) for many statements in a
+ * row (chlb_state_exec_text()): built from st, kept in step by
+ * chlb_state_exec_ix(), valid only while st changes through it alone.
+ * chlb_state_exec_ix() with a NULL index is chlb_state_exec().
+ */
+struct chlb_state_ix;
+struct chlb_state_ix *chlb_state_ix_new(const struct chlb_state *st);
+void chlb_state_ix_free(struct chlb_state_ix *ix);
+int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const struct chlb_cmd *c,
+		       char *err, size_t errlen);
+
+/* Was rc (from chlb_state_exec or _exec_text) a bad value, not a conflict with the state? */
+static inline bool chlb_state_bad_value(int rc)
+{
+	return rc < 0 && rc != -ENOENT && rc != -EEXIST && rc != -ENOMEM;
+}
+
+/*
+ * After a batch of statements: brings jump orders in line with the backend
+ * sets, checks the limits that span services. 0 or -1 with err.
+ */
+int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen);
+
+/* For `apply`: keep cur's jump bucket orders for services the file re-declares. */
+void chlb_state_inherit(struct chlb_state *next, const struct chlb_state *cur);
+
+/* Same options, backends, weights and bucket order? (nothing to rebuild) */
+bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
+/* Options that the view carries (fwd, hash, mtu, encap-src) differ? */
+bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
+
+/*
+ * s's table with the real builders: be[i].slot (i < s->nbe) set by the
+ * caller, the rest (weight, name, jump bucket order) taken from s.
+ * 0, or -1 with err from the builders.
+ */
+int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_be *be, struct chlb_table *t,
+		   char *err, size_t errlen);
+
+/* ---- text form (state_io.c) ---- */
+
+/* The state in the grammar, services and backends sorted; malloc'd, NUL-terminated. */
+char *chlb_state_format(const struct chlb_state *st, bool trailer);
+
+/*
+ * Executes every statement of text into st (caller passes a copy). Stops at
+ * the first bad line: chlb_state_exec()'s error (-1 for a line that does not
+ * parse) and err = "NAME:LINE: message". Only change statements are
+ * allowed. Finalizes.
+ */
+int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *name, char *err,
+			 size_t errlen);
+
+/*
+ * Persisting in two steps, so a caller can do its own work in between
+ * (chlbd: write, apply, then publish; see chlbd_commit()):
+ *   chlb_state_prepare(): PATH.tmp written and fsynced, nothing else
+ *     touched. Fails on a full or read-only directory ("state directory
+ *     '...' is full (...)"), and refuses a directory that is a symlink, is
+ *     writable by group or others, or is owned by neither root nor our uid
+ *     (chlb_state_dir_open()). PATH.tmp is created with O_EXCL|O_NOFOLLOW
+ *     under a directory fd: whatever is at that name (a crash's leftover,
+ *     a planted symlink) is removed, never followed.
+ *   chlb_state_publish(): PATH becomes PATH.prev (a hard link: the last
+ *     good copy), PATH.tmp is renamed over PATH, the directory fsynced.
+ *     Needs no space.
+ *   chlb_state_abort(): PATH.tmp removed, nothing published.
+ * Both close the directory whatever the outcome.
+ */
+struct chlb_state_pending {
+	int dirfd;
+	bool created; /* tmp exists and is ours */
+	char dir[4096];
+	char base[256], tmp[264], prev[264];
+};
+void chlb_state_pending_init(struct chlb_state_pending *p);
+int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chlb_state_pending *p,
+		       char *err, size_t errlen);
+int chlb_state_publish(struct chlb_state_pending *p, char *err, size_t errlen);
+void chlb_state_abort(struct chlb_state_pending *p);
+
+/* Both steps at once. */
+int chlb_state_save_file(const struct chlb_state *st, const char *path, char *err, size_t errlen);
+
+/*
+ * PATH's directory, opened O_DIRECTORY|O_NOFOLLOW, or -1 with err if it is
+ * not safe to keep the state in: writable by group or others, or owned by
+ * neither root nor our uid.
+ */
+int chlb_state_dir_open(const char *path, char *err, size_t errlen);
+
+/*
+ * Loads a state file written by chlb_state_save_file. A truncated or corrupt
+ * file (missing or wrong checksum trailer) is never taken as empty: the last
+ * good copy (PATH.prev) is tried, and *used_prev set. Missing PATH and
+ * PATH.prev = first start, empty state. -1 with err when nothing good exists,
+ * naming every file that stands in the way (both, when both are bad). The
+ * directory is checked as chlb_state_dir_open() does.
+ */
+int chlb_state_load_file(struct chlb_state *st, const char *path, bool *used_prev, char *err,
+			 size_t errlen);
+
+/* Reads a whole file (config) with a size limit; malloc'd text or NULL + err. */
+char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen);
+
+/* Is the text's checksum trailer present and right? */
+bool chlb_state_text_intact(const char *text);
+
+#endif /* CHLB_STATE_H */

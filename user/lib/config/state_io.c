@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The desired state as text: `chlbctl save` output, the state file, config
+ * files. The state file ends with a checksum trailer (a comment, so the
+ * text stays valid input for `apply -f`): a truncated or corrupt file is
+ * detected and never mistaken for "no services".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "config/state.h"
+#include "base/err.h"
+
+#define TRAILER "# chlb-state end: crc32c "
+
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		size_t room = b->cap - b->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+		char *p = realloc(b->p, cap);
+
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+}
+
+static int cmp_svc(const void *a, const void *b)
+{
+	const struct chlb_svc_cfg *const *x = a, *const *y = b;
+
+	return chlb_vip_cmp(&(*x)->vip, &(*y)->vip);
+}
+
+static int cmp_be(const void *a, const void *b)
+{
+	return chlb_addr_cmp(&((const struct chlb_be_cfg *)a)->addr,
+			     &((const struct chlb_be_cfg *)b)->addr);
+}
+
+/* Bucket k held by backend name: the order sorted by (name, k). */
+struct bucket_ref {
+	const char *name;
+	__u32 k;
+};
+
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct bucket_ref *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->k > y->k) - (x->k < y->k);
+}
+
+/*
+ * " buckets k1,k2,..." (ascending) of name. A sorted index, not a scan of
+ * the order per backend: every request saves the state, and at 1000
+ * backends x 1000 buckets that scan was ~1M strcmp, several ms per reply.
+ */
+static void format_buckets(struct sbuf *b, const struct bucket_ref *ref, __u32 n, const char *name)
+{
+	__u32 lo = 0, hi = n;
+
+	while (lo < hi) { /* first entry >= name */
+		__u32 mid = lo + (hi - lo) / 2;
+
+		if (strcmp(ref[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (__u32 i = lo; i < n && !strcmp(ref[i].name, name); i++)
+		sb_printf(b, "%s%u", i == lo ? " buckets " : ",", ref[i].k);
+}
+
+static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
+{
+	struct bucket_ref *ref = NULL;
+	__u32 nref = 0;
+	char vip[CHLB_ADDRSTR], a[CHLB_ADDRSTR];
+	struct chlb_be_cfg *be;
+
+	chlb_fmt_vip(&s->vip, vip, sizeof(vip));
+	sb_printf(b, "service add %s algo %s", vip, chlb_algo_name(s->algo));
+	if (s->algo == CHLB_ALGO_RING)
+		sb_printf(b, " vnodes %u", s->vnodes);
+	if (chlb_algo_has_table(s->algo))
+		sb_printf(b, " table %u", s->table_size);
+	if (chlb_algo_has_order(s->algo) && s->order.n)
+		sb_printf(b, " buckets %u", s->order.n);
+	sb_printf(b, " fwd %s hash %s", chlb_fwd_name(s->fwd), chlb_hash_name(s->hash));
+	if (s->mtu)
+		sb_printf(b, " mtu %u", s->mtu);
+	if (s->encap_src.family)
+		sb_printf(b, " encap-src %s", chlb_fmt_addr(&s->encap_src, a, sizeof(a)));
+	if (s->force)
+		sb_printf(b, " force");
+	sb_printf(b, "\n");
+	be = malloc((s->nbe ? s->nbe : 1) * sizeof(*be));
+	if (!be) {
+		b->oom = true;
+		return;
+	}
+	if (s->nbe) /* s->be is NULL for a service without backends */
+		memcpy(be, s->be, s->nbe * sizeof(*be));
+	qsort(be, s->nbe, sizeof(*be), cmp_be);
+	if (chlb_algo_has_order(s->algo) && s->order.n) {
+		ref = malloc(s->order.n * sizeof(*ref));
+		if (!ref) {
+			free(be);
+			b->oom = true;
+			return;
+		}
+		for (nref = 0; nref < s->order.n; nref++) {
+			ref[nref].name = s->order.name[nref];
+			ref[nref].k = nref;
+		}
+		qsort(ref, nref, sizeof(*ref), cmp_ref);
+	}
+	for (__u32 i = 0; i < s->nbe; i++) {
+		sb_printf(b, "backend add %s %s weight %u", vip, be[i].name, be[i].weight);
+		format_buckets(b, ref, nref, be[i].name);
+		sb_printf(b, "\n");
+	}
+	free(ref);
+	free(be);
+}
+
+char *chlb_state_format(const struct chlb_state *st, bool trailer)
+{
+	const struct chlb_svc_cfg **order;
+	struct sbuf b = { 0 };
+
+	order = malloc((st->nsvc ? st->nsvc : 1) * sizeof(*order));
+	if (!order)
+		return NULL;
+	for (__u32 i = 0; i < st->nsvc; i++)
+		order[i] = &st->svc[i];
+	qsort(order, st->nsvc, sizeof(*order), cmp_svc);
+	sb_printf(&b, "# chlb state: %u services; one statement per line (chlbctl grammar)\n",
+		  st->nsvc);
+	for (__u32 i = 0; i < st->nsvc; i++)
+		format_svc(&b, order[i]);
+	free(order);
+	if (trailer && !b.oom)
+		sb_printf(&b, TRAILER "%08x\n", chlb_crc32c(b.p, (__u32)b.len));
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
+}
+
+bool chlb_state_text_intact(const char *text)
+{
+	size_t len = strlen(text);
+	const char *last;
+	unsigned int crc;
+
+	if (len < 2 || text[len - 1] != '\n')
+		return false;
+	for (last = text + len - 2; last > text && last[-1] != '\n'; last--)
+		;
+	if (strncmp(last, TRAILER, strlen(TRAILER)) ||
+	    sscanf(last + strlen(TRAILER), "%8x", &crc) != 1)
+		return false;
+	return chlb_crc32c(text, (__u32)(last - text)) == crc;
+}
+
+int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *name, char *err,
+			 size_t errlen)
+{
+	struct chlb_state_ix *ix = chlb_state_ix_new(st);
+	const char *p = text;
+	unsigned int lineno = 0;
+	char msg[CHLB_ERR_MAX];
+	int r = 0;
+
+	if (!ix)
+		return chlb_err(err, errlen, -ENOMEM, "%s: out of memory", name);
+	while (*p) {
+		struct chlb_cmd c;
+
+		lineno++;
+		if (chlb_parse_next(&p, &c, msg, sizeof(msg))) {
+			r = chlb_fail(err, errlen, "%s:%u: %s", name, lineno, msg);
+			break;
+		}
+		if (c.kind == CHLB_CMD_NONE)
+			continue;
+		if (!chlb_cmd_is_change(c.kind)) {
+			r = chlb_fail(err, errlen,
+				      "%s:%u: only service/backend add, set, del belong in a "
+				      "config file",
+				      name, lineno);
+			break;
+		}
+		r = chlb_state_exec_ix(st, ix, &c, msg, sizeof(msg));
+		if (r) {
+			r = chlb_err(err, errlen, r, "%s:%u: %s", name, lineno, msg);
+			break;
+		}
+	}
+	chlb_state_ix_free(ix);
+	if (!r && chlb_state_finalize(st, msg, sizeof(msg)))
+		r = chlb_fail(err, errlen, "%s: %s", name, msg);
+	return r;
+}
+
+char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen)
+{
+	size_t got = 0, cap = 4096;
+	char *buf = malloc(cap + 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !buf) {
+		chlb_fail(err, errlen, "couldn't open '%s': %s (-%d)", path, strerror(errno),
+			  errno);
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	/* read to EOF: pipes (batch -f -) have no size */
+	for (;;) {
+		ssize_t n;
+
+		if (got == cap) {
+			char *p = cap >= max ? NULL : realloc(buf, cap * 2 + 1);
+
+			if (!p) {
+				chlb_fail(err, errlen, "'%s': larger than %zu bytes", path, max);
+				free(buf);
+				close(fd);
+				return NULL;
+			}
+			buf = p;
+			cap *= 2;
+		}
+		n = read(fd, buf + got, cap - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	if (strlen(buf) != got) {
+		chlb_fail(err, errlen, "'%s': contains a NUL byte", path);
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* "/a/b/state" -> dir "/a/b" and base "state" (dir "." for a bare name) */
+static int split_path(const char *path, char *dir, size_t dlen, char *base, size_t blen)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n;
+
+	if (!slash) {
+		snprintf(dir, dlen, ".");
+		n = (size_t)snprintf(base, blen, "%s", path);
+	} else {
+		size_t d = slash == path ? 1 : (size_t)(slash - path);
+
+		if (d >= dlen)
+			return -1;
+		memcpy(dir, path, d);
+		dir[d] = '\0';
+		n = (size_t)snprintf(base, blen, "%s", slash + 1);
+	}
+	/* room for ".prev" and ".tmp" */
+	return !base[0] || n + 6 > blen ? -1 : 0;
+}
+
+int chlb_state_dir_open(const char *path, char *err, size_t errlen)
+{
+	char dir[4096], base[256];
+	struct stat sb;
+	int fd, e;
+
+	if (split_path(path, dir, sizeof(dir), base, sizeof(base)))
+		return chlb_fail(err, errlen, "'%s': not a usable state file name", path);
+	/* the directory itself may not be a symlink someone swapped in */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		if (e == ELOOP || e == ENOTDIR)
+			return chlb_fail(err, errlen,
+					 "state directory '%s' is not a directory (a symlink is "
+					 "refused)",
+					 dir);
+		return chlb_fail(err, errlen, "couldn't open state directory '%s': %s (-%d)", dir,
+				 strerror(e), e);
+	}
+	if (fstat(fd, &sb)) {
+		e = errno;
+		close(fd);
+		return chlb_fail(err, errlen, "state directory '%s': %s (-%d)", dir, strerror(e),
+				 e);
+	}
+	/*
+	 * Whoever can create files here can plant STATE.tmp (a symlink to a file
+	 * of root's), replace the state file (and so steer the traffic) or fill
+	 * the directory: only root and chlbd's own uid may.
+	 */
+	if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
+		close(fd);
+		return chlb_fail(err, errlen,
+				 "state directory '%s' is owned by uid %u, not root or chlbd's uid "
+				 "%u: refusing to use it (chown it, or choose another --state)",
+				 dir, (unsigned int)sb.st_uid, (unsigned int)geteuid());
+	}
+	if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
+		close(fd);
+		return chlb_fail(err, errlen,
+				 "state directory '%s' is writable by %s (mode %04o): refusing to "
+				 "use it (chmod go-w '%s', or choose another --state)",
+				 dir, sb.st_mode & S_IWOTH ? "others" : "its group",
+				 (unsigned int)(sb.st_mode & 07777), dir);
+	}
+	return fd;
+}
+
+/* Why a write into the state directory failed, in an operator's words. */
+static int write_error(const char *dir, const char *what, int e, char *err, size_t errlen)
+{
+	const char *why = e == ENOSPC || e == EDQUOT  ? "is full"
+			  : e == EROFS		      ? "is read-only"
+			  : e == EACCES || e == EPERM ? "is not writable by chlbd"
+						      : NULL;
+
+	if (why)
+		return chlb_fail(err, errlen, "state directory '%s' %s (%s: %s)", dir, why, what,
+				 strerror(e));
+	return chlb_fail(err, errlen, "couldn't write the state in '%s' (%s: %s (-%d))", dir, what,
+			 strerror(e), e);
+}
+
+void chlb_state_pending_init(struct chlb_state_pending *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->dirfd = -1;
+}
+
+int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chlb_state_pending *p,
+		       char *err, size_t errlen)
+{
+	char *text;
+	int fd, e;
+
+	chlb_state_pending_init(p);
+	if (split_path(path, p->dir, sizeof(p->dir), p->base, sizeof(p->base)))
+		return chlb_fail(err, errlen, "'%s': not a usable state file name", path);
+	snprintf(p->tmp, sizeof(p->tmp), "%s.tmp", p->base);
+	snprintf(p->prev, sizeof(p->prev), "%s.prev", p->base);
+	p->dirfd = chlb_state_dir_open(path, err, errlen);
+	if (p->dirfd < 0)
+		return -1;
+	text = chlb_state_format(st, true);
+	if (!text) {
+		chlb_state_abort(p);
+		return chlb_fail(err, errlen, "out of memory");
+	}
+	/*
+	 * Never opened through whatever is at the name: O_EXCL fails on anything
+	 * there (a leftover of a crash, or a planted symlink), which is removed
+	 * (the name, never what a symlink points to) and the file created anew.
+	 */
+	fd = openat(p->dirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST && !unlinkat(p->dirfd, p->tmp, 0))
+		fd = openat(p->dirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
+	if (fd < 0) {
+		e = errno;
+		free(text);
+		chlb_state_abort(p);
+		return write_error(p->dir, "creating a temporary file", e, err, errlen);
+	}
+	p->created = true;
+	if (write_all(fd, text, strlen(text)) || fsync(fd)) {
+		e = errno;
+		close(fd);
+		free(text);
+		chlb_state_abort(p);
+		return write_error(p->dir, "writing the temporary file", e, err, errlen);
+	}
+	free(text);
+	if (close(fd)) {
+		e = errno;
+		chlb_state_abort(p);
+		return write_error(p->dir, "closing the temporary file", e, err, errlen);
+	}
+	return 0;
+}
+
+int chlb_state_publish(struct chlb_state_pending *p, char *err, size_t errlen)
+{
+	struct stat sb;
+	int e;
+
+	/* the current file was verified when written: it becomes the last good copy */
+	if (!fstatat(p->dirfd, p->base, &sb, AT_SYMLINK_NOFOLLOW) && S_ISREG(sb.st_mode)) {
+		unlinkat(p->dirfd, p->prev, 0);
+		if (linkat(p->dirfd, p->base, p->dirfd, p->prev, 0))
+			(void)0; /* best effort: a missing .prev only loses the fallback */
+	}
+	if (renameat(p->dirfd, p->tmp, p->dirfd, p->base)) {
+		e = errno;
+		chlb_state_abort(p);
+		return write_error(p->dir, "renaming the temporary file over the state file", e,
+				   err, errlen);
+	}
+	p->created = false;
+	if (fsync(p->dirfd)) {
+		/* the rename happened; only its durability is in doubt */
+		e = errno;
+		chlb_state_abort(p);
+		return write_error(p->dir, "syncing the directory", e, err, errlen);
+	}
+	chlb_state_abort(p);
+	return 0;
+}
+
+void chlb_state_abort(struct chlb_state_pending *p)
+{
+	if (p->dirfd >= 0) {
+		if (p->created)
+			unlinkat(p->dirfd, p->tmp, 0);
+		close(p->dirfd);
+	}
+	p->dirfd = -1;
+	p->created = false;
+}
+
+int chlb_state_save_file(const struct chlb_state *st, const char *path, char *err, size_t errlen)
+{
+	struct chlb_state_pending p;
+
+	if (chlb_state_prepare(st, path, &p, err, errlen))
+		return -1;
+	return chlb_state_publish(&p, err, errlen);
+}
+
+static int load_one(struct chlb_state *st, const char *path, char *err, size_t errlen)
+{
+	struct chlb_state n;
+	char *text = chlb_read_file(path, CHLB_STATE_MAX_BYTES, err, errlen);
+
+	if (!text)
+		return -1;
+	if (!chlb_state_text_intact(text)) {
+		free(text);
+		return chlb_fail(err, errlen,
+				 "'%s': truncated or corrupt (checksum trailer missing or wrong)",
+				 path);
+	}
+	chlb_state_init(&n);
+	if (chlb_state_exec_text(&n, text, path, err, errlen)) {
+		free(text);
+		chlb_state_free(&n);
+		return -1;
+	}
+	free(text);
+	chlb_state_free(st);
+	*st = n;
+	return 0;
+}
+
+int chlb_state_load_file(struct chlb_state *st, const char *path, bool *used_prev, char *err,
+			 size_t errlen)
+{
+	char prev[4096], first[CHLB_ERR_MAX], second[CHLB_ERR_MAX];
+	bool have, have_prev;
+	int dirfd;
+
+	*used_prev = false;
+	snprintf(prev, sizeof(prev), "%s.prev", path);
+	/* a directory others can write to could have handed us any state */
+	dirfd = chlb_state_dir_open(path, err, errlen);
+	if (dirfd < 0)
+		return -1;
+	close(dirfd);
+	have = !access(path, F_OK);
+	have_prev = !access(prev, F_OK);
+	if (!have && !have_prev) {
+		chlb_state_free(st);
+		return 0;
+	}
+	if (have && !load_one(st, path, first, sizeof(first)))
+		return 0;
+	if (have_prev && !load_one(st, prev, second, sizeof(second))) {
+		*used_prev = true;
+		/* report why the newer copy was skipped */
+		if (have)
+			snprintf(err, errlen, "%s", first);
+		else
+			snprintf(err, errlen, "'%s': missing", path);
+		return 0;
+	}
+	/*
+	 * Nothing good. Say which files stand in the way: removing only the
+	 * state file would leave the bad last good copy, which is read next.
+	 */
+	if (!have)
+		return chlb_fail(
+		    err, errlen,
+		    "'%s' is missing and its last good copy '%s' is bad (remove it too "
+		    "to start with no services): %s",
+		    path, prev, second);
+	if (!have_prev)
+		return chlb_fail(err, errlen, "%s, and there is no last good copy '%s'", first,
+				 prev);
+	return chlb_fail(err, errlen,
+			 "'%s' and its last good copy '%s' are both bad (remove both files to "
+			 "start with no services): %s; %s",
+			 path, prev, first, second);
+}

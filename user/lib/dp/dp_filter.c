@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The connection filter (include/chlb_maps.h, "conn_filter"): mapped at
+ * open, bits added for entries userspace writes, and the idle bank rebuilt.
+ *
+ * Why a rebuild: entries come and go (LRU eviction), bits are only ever
+ * set, so without one the filter fills up and every SYN pays an LRU probe.
+ * Readers test the bank filter_bank names; every writer sets its bits in
+ * both banks before it writes the entry. A rebuild clears the idle bank,
+ * waits until every program that might have set bits there before the
+ * clear has written its entry, walks the entries setting their bits in the
+ * idle bank, and flips filter_bank: the new bank holds the bits of every
+ * entry that exists, and the old one stays a superset until the next
+ * rebuild clears it.
+ */
+#include <errno.h>
+#include <time.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+
+#include "dp/dp_int.h"
+
+#define FILTER_BYTES (CHLB_CONN_FILTER_WORDS * sizeof(struct chlb_filter_elem))
+
+/* A program runs for microseconds: one that set bits before the clear is done by then. */
+#define REBUILD_GRACE_NS 10000000L
+
+int dp_filter_open(struct chlb_dp *dp)
+{
+	void *mem = mmap(NULL, FILTER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 chlb_dp_map_fd(dp, CHLB_MAP_CONN_FILTER), 0);
+
+	if (mem == MAP_FAILED)
+		return -errno;
+	dp->filter = mem;
+	return 0;
+}
+
+void dp_filter_close(struct chlb_dp *dp)
+{
+	if (dp->filter)
+		munmap(dp->filter, FILTER_BYTES);
+	dp->filter = NULL;
+}
+
+static void add_bits(struct chlb_filter_elem *el, int bank, __u64 m)
+{
+	if ((__atomic_load_n(&el->bank[bank], __ATOMIC_RELAXED) & m) != m)
+		__atomic_fetch_or(&el->bank[bank], m, __ATOMIC_SEQ_CST);
+}
+
+int chlb_dp_filter_add(struct chlb_dp *dp, const struct chlb_flow *flow)
+{
+	__u32 fk = chlb_conn_fkey(flow);
+	struct chlb_filter_elem *el;
+
+	if (!dp->filter)
+		return -ENODEV;
+	el = &dp->filter[chlb_filter_word(fk)];
+	add_bits(el, 0, chlb_filter_mask(fk));
+	add_bits(el, 1, chlb_filter_mask(fk));
+	return 0;
+}
+
+static int bank_get(struct chlb_dp *dp, __u32 *bank)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(chlb_dp_map_fd(dp, CHLB_MAP_FILTER_BANK), &zero, bank))
+		return -errno;
+	*bank &= 1;
+	return 0;
+}
+
+int chlb_dp_filter_fill(struct chlb_dp *dp, double *fill)
+{
+	__u64 set = 0;
+	__u32 bank;
+	int rc;
+
+	if (!dp->filter)
+		return -ENODEV;
+	rc = bank_get(dp, &bank);
+	if (rc)
+		return rc;
+	for (__u32 i = 0; i < CHLB_CONN_FILTER_WORDS; i++)
+		set += (__u64)__builtin_popcountll(
+		    __atomic_load_n(&dp->filter[i].bank[bank], __ATOMIC_RELAXED));
+	*fill = (double)set / ((double)CHLB_CONN_FILTER_WORDS * 64);
+	return 0;
+}
+
+struct rebuild {
+	struct chlb_filter_elem *filter;
+	__u32 bank;
+};
+
+static int rebuild_add(const struct chlb_flow *f, const struct chlb_conn *c, void *ctx)
+{
+	struct rebuild *r = ctx;
+	__u32 fk = chlb_conn_fkey(f);
+
+	(void)c;
+	add_bits(&r->filter[chlb_filter_word(fk)], (int)r->bank, chlb_filter_mask(fk));
+	return 0;
+}
+
+int chlb_dp_filter_rebuild(struct chlb_dp *dp)
+{
+	struct timespec grace = { .tv_nsec = REBUILD_GRACE_NS };
+	struct rebuild r = { .filter = dp->filter };
+	__u32 zero = 0, cur;
+	int rc;
+
+	if (!dp->filter)
+		return -ENODEV;
+	rc = bank_get(dp, &cur);
+	if (rc)
+		return rc;
+	r.bank = !cur;
+	for (__u32 i = 0; i < CHLB_CONN_FILTER_WORDS; i++)
+		__atomic_store_n(&dp->filter[i].bank[r.bank], 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	nanosleep(&grace, NULL);
+	rc = chlb_dp_conns_foreach(dp, rebuild_add, &r);
+	if (rc)
+		return rc; /* readers still test the old, complete bank */
+	if (bpf_map_update_elem(chlb_dp_map_fd(dp, CHLB_MAP_FILTER_BANK), &zero, &r.bank, 0))
+		return -errno;
+	return 0;
+}

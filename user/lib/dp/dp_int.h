@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Internal state of a struct chlb_dp, shared by the dp_*.c files. */
+#ifndef CHLB_DP_INT_H
+#define CHLB_DP_INT_H
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "dp/dp.h"
+#include "chlb.skel.h"
+
+/* Our cls_bpf filter on clsact ingress: fixed, so detach removes only ours. */
+#define CHLB_DP_TC_HANDLE 0xc1a
+#define CHLB_DP_TC_PRIO	  0xc1a
+
+struct chlb_dp {
+	struct chlb_bpf *skel;
+	char pin_dir[PATH_MAX / 2];
+	bool adopted;
+	bool map_adopted[CHLB_MAP_COUNT];
+	int ncpus;
+	/* XDP links created by this process without a pin dir: closed on close */
+	int link_fd[16];
+	int link_ifindex[16];
+	/* the data plane's VIP index, mapped (dp_views.c) */
+	__u64 *vip_index; /* 8-byte elements; values fit 32 bits */
+	struct chlb_vip_view *views;
+	bool view_used[CHLB_VIEW_SLOTS];
+	__u64 view_free_ns[CHLB_VIEW_SLOTS]; /* rewritable from then on */
+	/* conn_filter, mapped (dp_filter.c) */
+	struct chlb_filter_elem *filter;
+	/* a connection table resized at open (dp_resize.c) */
+	struct {
+		int old_fd;		/* the pinned table, until the copy is finished; -1 */
+		__u32 old_max, new_max; /* old_max 0: no resize */
+		__u64 entries, copied, late;
+		struct chlb_flow
+		    *seen; /* flows the first copy saw, when some did not fit; sorted */
+		size_t nseen;
+	} rs;
+};
+
+/* dp_views.c: the data plane's VIP index, written before the vips registry. */
+int dp_views_open(struct chlb_dp *dp);
+void dp_views_close(struct chlb_dp *dp);
+int dp_views_set(struct chlb_dp *dp, const struct chlb_vip_key *key,
+		 const struct chlb_service *svc);
+int dp_views_del(struct chlb_dp *dp, const struct chlb_vip_key *key);
+
+static inline int dp_err(char *err, size_t len, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static inline int dp_err(char *err, size_t len, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!err || !len)
+		return rc;
+	va_start(ap, fmt);
+	n = vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < len && rc < 0)
+		snprintf(err + n, len - n, ": %s (%d)", strerror(-rc), rc);
+	return rc;
+}
+
+/* dp_filter.c: the connection filter, mapped at open. */
+int dp_filter_open(struct chlb_dp *dp);
+void dp_filter_close(struct chlb_dp *dp);
+
+struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m);
+
+/* dp_resize.c: the entries of the pinned table (rs.old_fd) into the new one. */
+int dp_conns_resize_begin(struct chlb_dp *dp);
+void dp_conns_resize_free(struct chlb_dp *dp);
+
+#endif /* CHLB_DP_INT_H */

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Open, configure, load, pin and adopt the data plane skeleton.
+ * open -> set rodata and map sizes -> reuse pinned maps -> load -> pin.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "dp/dp_int.h"
+#include "base/util.h"
+
+static const char *const map_names[CHLB_MAP_COUNT] = {
+	[CHLB_MAP_VIPS] = "vips",
+	[CHLB_MAP_TABLES] = "tables",
+	[CHLB_MAP_BACKENDS] = "backends",
+	[CHLB_MAP_CONNS] = "conns",
+	[CHLB_MAP_SVC_STATS] = "svc_stats",
+	[CHLB_MAP_BE_STATS] = "be_stats",
+	[CHLB_MAP_GLOBAL_STATS] = "global_stats",
+	[CHLB_MAP_CONN_FILTER] = "conn_filter",
+	[CHLB_MAP_VIP_INDEX] = "vip_index",
+	[CHLB_MAP_VIEWS] = "views",
+	[CHLB_MAP_FILTER_BANK] = "filter_bank",
+};
+
+const char *chlb_dp_map_name(enum chlb_dp_map m)
+{
+	return (unsigned)m < CHLB_MAP_COUNT ? map_names[m] : NULL;
+}
+
+struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m)
+{
+	switch (m) {
+	case CHLB_MAP_VIPS:
+		return dp->skel->maps.vips;
+	case CHLB_MAP_TABLES:
+		return dp->skel->maps.tables;
+	case CHLB_MAP_BACKENDS:
+		return dp->skel->maps.backends;
+	case CHLB_MAP_CONNS:
+		return dp->skel->maps.conns;
+	case CHLB_MAP_SVC_STATS:
+		return dp->skel->maps.svc_stats;
+	case CHLB_MAP_BE_STATS:
+		return dp->skel->maps.be_stats;
+	case CHLB_MAP_GLOBAL_STATS:
+		return dp->skel->maps.global_stats;
+	case CHLB_MAP_CONN_FILTER:
+		return dp->skel->maps.conn_filter;
+	case CHLB_MAP_VIP_INDEX:
+		return dp->skel->maps.vip_index;
+	case CHLB_MAP_VIEWS:
+		return dp->skel->maps.views;
+	case CHLB_MAP_FILTER_BANK:
+		return dp->skel->maps.filter_bank;
+	default:
+		return NULL;
+	}
+}
+
+int chlb_dp_map_fd(struct chlb_dp *dp, enum chlb_dp_map m)
+{
+	struct bpf_map *map = dp_map(dp, m);
+
+	return map ? bpf_map__fd(map) : -1;
+}
+
+int chlb_dp_prog_fd(struct chlb_dp *dp, enum chlb_dp_prog which)
+{
+	return bpf_program__fd(which == CHLB_PROG_TC ? dp->skel->progs.chlb_tc
+						     : dp->skel->progs.chlb_xdp);
+}
+
+bool chlb_dp_adopted(const struct chlb_dp *dp)
+{
+	return dp->adopted;
+}
+
+static int libbpf_print_verbose(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int libbpf_print_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN)
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+/*
+ * A map is pinned under its name, except conn_filter, whose pin also names
+ * its layout: the same size can hold another layout, and a filter of
+ * another layout answers "no entry" for entries it holds.
+ */
+#define FILTER_PIN "conn_filter_" CHLB_CONN_FILTER_LAYOUT
+
+/* Pins of earlier filter layouts: removed on adopt, the filter rebuilt. */
+static const char *const legacy_filter_pins[] = { "conn_filter", "conn_filter_k3" };
+
+static int pin_path(struct chlb_dp *dp, const char *name, char *buf, size_t len)
+{
+	if (snprintf(buf, len, "%s/%s", dp->pin_dir, name) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int map_pin_path(struct chlb_dp *dp, enum chlb_dp_map m, char *buf, size_t len)
+{
+	return pin_path(dp, m == CHLB_MAP_CONN_FILTER ? FILTER_PIN : map_names[m], buf, len);
+}
+
+static int unpin_legacy_filters(struct chlb_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(legacy_filter_pins) / sizeof(legacy_filter_pins[0]); i++) {
+		if (pin_path(dp, legacy_filter_pins[i], path, sizeof(path)))
+			return -ENAMETOOLONG;
+		if (unlink(path) && errno != ENOENT)
+			return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
+	}
+	return 0;
+}
+
+/*
+ * Maps whose contents can be rebuilt or started afresh when a pinned copy
+ * has another shape (an upgrade changed it): the filter (rebuilt from the
+ * entries after load), its bank selector, and the counters (they restart
+ * at zero). Any other mismatch is an error: tables and entries carry
+ * decisions.
+ */
+static bool recreatable(enum chlb_dp_map m)
+{
+	return m == CHLB_MAP_CONN_FILTER || m == CHLB_MAP_FILTER_BANK ||
+	       m == CHLB_MAP_GLOBAL_STATS || m == CHLB_MAP_SVC_STATS || m == CHLB_MAP_BE_STATS;
+}
+
+static bool same_shape(int fd, const struct bpf_map *map)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	return !bpf_obj_get_info_by_fd(fd, &info, &len) &&
+	       info.key_size == bpf_map__key_size(map) &&
+	       info.value_size == bpf_map__value_size(map) &&
+	       info.max_entries == bpf_map__max_entries(map);
+}
+
+/*
+ * The pinned connection table, when conn_max asks for another size: kept
+ * open in rs.old_fd, not reused (the load makes one of the size asked,
+ * dp_resize.c copies the entries). 1 then, else 0.
+ */
+static int resize_conns(struct chlb_dp *dp, int fd, __u32 conn_max)
+{
+	const struct bpf_map *map = dp_map(dp, CHLB_MAP_CONNS);
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	if (!conn_max || bpf_obj_get_info_by_fd(fd, &info, &len) ||
+	    info.key_size != bpf_map__key_size(map) ||
+	    info.value_size != bpf_map__value_size(map) || info.max_entries == conn_max)
+		return 0;
+	dp->rs.old_fd = fd;
+	dp->rs.old_max = info.max_entries;
+	return 1;
+}
+
+/* Reuse every map already pinned under pin_dir (recreatable ones of another shape excepted). */
+static int adopt_pinned(struct chlb_dp *dp, __u32 conn_max, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int m, fd, rc, found = 0;
+
+	rc = unpin_legacy_filters(dp, err, errlen);
+	if (rc)
+		return rc;
+	for (m = 0; m < CHLB_MAP_COUNT; m++) {
+		if (map_pin_path(dp, m, path, sizeof(path)))
+			return -ENAMETOOLONG;
+		if (access(path, F_OK))
+			continue;
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			return dp_err(err, errlen, -errno, "couldn't open pinned map '%s'", path);
+		if (m == CHLB_MAP_CONNS && resize_conns(dp, fd, conn_max))
+			continue;
+		if (recreatable(m) && !same_shape(fd, dp_map(dp, m))) {
+			close(fd);
+			if (unlink(path))
+				return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
+			continue;
+		}
+		rc = bpf_map__reuse_fd(dp_map(dp, m), fd);
+		close(fd);
+		if (rc)
+			return dp_err(err, errlen, rc, "couldn't reuse pinned map '%s'", path);
+		dp->map_adopted[m] = true;
+		found++;
+	}
+	dp->adopted = found > 0;
+	return 0;
+}
+
+int chlb_dp_pin(struct chlb_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int m, rc;
+
+	if (!dp->pin_dir[0])
+		return dp_err(err, errlen, -EINVAL, "no pin directory configured");
+	rc = chlb_mkdir_p(dp->pin_dir, 0700, 0700);
+	if (rc)
+		return dp_err(err, errlen, rc, "couldn't create pin directory '%s'", dp->pin_dir);
+	for (m = 0; m < CHLB_MAP_COUNT; m++) {
+		if (map_pin_path(dp, m, path, sizeof(path)))
+			return -ENAMETOOLONG;
+		if (!access(path, F_OK))
+			continue; /* adopted, or pinned earlier */
+		if (bpf_obj_pin(chlb_dp_map_fd(dp, m), path))
+			return dp_err(err, errlen, -errno, "couldn't pin map '%s'", path);
+	}
+	return 0;
+}
+
+/* The resized connection table pinned over the old one's pin (a rename: never absent). */
+static int repin_conns(struct chlb_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	int rc;
+
+	if (map_pin_path(dp, CHLB_MAP_CONNS, path, sizeof(path)) ||
+	    pin_path(dp, "conns_new", tmp, sizeof(tmp)))
+		return -ENAMETOOLONG;
+	unlink(tmp);
+	if (bpf_obj_pin(chlb_dp_map_fd(dp, CHLB_MAP_CONNS), tmp) || rename(tmp, path)) {
+		rc = -errno;
+		unlink(tmp);
+		return dp_err(err, errlen, rc, "couldn't pin the resized connection table '%s'",
+			      path);
+	}
+	return 0;
+}
+
+int chlb_dp_unpin(struct chlb_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int m;
+
+	if (!dp->pin_dir[0])
+		return 0;
+	for (m = 0; m < CHLB_MAP_COUNT; m++) {
+		if (map_pin_path(dp, m, path, sizeof(path)))
+			return -ENAMETOOLONG;
+		if (unlink(path) && errno != ENOENT)
+			return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
+	}
+	rmdir(dp->pin_dir); /* fails harmlessly while links are still pinned there */
+	return 0;
+}
+
+static int filter_add_cb(const struct chlb_flow *f, const struct chlb_conn *c, void *dp)
+{
+	(void)c;
+	return chlb_dp_filter_add(dp, f);
+}
+
+/*
+ * Adopted connection entries but a fresh filter (pins from a data plane
+ * with another filter layout, or a lost pin): every entry must get its
+ * bits, or its flow would be taken for one without an entry.
+ */
+static int rebuild_conn_filter(struct chlb_dp *dp)
+{
+	return chlb_dp_conns_foreach(dp, filter_add_cb, dp);
+}
+
+int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *err, size_t errlen)
+{
+	struct chlb_dp_opts def = { 0 };
+	struct chlb_dp *dp;
+	int rc, i, n;
+
+	if (!opts)
+		opts = &def;
+	*out = NULL;
+	libbpf_set_print(opts->verbose ? libbpf_print_verbose : libbpf_print_quiet);
+	dp = calloc(1, sizeof(*dp));
+	if (!dp)
+		return dp_err(err, errlen, -ENOMEM, "couldn't allocate data plane state");
+	for (i = 0; i < 16; i++)
+		dp->link_fd[i] = -1;
+	dp->rs.old_fd = -1;
+	n = libbpf_num_possible_cpus();
+	if (n <= 0) {
+		rc = dp_err(err, errlen, n ? n : -EINVAL, "couldn't count possible CPUs");
+		goto fail;
+	}
+	dp->ncpus = n;
+	if (opts->pin_dir && snprintf(dp->pin_dir, sizeof(dp->pin_dir), "%s", opts->pin_dir) >=
+				 (int)sizeof(dp->pin_dir)) {
+		rc = dp_err(err, errlen, -ENAMETOOLONG, "pin directory '%s'", opts->pin_dir);
+		goto fail;
+	}
+	dp->skel = chlb_bpf__open();
+	if (!dp->skel) {
+		rc = dp_err(err, errlen, -errno, "couldn't open the data plane BPF object");
+		goto fail;
+	}
+	dp->skel->rodata->cfg_udp_idle_ns =
+	    (__u64)(opts->udp_idle_ms ? opts->udp_idle_ms : CHLB_DP_DEFAULT_UDP_IDLE_MS) *
+	    1000000ull;
+	dp->skel->rodata->cfg_tcp_idle_ns = (__u64)opts->tcp_idle_ms * 1000000ull;
+	rc = bpf_map__set_max_entries(dp->skel->maps.conns,
+				      opts->conn_max ? opts->conn_max : CHLB_DP_DEFAULT_CONN_MAX);
+	if (rc) {
+		rc = dp_err(err, errlen, rc, "couldn't size the connection table");
+		goto fail;
+	}
+	if (dp->pin_dir[0]) {
+		rc = adopt_pinned(dp, opts->conn_max, err, errlen);
+		if (rc)
+			goto fail;
+	}
+	rc = chlb_bpf__load(dp->skel);
+	if (rc) {
+		rc = dp_err(err, errlen, rc,
+			    "couldn't load the data plane (run with -v for the verifier log)");
+		goto fail;
+	}
+	rc = dp_filter_open(dp);
+	if (rc) {
+		rc = dp_err(err, errlen, rc, "couldn't map the connection filter");
+		goto fail;
+	}
+	if (dp->rs.old_fd >= 0) {
+		rc = dp_conns_resize_begin(dp);
+		if (rc) {
+			rc =
+			    dp_err(err, errlen, rc,
+				   "couldn't copy the connection table (%u entries) into one of %u",
+				   dp->rs.old_max, dp->rs.new_max);
+			goto fail;
+		}
+	}
+	if (dp->map_adopted[CHLB_MAP_CONNS] && !dp->map_adopted[CHLB_MAP_CONN_FILTER]) {
+		rc = rebuild_conn_filter(dp);
+		if (rc) {
+			rc = dp_err(err, errlen, rc, "couldn't rebuild the connection filter");
+			goto fail;
+		}
+	}
+	rc = dp_views_open(dp);
+	if (rc) {
+		rc = dp_err(err, errlen, rc, "couldn't bring the VIP index in step with 'vips'");
+		goto fail;
+	}
+	if (dp->pin_dir[0]) {
+		rc = chlb_dp_pin(dp, err, errlen);
+		if (!rc && dp->rs.old_fd >= 0)
+			rc = repin_conns(dp, err, errlen);
+		if (rc)
+			goto fail;
+	}
+	*out = dp;
+	return 0;
+fail:
+	chlb_dp_close(dp);
+	return rc;
+}
+
+void chlb_dp_close(struct chlb_dp *dp)
+{
+	int i;
+
+	if (!dp)
+		return;
+	for (i = 0; i < 16; i++)
+		if (dp->link_fd[i] >= 0)
+			close(dp->link_fd[i]);
+	dp_conns_resize_free(dp);
+	dp_views_close(dp);
+	dp_filter_close(dp);
+	chlb_bpf__destroy(dp->skel);
+	free(dp);
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Next hop from the kernel's FIB and neighbour tables over rtnetlink:
+ * RTM_GETROUTE (which interface, which gateway), then RTM_GETNEIGH for the
+ * gateway (or the address itself when on-link). An unresolved neighbour is
+ * poked with a UDP datagram so the kernel resolves it; the caller retries.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/neighbour.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+
+#include "dp/nexthop.h"
+
+struct nl_req {
+	struct nlmsghdr nh;
+	union {
+		struct rtmsg rt;
+		struct ndmsg nd;
+	};
+	char attrs[64];
+};
+
+static void nl_addattr(struct nl_req *r, int type, const void *data, int len)
+{
+	struct rtattr *rta = (struct rtattr *)((char *)r + NLMSG_ALIGN(r->nh.nlmsg_len));
+
+	rta->rta_type = type;
+	rta->rta_len = RTA_LENGTH(len);
+	memcpy(RTA_DATA(rta), data, len);
+	r->nh.nlmsg_len = NLMSG_ALIGN(r->nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+}
+
+/* Send one request, receive one reply into buf. Returns reply length or -errno. */
+static int nl_talk(struct nl_req *r, char *buf, size_t len)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct nlmsghdr *nh;
+	int fd, n, rc;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, r, r->nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	n = recv(fd, buf, len, 0);
+	rc = n < 0 ? -errno : n;
+	close(fd);
+	if (rc < (int)sizeof(*nh))
+		return rc < 0 ? rc : -EIO;
+	nh = (struct nlmsghdr *)buf;
+	if (nh->nlmsg_type == NLMSG_ERROR) {
+		struct nlmsgerr *e = NLMSG_DATA(nh);
+
+		return e->error ? e->error : -ENOENT;
+	}
+	return rc;
+}
+
+static int addr_len(int family)
+{
+	return family == AF_INET ? 4 : 16;
+}
+
+static int route_get(int family, const void *addr, struct chlb_nh *out)
+{
+	struct nl_req r = { 0 };
+	char buf[4096];
+	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
+	struct rtattr *rta;
+	int n, alen = addr_len(family), got_gw = 0;
+
+	r.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
+	r.nh.nlmsg_type = RTM_GETROUTE;
+	r.nh.nlmsg_flags = NLM_F_REQUEST;
+	r.rt.rtm_family = family;
+	r.rt.rtm_dst_len = alen * 8;
+	nl_addattr(&r, RTA_DST, addr, alen);
+	n = nl_talk(&r, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENETUNREACH || n == -EHOSTUNREACH ? -ENETUNREACH : n;
+	if (nh->nlmsg_type != RTM_NEWROUTE)
+		return -EIO;
+	n = RTM_PAYLOAD(nh);
+	out->ifindex = 0;
+	for (rta = RTM_RTA(NLMSG_DATA(nh)); RTA_OK(rta, n); rta = RTA_NEXT(rta, n)) {
+		if (rta->rta_type == RTA_OIF)
+			memcpy(&out->ifindex, RTA_DATA(rta), 4);
+		else if (rta->rta_type == RTA_GATEWAY && RTA_PAYLOAD(rta) == (unsigned)alen) {
+			memcpy(out->via, RTA_DATA(rta), alen);
+			got_gw = 1;
+		}
+	}
+	if (!out->ifindex)
+		return -ENETUNREACH;
+	if (!got_gw)
+		memcpy(out->via, addr, alen);
+	out->via_family = family;
+	return 0;
+}
+
+static int neigh_get(struct chlb_nh *nh)
+{
+	struct nl_req r = { 0 };
+	char buf[4096];
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	struct ndmsg *nd;
+	struct rtattr *rta;
+	int n, have_mac = 0;
+
+	r.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ndmsg));
+	r.nh.nlmsg_type = RTM_GETNEIGH;
+	r.nh.nlmsg_flags = NLM_F_REQUEST;
+	r.nd.ndm_family = nh->via_family;
+	r.nd.ndm_ifindex = nh->ifindex;
+	nl_addattr(&r, NDA_DST, nh->via, addr_len(nh->via_family));
+	n = nl_talk(&r, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -EAGAIN : n;
+	if (h->nlmsg_type != RTM_NEWNEIGH)
+		return -EIO;
+	nd = NLMSG_DATA(h);
+	if (!(nd->ndm_state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT)))
+		return -EAGAIN;
+	n = h->nlmsg_len - NLMSG_LENGTH(sizeof(*nd));
+	for (rta = (struct rtattr *)((char *)nd + NLMSG_ALIGN(sizeof(*nd))); RTA_OK(rta, n);
+	     rta = RTA_NEXT(rta, n)) {
+		if (rta->rta_type == NDA_LLADDR && RTA_PAYLOAD(rta) == 6) {
+			memcpy(nh->dmac, RTA_DATA(rta), 6);
+			have_mac = 1;
+		}
+	}
+	return have_mac ? 0 : -EAGAIN;
+}
+
+/* Make the kernel resolve the neighbour: any datagram towards it will. */
+static void neigh_poke(const struct chlb_nh *nh)
+{
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6, .sin6_port = htons(9) };
+	struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = htons(9) };
+	int fd = socket(nh->via_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	if (nh->via_family == AF_INET) {
+		memcpy(&s4.sin_addr, nh->via, 4);
+		sendto(fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&s4, sizeof(s4));
+	} else {
+		memcpy(&s6.sin6_addr, nh->via, 16);
+		s6.sin6_scope_id = nh->ifindex;
+		sendto(fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&s6, sizeof(s6));
+	}
+	close(fd);
+}
+
+static int our_mac(__u32 ifindex, __u8 *mac)
+{
+	struct ifreq ifr = { 0 };
+	int fd, rc = 0;
+
+	if (!if_indextoname(ifindex, ifr.ifr_name))
+		return -errno;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr))
+		rc = -errno;
+	else
+		memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+	close(fd);
+	return rc;
+}
+
+int chlb_nh_resolve(int family, const void *addr, struct chlb_nh *out)
+{
+	int rc;
+
+	if (family != AF_INET && family != AF_INET6)
+		return -EAFNOSUPPORT;
+	memset(out, 0, sizeof(*out));
+	rc = route_get(family, addr, out);
+	if (rc)
+		return rc;
+	rc = our_mac(out->ifindex, out->smac);
+	if (rc)
+		return rc;
+	rc = neigh_get(out);
+	if (rc == -EAGAIN)
+		neigh_poke(out);
+	return rc;
+}

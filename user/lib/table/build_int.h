@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Internals shared by the table builders (build_*.c); not an API. */
+#ifndef CHLB_TABLE_BUILD_INT_H
+#define CHLB_TABLE_BUILD_INT_H
+
+#include <stdarg.h>
+#include "base/err.h"
+#include "table/build.h"
+
+/* Errors read `return build_err(...)`: base/err.h's chlb_err under the builders' name. */
+#define build_err chlb_err
+
+/* A zeroed table of nwords words with magic, algo and words filled in. */
+int build_alloc(struct chlb_table *out, __u32 algo, __u32 nwords, char *err, size_t errlen);
+/* The same with only words [0, zero_words) zeroed: the builder writes all the rest. */
+int build_alloc_prefix(struct chlb_table *out, __u32 algo, __u32 nwords, __u32 zero_words,
+		       char *err, size_t errlen);
+
+/* A Maglev-format table of m entries naming nlive backends; *entry = its first entry. */
+int build_alloc_direct(struct chlb_table *out, __u32 m, __u32 nlive, __u32 **entry, char *err,
+		       size_t errlen);
+
+/* be[] indices sorted by name (canonical order), into idx[n]. */
+void build_sort_by_name(const struct chlb_be *be, __u32 n, __u32 *idx);
+
+/*
+ * Ring vnode positions of replicas 0..k-1 of name into out[k]:
+ * fmix32(crc32c("<name>#<replica>")). Served from a bounded per-process
+ * cache by name (build_vnodes.c; thread-safe).
+ */
+void build_vnode_hashes(const char *name, __u32 k, __u32 *out);
+struct build_vnode_stats {
+	__u64 hits, misses, flushes;
+	__u32 names, hashes; /* held now */
+};
+void build_vnode_cache_stats(struct build_vnode_stats *st);
+void build_vnode_cache_flush(void);
+
+/*
+ * be must be validated (names unique, weights in range) before these run.
+ * ring, maglev: byname[n] = be[] indices in name order (build_sort_by_name).
+ */
+int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+	       const __u32 *byname, struct chlb_table *out, char *err, size_t errlen);
+int build_jump(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+	       struct chlb_table *out, char *err, size_t errlen);
+int build_jtable(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+		 struct chlb_table *out, char *err, size_t errlen);
+int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+		 const __u32 *byname, struct chlb_table *out, char *err, size_t errlen);
+
+/*
+ * The jump bucket order of spec (or a fresh one from be[]) as be[] indices,
+ * drained backends' buckets as CHLB_TOMBSTONE; *order is malloc'd. live =
+ * distinct live backends.
+ */
+int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+		       __u32 **order, __u32 *nb, __u32 *live, char *err, size_t errlen);
+
+/* Maglev's table-size rule (prime, <= CHLB_MAGLEV_MAX_M); 0 or -EINVAL with a message. */
+int build_check_m(__u32 m, char *err, size_t errlen);
+
+#endif /* CHLB_TABLE_BUILD_INT_H */
