@@ -211,10 +211,10 @@ fuzz: $(BUILD)/fuzz/fuzz_grammar
 FORMAT_SRCS = $(filter-out include/chlb_crc32c_table.h,$(wildcard bpf/*.c bpf/*.h include/*.h user/*/*.c user/*/*.h user/lib/*/*.c user/lib/*/*.h tests/*/*.c tests/*/*.h))
 
 lint:
+	$(call msg,LAYERS,user/lib)
+	$(Q)BUILD=$(BUILD) tests/tools/check_layers.sh
 	$(call msg,FORMAT,check)
 	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
-	$(call msg,LAYERS,user/lib)
-	$(Q)tests/tools/check_layers.sh
 	$(call msg,CPPCHECK,user include)
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem -D__x86_64__ -Iinclude -Iuser/lib \

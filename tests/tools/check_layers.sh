@@ -12,6 +12,11 @@
 #   - may include include/*.h (shared with the BPF side) by its bare name,
 #     and, in dp/ only, the generated BPF skeletons (*.skel.h).
 # include/*.h, compiled by the BPF side too, include only each other.
+# With the objects built ($BUILD, default build/, no older than their
+# sources), the calls are checked too (nm): no user/lib object uses a symbol
+# of a layer it may not include, and the files of user/lib, of chlbd and of
+# chlbctl call each other without a cycle (tsort). Objects missing or stale:
+# those checks are skipped, and said so.
 # Prints every violation and exits 1 when there is one.
 set -u
 cd "$(dirname "$0")/../.."
@@ -96,6 +101,64 @@ for f in include/*.h; do
 		[ -e "include/$h" ] ||
 			fail "$f:$line: #include \"$h\": include/ is shared with the BPF side and includes only include/*.h"
 	done < <(includes "$f")
+done
+
+# ---- calls: the objects' symbols ----
+BUILD=${BUILD:-build}
+
+# objects SRC...: the object of each source, or nothing when one is missing or stale
+objects() {
+	local src o out=()
+	for src; do
+		o=$BUILD/${src%.c}.o
+		if [ ! -e "$o" ] || [ "$o" -ot "$src" ]; then
+			echo "check_layers: $o missing or older than $src: calls not checked (make first)" >&2
+			return 1
+		fi
+		out+=("$o")
+	done
+	printf '%s\n' "${out[@]}"
+}
+
+# edges OBJ...: "FROM TO SYMBOL" for every symbol FROM uses that TO defines
+edges() {
+	for o; do nm -g --defined-only "$o" | awk -v f="$o" 'NF == 3 { print "D", f, $3 }'; done
+	for o; do nm -u "$o" | awk -v f="$o" '{ print "U", f, $NF }'; done
+} 2>/dev/null
+calls() {
+	edges "$@" | awk '$1 == "D" { def[$3] = $2; next }
+		$1 == "U" && ($3 in def) && def[$3] != $2 { print $2, def[$3], $3 }'
+}
+
+# no_cycle NAME OBJ...: the files' calls form no cycle
+no_cycle() {
+	local name=$1 loop
+	shift
+	loop=$(calls "$@" | awk '{ print $1, $2 }' | sort -u | tsort 2>&1 >/dev/null |
+		sed -n "s|^tsort: $BUILD/\(.*\)\.o\$|\1.c|p" | awk '!seen[$0]++' | tr '\n' ' ')
+	[ -z "$loop" ] || fail "$name: files that call each other in a cycle: $loop"
+}
+
+layer_of() { # an object path -> its layer
+	local l=${1#"$BUILD"/user/lib/}
+	echo "${l%%/*}"
+}
+
+if srcs=$(ls user/lib/*/*.c) && objs=$(objects $srcs); then
+	# shellcheck disable=SC2086
+	while read -r from to sym; do
+		lf=$(layer_of "$from") lt=$(layer_of "$to")
+		in_list "$lt" ${LAYER_MAY[$lf]} ||
+			fail "${from#"$BUILD"/} uses $sym of ${to#"$BUILD"/}: $lf/ may use ${LAYER_MAY[$lf]// /, } only"
+	done < <(calls $objs)
+	# shellcheck disable=SC2086
+	no_cycle user/lib $objs
+fi
+for prog in chlbd chlbctl; do
+	# shellcheck disable=SC2086
+	if srcs=$(ls user/$prog/*.c) && objs=$(objects $srcs); then
+		no_cycle "user/$prog" $objs
+	fi
 done
 
 exit $bad

@@ -6,13 +6,16 @@
  * first word after the command name), declare it below and add
  * { "x", do_x, "one-line summary" } to cmds[] in main.c. Objects with
  * sub-commands (service add|del|...) use their own table and
- * chlbctl_cmd_select(). Return a CHLBCTL_EXIT_* code; report errors with
+ * chlbctl_cmd_select(). The options, the reporters and the dispatch are
+ * cli.c's, below every command; main.c only parses the options and
+ * dispatches. Return a CHLBCTL_EXIT_* code; report errors with
  * p_err() (JSON-aware) and usage errors with p_usage().
  */
 #ifndef CHLBCTL_H
 #define CHLBCTL_H
 
 #include <stdbool.h>
+#include <json-c/json.h>
 
 /* Exit codes (documented in `chlbctl help`, docs/chlbctl.8 and docs/operations.md). */
 enum chlbctl_exit {
@@ -54,6 +57,8 @@ void p_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void p_err_kind(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* p_err() plus "try 'chlbctl help'"; returns CHLBCTL_EXIT_USAGE. */
 int p_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints JSON (one line, valid, "/" unescaped: base/json_out.h) on stdout. */
+void ctl_print_json(json_object *o);
 
 /* commands */
 int do_help(int argc, char **argv);

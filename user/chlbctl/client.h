@@ -13,9 +13,6 @@
  */
 int ctl_request(const char *text, json_object **reply);
 
-/* Prints JSON (one line, valid, "/" unescaped: json_out.h) on stdout (main.c). */
-void ctl_print_json(json_object *o);
-
 /* Joins argv into one statement line: "service add VIP algo ring". malloc'd. */
 char *ctl_join(const char *head, int argc, char **argv);
 

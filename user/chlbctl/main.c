@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +13,6 @@
 
 #include "chlbctl.h"
 #include "client.h"
-#include "base/json_out.h"
-
-struct chlbctl_opts ctl = { .socket = CHLBCTL_DEFAULT_SOCKET,
-			    .timeout_ms = CHLBCTL_DEFAULT_TIMEOUT_MS };
 
 static const struct chlbctl_cmd cmds[] = {
 	{ "help", do_help, "this text" },
@@ -35,85 +30,6 @@ static const struct chlbctl_cmd cmds[] = {
 	{ "version", do_version, "this build's version and BPF build id, and the running chlbd's" },
 	{ NULL, NULL, NULL },
 };
-
-static void vp_err(const char *kind, const char *fmt, va_list ap)
-{
-	char msg[1024];
-
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (ctl.json) {
-		json_object *o = json_object_new_object();
-
-		json_object_object_add(o, "error", json_object_new_string(msg));
-		if (kind)
-			json_object_object_add(o, "kind", json_object_new_string(kind));
-		ctl_print_json(o);
-		json_object_put(o);
-	} else {
-		fprintf(stderr, "chlbctl: %s\n", msg);
-	}
-}
-
-void p_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vp_err(NULL, fmt, ap);
-	va_end(ap);
-}
-
-void p_err_kind(const char *kind, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vp_err(kind, fmt, ap);
-	va_end(ap);
-}
-
-void ctl_print_json(json_object *o)
-{
-	char *s = chlb_json_dump(o);
-
-	printf("%s\n", s ? s : "{\"error\":\"out of memory\"}");
-	free(s);
-}
-
-int p_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vp_err("usage", fmt, ap);
-	va_end(ap);
-	if (!ctl.json)
-		fprintf(stderr, "try 'chlbctl help'\n");
-	return CHLBCTL_EXIT_USAGE;
-}
-
-int chlbctl_cmd_select(const struct chlbctl_cmd *cmds, int argc, char **argv, const char *what)
-{
-	const struct chlbctl_cmd *hit = NULL;
-	size_t len;
-
-	if (argc < 1)
-		return p_usage("missing %s", what);
-	len = strlen(argv[0]);
-	for (const struct chlbctl_cmd *c = cmds; c->name; c++) {
-		if (!strcmp(c->name, argv[0]))
-			return c->fn(argc - 1, argv + 1);
-		if (len && !strncmp(c->name, argv[0], len)) {
-			if (hit)
-				return p_usage("ambiguous %s '%s': %s or %s?", what, argv[0],
-					       hit->name, c->name);
-			hit = c;
-		}
-	}
-	if (!hit)
-		return p_usage("unknown %s '%s'", what, argv[0]);
-	return hit->fn(argc - 1, argv + 1);
-}
 
 int do_help(int argc, char **argv)
 {

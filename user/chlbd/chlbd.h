@@ -48,8 +48,10 @@ struct chlbd {
 	bool made_pin_dir; /* this start created the pin directory */
 	bool stop, detach;
 	__u64 started_ns;
+	/* between the services of a long change: answer read-only requests (server.c sets it) */
+	void (*answer_readonly)(void);
 };
-extern struct chlbd D;
+extern struct chlbd D; /* global.c */
 
 /* log.c */
 void chlbd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -99,10 +101,12 @@ void server_run_deferred(void);
 /* Did a poll run since the last call? (the loop's batch of events is stale then) */
 bool server_polled(void);
 
-/* handlers.c: one request (text) -> one JSON reply (malloc'd) */
+/* handlers.c: one request (text) -> one JSON reply (malloc'd); the handler table */
 char *handle_request(const char *req, size_t len);
 /* Does the request only read (a list, stats, which, conns, save, version, or an error)? */
 bool chlbd_request_read_only(const char *req);
+
+/* reply.c: every reply is built there */
 /* {"error": msg} */
 json_object *chlbd_jerr(const char *msg);
 /*
@@ -119,11 +123,16 @@ json_object *chlbd_jerr(const char *msg);
 json_object *chlbd_jerr_kind(const char *msg, const char *kind);
 /* o as one line of JSON text (malloc'd); consumes o */
 char *chlbd_reply(json_object *o);
+/* chlbd_jerr_kind() as text (malloc'd) */
+char *chlbd_error_reply(const char *msg, const char *kind);
+/* "too many clients" as text, for a client refused without an allocation */
+extern const char chlbd_busy_reply[];
+
 /*
- * Converge to `next` (consumed) durably: capacity checked, written to
- * STATE.tmp, applied, renamed over STATE; any failure leaves (or puts back)
- * the old state in the data plane and the file (handlers.c says how). 0 or
- * -1 with err ("...: nothing changed").
+ * commit.c: converge to `next` (consumed) durably: capacity checked, written
+ * to STATE.tmp, applied, renamed over STATE; any failure leaves (or puts
+ * back) the old state in the data plane and the file (commit.c says how).
+ * 0 or -1 with err ("...: nothing changed").
  */
 int chlbd_commit(struct chlb_state *next, char *err, size_t errlen);
 /* Would next find every backend slot and service id it needs? (chlb_rt_capacity) */
@@ -152,6 +161,5 @@ void ct_maintain(__u64 now);
 /* loop.c */
 int loop_init(void);
 int loop_run(void);
-void loop_kick_timer(void);
 
 #endif /* CHLBD_H */

@@ -51,7 +51,7 @@ int loop_init(void)
 }
 
 /* Runs due timers and re-arms the timerfd for the next deadline. */
-void loop_kick_timer(void)
+static void loop_kick_timer(void)
 {
 	__u64 now = chlb_now_ns(), next = chlb_rt_tick(D.rt, now);
 	struct itimerspec its = { 0 };

@@ -24,8 +24,6 @@
 #include "own.h"
 #include "base/util.h"
 
-struct chlbd D = { .listen_fd = -1, .epfd = -1, .socket_gid = -1, .lock_fd = -1 };
-
 static void usage(FILE *f)
 {
 	fprintf(

@@ -189,6 +189,7 @@ int server_open(const char *path)
 		return -1;
 	}
 	D.listen_fd = fd;
+	D.answer_readonly = server_poll_readonly;
 	return 0;
 }
 
@@ -242,11 +243,6 @@ static void client_reply(struct client *c, char *reply)
 	}
 	epoll_ctl(D.epfd, EPOLL_CTL_MOD, c->fd, &ev);
 	server_client_event(c, EPOLLOUT);
-}
-
-static char *error_reply(const char *msg, const char *kind)
-{
-	return chlbd_reply(chlbd_jerr_kind(msg, kind));
 }
 
 /* Is gid among pid's groups (primary or supplementary)? */
@@ -358,9 +354,7 @@ static bool drop_oldest(void)
 
 static void refuse_busy(int fd)
 {
-	static const char busy[] = "{\"error\":\"chlbd: too many clients\",\"kind\":\"failed\"}\n";
-
-	if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+	if (send(fd, chlbd_busy_reply, strlen(chlbd_busy_reply), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		(void)0; /* closed either way */
 	close(fd);
 }
@@ -440,7 +434,7 @@ void server_accept(void)
 		if (!peer_allowed(fd)) {
 			pr_warn("control socket: refused a peer that is neither root nor uid %d",
 				getuid());
-			client_reply(c, error_reply("permission denied", CHLBD_ERR_FAILED));
+			client_reply(c, chlbd_error_reply("permission denied", CHLBD_ERR_FAILED));
 		}
 	}
 }
@@ -465,7 +459,7 @@ static bool client_read(struct client *c)
 				snprintf(msg, sizeof(msg), "request larger than %u bytes",
 					 CHLBD_REQ_MAX);
 				pr_warn("control socket: %s; refused", msg);
-				client_reply(c, error_reply(msg, CHLBD_ERR_USAGE));
+				client_reply(c, chlbd_error_reply(msg, CHLBD_ERR_USAGE));
 				return false;
 			}
 			p = realloc(c->in, cap + 1);
@@ -493,8 +487,8 @@ static bool client_read(struct client *c)
 		/* EOF: the whole request is here */
 		c->in[c->inlen] = '\0';
 		if (strlen(c->in) != c->inlen) {
-			client_reply(c,
-				     error_reply("request contains a NUL byte", CHLBD_ERR_USAGE));
+			client_reply(
+			    c, chlbd_error_reply("request contains a NUL byte", CHLBD_ERR_USAGE));
 			return false;
 		}
 		/* no more reads, no expiry: a poll during a long change must not come back here */
