@@ -76,6 +76,8 @@ help:
 	@echo '  all    build chlbd, chlbctl, the BPF object and every test binary into $(BUILD)/'
 	@echo '  test   deps + all, then run every test (root: BPF and network namespaces)'
 	@echo '  lint   clang-format check and cppcheck over user/ include/ bpf/ tests/'
+	@echo '  check  lint + unit tests + their ASan/UBSan builds: no root, no apt-get (a missing'
+	@echo '         tool is named with its package); the quick loop, part of test'
 	@echo '  bench  benchmarks; JSON reports under $(BUILD)/bench/'
 	@echo '  demo   deps + all, then show chlb balancing real TCP in network namespaces'
 	@echo '  fuzz   fuzz the command parser (libFuzzer)'
@@ -219,6 +221,19 @@ lint:
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem -D__x86_64__ -Iinclude -Iuser/lib \
 		user include
+
+# make check: the part of `make test` that needs no root and no network:
+# lint, the unit tests and their ASan/UBSan builds (tests/run.sh --check,
+# the same runner and closing "N passed, N failed" line). No deps: a missing
+# tool or library is named with its Debian package instead. It builds only
+# what it runs: the unit tests, their ASan/UBSan builds and chlbctl (test_sim
+# runs it).
+.PHONY: check
+CHECK_ENV = BUILD='$(BUILD)' CC='$(CC)' CLANG='$(CLANG)' BPFTOOL='$(BPFTOOL)'
+check:
+	$(Q)$(CHECK_ENV) tests/run.sh --tools
+	$(Q)$(MAKE) -s --no-print-directory $(UNIT_BINS) $(ASAN_UNIT_BINS) $(BUILD)/chlbctl
+	$(Q)$(CHECK_ENV) tests/run.sh --check
 
 check-root:
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root (BPF, XDP, network namespaces); run it as root" >&2; exit 1; }

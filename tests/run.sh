@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Runs every test suite and ends with one line: "N passed, N failed".
+# Runs the test suites and ends with one line: "N passed, N failed".
+#
+#   tests/run.sh           every suite (`make test`; root: BPF, XDP, network
+#                          namespaces): the check part below first, then the
+#                          BPF tests, the daemon suites and the e2e suites
+#   tests/run.sh --check   the check part only (`make check`; no root, no
+#                          network, no apt-get): lint, the unit tests and
+#                          their ASan/UBSan builds
+#   tests/run.sh --tools   only say which tool or library `make check` needs
+#                          and does not find (naming its Debian package)
 #
 # A suite is any executable that prints TAP result lines ("ok N - name" /
 # "not ok N - name"), as cmocka does with CMOCKA_MESSAGE_OUTPUT=TAP and as the
@@ -35,28 +44,108 @@ run_suite() {
 	fi
 }
 
+# finish: the failed suites, the closing line; exit 0 only if nothing failed.
+finish() {
+	if [ ${#failed_names[@]} -gt 0 ]; then
+		echo "failed suites:"
+		printf '  %s\n' "${failed_names[@]}"
+	fi
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+	exit
+}
+
 lint_suite() {
 	if make --no-print-directory -s lint; then echo "ok 1 - lint"; else echo "not ok 1 - lint"; fi
 }
 
+# ---- what the check part needs (tests/run.sh --tools) ----
+# need_cmd COMMAND PACKAGE, need_lib PACKAGE FLAGS HEADER...: note in
+# $missing what is not there: a command, or headers and flags the compiler
+# cannot build and link a program with.
+missing=()
+need_cmd() { command -v "$1" >/dev/null 2>&1 || missing+=("$1: Debian package $2"); }
+need_lib() {
+	local pkg=$1 flags=$2 h src="" what
+	shift 2
+	for h; do src="$src#include <$h>"$'\n'; done
+	what="${*: -1}${flags:+ and $flags}"
+	printf '%sint main(void) { return 0; }\n' "$src" |
+		${CC:-cc} -x c - $flags -o /dev/null >/dev/null 2>&1 || missing+=("$what: Debian package $pkg")
+}
+check_tools() {
+	local cc=${CC:-cc}
+	need_cmd "$cc" gcc
+	need_cmd make make
+	need_cmd ar binutils
+	need_cmd "${CLANG:-clang}" clang
+	need_cmd "${BPFTOOL:-bpftool}" bpftool
+	need_cmd clang-format clang-format
+	need_cmd cppcheck cppcheck
+	if command -v "$cc" >/dev/null 2>&1; then
+		need_lib libc6-dev "" stdio.h
+		need_lib linux-libc-dev "" linux/bpf.h asm/types.h
+		need_lib libbpf-dev -lbpf bpf/libbpf.h
+		need_lib libelf-dev -lelf gelf.h
+		need_lib zlib1g-dev -lz zlib.h
+		need_lib libjson-c-dev -ljson-c json-c/json.h
+		need_lib libcmocka-dev -lcmocka stdarg.h stddef.h setjmp.h cmocka.h
+		need_lib "libasan8 and libubsan1 (gcc's sanitizer runtimes)" -fsanitize=address,undefined stdio.h
+	fi
+	[ ${#missing[@]} -eq 0 ] && return 0
+	printf 'make check needs %s\n' "${missing[@]}" >&2
+	echo "install them (as root: make deps, or apt-get install the packages named), then run make check again" >&2
+	return 1
+}
+
+# ---- the check part: no root, no network ----
+check_part() {
+	local t
+	run_suite lint lint_suite
+	for t in "$BUILD"/tests/unit/test_*; do
+		[ -x "$t" ] && run_suite "unit/$(basename "$t")" "$t"
+	done
+	for t in "$BUILD"/asan/tests/unit/test_*; do
+		[ -x "$t" ] && run_suite "asan/$(basename "$t")" "$t"
+	done
+}
+
+case ${1:-} in
+--tools)
+	check_tools || {
+		echo "0 passed, 1 failed"
+		exit 1
+	}
+	exit 0
+	;;
+--check)
+	check_tools || {
+		echo "0 passed, 1 failed"
+		exit 1
+	}
+	check_part
+	finish
+	;;
+"") ;;
+*)
+	echo "usage: tests/run.sh [--check | --tools]" >&2
+	exit 2
+	;;
+esac
+
 if [ "$(id -u)" != 0 ]; then
 	echo "tests need root (BPF, XDP, network namespaces): refusing to run a partial suite" >&2
+	echo "(make check runs the part that needs no root)" >&2
 	echo "0 passed, 1 failed"
 	exit 1
 fi
 
-run_suite lint lint_suite
+check_part
 # First chlbd on a fresh host (no bpffs at /sys/fs/bpf), in private mount
 # namespaces; then a bpffs for the suites that pin into the host's, mounted
-# as chlbd would mount it (tests/lib.sh).
+# as chlbd would mount it (tests/lib/topo.sh).
 run_suite daemon/test_fresh_host.sh bash tests/daemon/test_fresh_host.sh
 bash -c '. tests/lib.sh && lib_require_bpffs'
-for t in "$BUILD"/tests/unit/test_*; do
-	[ -x "$t" ] && run_suite "unit/$(basename "$t")" "$t"
-done
-for t in "$BUILD"/asan/tests/unit/test_*; do
-	[ -x "$t" ] && run_suite "asan/$(basename "$t")" "$t"
-done
 for t in "$BUILD"/tests/bpf/test_*; do
 	[ -x "$t" ] && run_suite "bpf/$(basename "$t")" "$t"
 done
@@ -64,10 +153,4 @@ for t in tests/daemon/test_*.sh tests/e2e/test_*.sh; do
 	[ "$t" = tests/daemon/test_fresh_host.sh ] && continue
 	[ -f "$t" ] && run_suite "${t#tests/}" bash "$t"
 done
-
-if [ ${#failed_names[@]} -gt 0 ]; then
-	echo "failed suites:"
-	printf '  %s\n' "${failed_names[@]}"
-fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -7,27 +7,28 @@
 # that one's entries go stale), restarts (TERM and KILL) that adopt the pinned state without
 # moving a flow, apply/converge, socket abuse, a corrupt state file,
 # teardown.
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/../lib.sh"
+daemon_fixture
 
 VIP=10.0.0.10:80/tcp
 
 test_roundtrip() {
-	d_start || return 1
-	c service add $VIP algo ring vnodes 160 fwd ipip hash 5tuple || return 1
-	for i in 2 3 4 5; do c backend add $VIP 10.1.0.$i weight 100 || return 1; done
+	chlbd_start xdp-generic || return 1
+	ctl service add $VIP algo ring vnodes 160 fwd ipip hash 5tuple || return 1
+	for i in 2 3 4 5; do ctl backend add $VIP 10.1.0.$i weight 100 || return 1; done
 	check "4 backends listed" \
-		c -j service list | jq -e '.services[0].backends == 4 and .services[0].algo == "ring"' >/dev/null || return 1
-	c backend set $VIP 10.1.0.3 weight 0 || return 1
-	check "drained weight 0" [ "$(c -j backend list $VIP | jq '.backends[] | select(.address == "10.1.0.3") | .weight')" = 0 ] || return 1
-	c backend del $VIP 10.1.0.5 || return 1
-	check "3 backends after del" [ "$(c -j backend list $VIP | jq '.backends | length')" = 3 ] || return 1
-	c service add '[2001:db8::10]:443/tcp' algo maglev table 65537 fwd l2dsr || return 1
-	c backend add '[2001:db8::10]:443/tcp' 2001:db8::2 || return 1
+		ctl -j service list | jq -e '.services[0].backends == 4 and .services[0].algo == "ring"' >/dev/null || return 1
+	ctl backend set $VIP 10.1.0.3 weight 0 || return 1
+	check "drained weight 0" [ "$(ctl -j backend list $VIP | jq '.backends[] | select(.address == "10.1.0.3") | .weight')" = 0 ] || return 1
+	ctl backend del $VIP 10.1.0.5 || return 1
+	check "3 backends after del" [ "$(ctl -j backend list $VIP | jq '.backends | length')" = 3 ] || return 1
+	ctl service add '[2001:db8::10]:443/tcp' algo maglev table 65537 fwd l2dsr || return 1
+	ctl backend add '[2001:db8::10]:443/tcp' 2001:db8::2 || return 1
 	check "maglev fingerprint listed" \
-		c -j service list '[2001:db8::10]:443/tcp' | jq -e '.services[0].fingerprint | length == 8' >/dev/null || return 1
-	c service del '[2001:db8::10]:443/tcp' || return 1
+		ctl -j service list '[2001:db8::10]:443/tcp' | jq -e '.services[0].fingerprint | length == 8' >/dev/null || return 1
+	ctl service del '[2001:db8::10]:443/tcp' || return 1
 	check "save shows the ring service" [ "$(saved | wc -l)" = 4 ] || return 1
-	check "state file persisted" grep -q "10.1.0.3 weight 0" "$D_STATE"
+	check "state file persisted" grep -q "10.1.0.3 weight 0" "$CHLBD_STATE"
 }
 
 # args | expected exit | text the message must contain. A bad value exits 2
@@ -63,43 +64,43 @@ BAD=(
 
 test_bad_input() {
 	local before after e args code needle out rc
-	c service add 10.0.0.50:80/tcp fwd l2dsr && c backend add 10.0.0.50:80/tcp 10.1.0.2 &&
-		c backend add 10.0.0.50:80/tcp 10.1.0.3 || return 1
+	ctl service add 10.0.0.50:80/tcp fwd l2dsr && ctl backend add 10.0.0.50:80/tcp 10.1.0.2 &&
+		ctl backend add 10.0.0.50:80/tcp 10.1.0.3 || return 1
 	before=$(saved)
 	for e in "${BAD[@]}"; do
 		IFS='|' read -r args code needle <<<"$e"
 		# shellcheck disable=SC2086
-		out=$(c $args 2>&1)
+		out=$(ctl $args 2>&1)
 		rc=$?
 		check "'$args' exits $code (got $rc: $out)" [ "$rc" = "$code" ] || return 1
 		[ -z "$needle" ] || check "'$args' message names '$needle': $out" \
 			grep -qF -- "$needle" <<<"$out" || return 1
 	done
 	# JSON mode: errors are JSON too
-	c -j service add $VIP | jq -e '.error | test("already exists")' >/dev/null || return 1
+	ctl -j service add $VIP | jq -e '.error | test("already exists")' >/dev/null || return 1
 	after=$(saved)
 	check "rejected input changed nothing" [ "$before" = "$after" ] || return 1
 	out=$("$CHLBD" -i v0 -m turbo 2>&1)
 	check "chlbd: unknown mode named, exit 2 ($?): $out" grep -q "'turbo': unknown mode" <<<"$out" || return 1
-	c service del 10.0.0.50:80/tcp
+	ctl service del 10.0.0.50:80/tcp
 }
 
 test_dry_run() {
 	local before out
 	before=$(saved)
-	out=$(c backend del $VIP 10.1.0.2 --dry-run) || return 1
+	out=$(ctl backend del $VIP 10.1.0.2 --dry-run) || return 1
 	check "dry run names the moving backend: $out" grep -q "10.1.0.2 .*-> *0.00%" <<<"$out" || return 1
-	c -j backend add $VIP 10.1.0.9 --dry-run | jq -e '.dry_run and .services[0].moved > 0.1' >/dev/null || return 1
+	ctl -j backend add $VIP 10.1.0.9 --dry-run | jq -e '.dry_run and .services[0].moved > 0.1' >/dev/null || return 1
 	# a hash-field change moves new flows (not "0.00% of the keyspace"): with
 	# ring's two serving backends (10.1.0.3 drains), a re-keyed flow stays on
 	# its backend only when both hashes pick the same one
-	out=$(c service set $VIP hash src --dry-run) || return 1
+	out=$(ctl service set $VIP hash src --dry-run) || return 1
 	check "hash change: share of new flows, not keyspace: $out" \
 		grep -qE "^$VIP: change, hash 5tuple -> src: [0-9.]+% of new flows go to another backend" <<<"$out" || return 1
 	check "hash change: established connections keep their entries" \
 		grep -qx "  established connections keep their connection entries and their backends" <<<"$out" || return 1
 	check "hash change moves 40-60% of new flows with two equal backends" \
-		c -j service set $VIP hash src --dry-run | jq -e '.services[0] | .basis == "flows" and .moved > 0.4 and .moved < 0.6' >/dev/null || return 1
+		ctl -j service set $VIP hash src --dry-run | jq -e '.services[0] | .basis == "flows" and .moved > 0.4 and .moved < 0.6' >/dev/null || return 1
 	check "dry run changed nothing" [ "$before" = "$(saved)" ]
 }
 
@@ -107,11 +108,11 @@ test_dry_run() {
 # the attached program makes, for N random flows
 which_matches() {
 	local port=$1 src be n
-	probe which "$D_PIN" "$D_IFINDEX" 10.0.0.10 "$port" "$2" "$3" >"$LIB_DIR/probe" || return 1
+	probe which "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.10 "$port" "$2" "$3" >"$LIB_DIR/probe" || return 1
 	n=$(wc -l <"$LIB_DIR/probe")
 	check "$2 flows probed (got $n)" [ "$n" = "$2" ] || return 1
 	while read -r src _ _; do
-		c -j which "$src" "10.0.0.10:$port" tcp
+		ctl -j which "$src" "10.0.0.10:$port" tcp
 	done <"$LIB_DIR/probe" | jq -r .new_flow.backend >"$LIB_DIR/which"
 	awk '{ print $3 }' "$LIB_DIR/probe" | diff - "$LIB_DIR/which" >"$LIB_DIR/diff" && return 0
 	diag "program vs which (port $port):"
@@ -120,14 +121,14 @@ which_matches() {
 }
 
 test_which_agrees() {
-	c service add 10.0.0.10:81/tcp algo jump || return 1
-	c service add 10.0.0.10:82/tcp algo maglev table 251 || return 1
-	c service add 10.0.0.10:83/tcp algo jtable table 251 || return 1
+	ctl service add 10.0.0.10:81/tcp algo jump || return 1
+	ctl service add 10.0.0.10:82/tcp algo maglev table 251 || return 1
+	ctl service add 10.0.0.10:83/tcp algo jtable table 251 || return 1
 	for i in 2 3 4 5 6 7; do
-		c backend add 10.0.0.10:81/tcp 10.1.0.$i && c backend add 10.0.0.10:82/tcp 10.1.0.$i &&
-			c backend add 10.0.0.10:83/tcp 10.1.0.$i weight $((i * 100)) || return 1
+		ctl backend add 10.0.0.10:81/tcp 10.1.0.$i && ctl backend add 10.0.0.10:82/tcp 10.1.0.$i &&
+			ctl backend add 10.0.0.10:83/tcp 10.1.0.$i weight $((i * 100)) || return 1
 	done
-	c backend del 10.0.0.10:83/tcp 10.1.0.4 || return 1
+	ctl backend del 10.0.0.10:83/tcp 10.1.0.4 || return 1
 	check "jtable keeps its bucket order in the state" \
 		saved | grep -q "10.0.0.10:83/tcp algo jtable table 251 buckets" || return 1
 	which_matches 80 200 7 && which_matches 81 150 81 && which_matches 82 150 82 &&
@@ -138,8 +139,6 @@ CV=10.0.0.70:80/tcp
 CW=10.0.0.71:0/tcp
 
 # nogrep ARGS: grep finds nothing
-nogrep() { ! grep "$@"; }
-
 # the probed flows of file $1 as "CLIENT BACKEND STATE" ($2), sorted
 probed() { awk -v st="$2" '{ print $1, $3, st }' "$1"; }
 
@@ -151,21 +150,21 @@ conns_of() { jq --arg b "$2" ".services[0].backends[] | select(.address == \$b) 
 # a port-0 wildcard service; a drain keeps them, a removal makes them stale.
 test_conns() {
 	local j got want be n live ended out list bl
-	c service add $CV algo jump && c service add $CW algo jump || return 1
+	ctl service add $CV algo jump && ctl service add $CW algo jump || return 1
 	# backends of no other service: removing one from $CV makes its slot DEAD
-	for i in 12 13 14; do c backend add $CV 10.1.0.$i || return 1; done
-	c backend add $CW 10.1.0.15 || return 1
+	for i in 12 13 14; do ctl backend add $CV 10.1.0.$i || return 1; done
+	ctl backend add $CW 10.1.0.15 || return 1
 	check "no entries before any connection" \
-		[ "$(c -j conns $CV | jq -c '.services[0] | [.entries, .listed]')" = "[0,null]" ] || return 1
-	probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.70 80 100 701 >"$LIB_DIR/c_live" &&
-		probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.70 80 20 702 fin >"$LIB_DIR/c_fin" &&
-		probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.71 8080 10 703 >"$LIB_DIR/c_wild" || return 1
+		[ "$(ctl -j conns $CV | jq -c '.services[0] | [.entries, .listed]')" = "[0,null]" ] || return 1
+	probe connect "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.70 80 100 701 >"$LIB_DIR/c_live" &&
+		probe connect "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.70 80 20 702 fin >"$LIB_DIR/c_fin" &&
+		probe connect "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.71 8080 10 703 >"$LIB_DIR/c_wild" || return 1
 	check "every probed packet forwarded" nogrep -q verdict "$LIB_DIR"/c_live "$LIB_DIR"/c_fin \
 		"$LIB_DIR"/c_wild || return 1
 	n=$(cat "$LIB_DIR"/c_live "$LIB_DIR"/c_fin | awk '{ print $1 }' | sort -u | wc -l)
 	check "130 distinct probed flows ($n + 10)" [ "$n" = 120 ] || return 1
 
-	j=$(c -j conns $CV) || return 1
+	j=$(ctl -j conns $CV) || return 1
 	got=$(jq -c '[.services[0] | .entries, .live, .ended, .stale] + [.listed, .truncated, .list_max]' <<<"$j")
 	check "service counts [entries, live, ended, stale, listed, truncated, max]: $got" \
 		[ "$got" = "[120,100,20,0,120,false,100000]" ] || return 1
@@ -180,7 +179,7 @@ test_conns() {
 	check "entries name VIP, service, slot, generation" jq -e --arg s "$CV" \
 		'[.conns[] | select(.vip == $s and .service == $s and (.slot | type) == "number" and .gen >= 1)] | length == 120' \
 		<<<"$j" >/dev/null || return 1
-	bl=$(c -j backend list $CV) || return 1
+	bl=$(ctl -j backend list $CV) || return 1
 	for be in 10.1.0.12 10.1.0.13 10.1.0.14; do
 		live=$(grep -c " $be\$" "$LIB_DIR/c_live")
 		ended=$(grep -c " $be\$" "$LIB_DIR/c_fin")
@@ -190,7 +189,7 @@ test_conns() {
 		check "$be: backend list conns $got" [ "$got" = "$live $ended" ] || return 1
 	done
 	# text: the backend's own line, the other backends left out
-	out=$(c conns $CV --backend 10.1.0.12) || return 1
+	out=$(ctl conns $CV --backend 10.1.0.12) || return 1
 	live=$(grep -c " 10.1.0.12\$" "$LIB_DIR/c_live")
 	ended=$(grep -c " 10.1.0.12\$" "$LIB_DIR/c_fin")
 	check "text names the service: $out" grep -qE "^$CV +120 +100 +20 +0\$" <<<"$out" || return 1
@@ -198,44 +197,44 @@ test_conns() {
 		grep -qE "^  10\.1\.0\.12 \(slot [0-9]+, gen [0-9]+\) +$live +$ended\$" <<<"$out" || return 1
 	check "text: --backend leaves the other backends out" nogrep -q "10.1.0.13" <<<"$out" || return 1
 	check "text: backend list has a CONNS column" \
-		c backend list $CV | grep -qE "^$CV +10\.1\.0\.12 .* $live\$" || return 1
+		ctl backend list $CV | grep -qE "^$CV +10\.1\.0\.12 .* $live\$" || return 1
 	# the port-0 wildcard takes the flows to any port
-	j=$(c -j conns $CW) || return 1
+	j=$(ctl -j conns $CW) || return 1
 	check "wildcard service: 10 live entries to port 8080" jq -e --arg s "$CW" \
 		'.services[0].live == 10 and ([.conns[] | select(.vip == "10.0.0.71:8080/tcp" and .service == $s)] | length) == 10' \
 		<<<"$j" >/dev/null || return 1
 	# the whole table
-	j=$(c -j conns) || return 1
+	j=$(ctl -j conns) || return 1
 	check "whole table: 130 entries, none of another service" \
 		jq -e '.entries == 130 and .other == 0 and ([.conns[]] | length) == 130' <<<"$j" >/dev/null || return 1
 	# a drain keeps a backend's entries; its removal makes them stale
 	live=$(grep -c " 10.1.0.13\$" "$LIB_DIR/c_live")
 	ended=$(grep -c " 10.1.0.13\$" "$LIB_DIR/c_fin")
-	c backend set $CV 10.1.0.13 weight 0 || return 1
-	got=$(c -j backend list $CV | jq -r '.backends[] | select(.address == "10.1.0.13") | "\(.state) \(.conns)"')
+	ctl backend set $CV 10.1.0.13 weight 0 || return 1
+	got=$(ctl -j backend list $CV | jq -r '.backends[] | select(.address == "10.1.0.13") | "\(.state) \(.conns)"')
 	check "drained backend keeps its $live entries: $got" [ "$got" = "draining $live" ] || return 1
-	c backend del $CV 10.1.0.13 || return 1
-	got=$(c -j conns $CV | jq -c '[.services[0] | .entries, .live, .ended, .stale]')
+	ctl backend del $CV 10.1.0.13 || return 1
+	got=$(ctl -j conns $CV | jq -c '[.services[0] | .entries, .live, .ended, .stale]')
 	want="[120,$((100 - live)),$((20 - ended)),$((live + ended))]"
 	check "removed backend's entries are stale: $got, want $want" [ "$got" = "$want" ] || return 1
 	check "stale entries keep their slot, show no live backend" \
-		c -j conns $CV | jq -e '[.conns[] | select(.state == "stale")] | length == '"$((live + ended))" >/dev/null || return 1
+		ctl -j conns $CV | jq -e '[.conns[] | select(.state == "stale")] | length == '"$((live + ended))" >/dev/null || return 1
 	# stats: table pressure
-	j=$(c -j stats) || return 1
+	j=$(ctl -j stats) || return 1
 	check "stats: ct_size 1048576, ct_entries 130, inserts >= 130, evictions = inserts - entries: $(jq -c '[.ct_size, .ct_entries, .ct_inserts, .ct_evictions]' <<<"$j")" \
 		jq -e '.ct_size == 1048576 and .ct_entries == 130 and .ct_inserts >= 130 and
 			.ct_evictions == ([.ct_inserts - .ct_entries, 0] | max)' <<<"$j" >/dev/null || return 1
 	check "stats: bytes per entry ($(jq .ct_bytes_per_entry <<<"$j")) at least key + value, memory = size x that" \
 		jq -e '.ct_bytes_per_entry >= 56 and .ct_bytes_per_entry < 512 and
 			(.ct_memory_bytes / .ct_size - .ct_bytes_per_entry | fabs) < 0.001' <<<"$j" >/dev/null || return 1
-	check "stats text shows the table" c stats | grep -q "^connection table: 130 of 1048576 entries" || return 1
+	check "stats text shows the table" ctl stats | grep -q "^connection table: 130 of 1048576 entries" || return 1
 	# the list stops at 100,000 entries and says so; the counts still cover everything
-	probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.71 9090 100050 704 >/dev/null || return 1
-	j=$(c -j conns | jq -c '[.entries, .listed, .truncated, (.conns | length)]')
+	probe connect "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.71 9090 100050 704 >/dev/null || return 1
+	j=$(ctl -j conns | jq -c '[.entries, .listed, .truncated, (.conns | length)]')
 	check "list truncated at 100000: $j" [ "$j" = "[100180,100000,true,100000]" ] || return 1
-	j=$(c -j conns $CW | jq -c '[.services[0].live, .listed, .truncated]')
+	j=$(ctl -j conns $CW | jq -c '[.services[0].live, .listed, .truncated]')
 	check "the wildcard service's entries: $j" [ "$j" = "[100060,100000,true]" ] || return 1
-	c service del $CV && c service del $CW
+	ctl service del $CV && ctl service del $CW
 }
 
 # an address in two services is two backends, a slot each: removing it from
@@ -243,15 +242,15 @@ test_conns() {
 # has a row per (service, backend), and a slot's new occupant counts from 0
 test_shared_backend() {
 	local S1=10.0.0.73:80/tcp S2=10.0.0.74:80/tcp j got s1 s2 n16 n17 src1 src2 gen1
-	c service add $S1 algo jump && c service add $S2 algo jump || return 1
-	c backend add $S1 10.1.0.16 && c backend add $S1 10.1.0.17 &&
-		c backend add $S2 10.1.0.16 || return 1
-	s1=$(c -j backend list $S1 | jq '.backends[] | select(.address == "10.1.0.16") | .slot')
-	s2=$(c -j backend list $S2 | jq '.backends[] | select(.address == "10.1.0.16") | .slot')
+	ctl service add $S1 algo jump && ctl service add $S2 algo jump || return 1
+	ctl backend add $S1 10.1.0.16 && ctl backend add $S1 10.1.0.17 &&
+		ctl backend add $S2 10.1.0.16 || return 1
+	s1=$(ctl -j backend list $S1 | jq '.backends[] | select(.address == "10.1.0.16") | .slot')
+	s2=$(ctl -j backend list $S2 | jq '.backends[] | select(.address == "10.1.0.16") | .slot')
 	check "10.1.0.16 has a slot in each service ($s1, $s2)" \
 		test "$s1" -ge 0 -a "$s2" -ge 0 -a "$s1" != "$s2" || return 1
-	probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.73 80 40 731 >"$LIB_DIR/sh1" &&
-		probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.74 80 20 732 >"$LIB_DIR/sh2" || return 1
+	probe connect "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.73 80 40 731 >"$LIB_DIR/sh1" &&
+		probe connect "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.74 80 20 732 >"$LIB_DIR/sh2" || return 1
 	check "every probed packet forwarded" nogrep -q verdict "$LIB_DIR"/sh1 "$LIB_DIR"/sh2 || return 1
 	n16=$(grep -c " 10.1.0.16\$" "$LIB_DIR/sh1")
 	n17=$(grep -c " 10.1.0.17\$" "$LIB_DIR/sh1")
@@ -259,83 +258,83 @@ test_shared_backend() {
 		test "$n16" -gt 0 -a "$n17" -gt 0 -a $((n16 + n17)) = 40 || return 1
 	src1=$(grep " 10.1.0.16\$" "$LIB_DIR/sh1" | head -1 | awk '{ print $1 }')
 	src2=$(head -1 "$LIB_DIR/sh2" | awk '{ print $1 }')
-	j=$(c -j stats) || return 1
+	j=$(ctl -j stats) || return 1
 	got=$(jq -c --arg a 10.1.0.16 '[.backends[] | select(.address == $a) | [.service, .slot, .state, .new_flows]] | sort' <<<"$j")
 	check "stats: a row per service for 10.1.0.16: $got" \
 		[ "$got" = "[[\"$S1\",$s1,\"live\",$n16],[\"$S2\",$s2,\"live\",20]]" ] || return 1
 	check "stats text names the service on each row" \
-		c stats | grep -qE "^  $S2 10\.1\.0\.16 \(slot $s2, live\) " || return 1
+		ctl stats | grep -qE "^  $S2 10\.1\.0\.16 \(slot $s2, live\) " || return 1
 
-	c backend del $S1 10.1.0.16 || return 1
-	got=$(c -j conns $S1 | jq -c '.services[0] | [.entries, .live, .ended, .stale, ([.backends[].address] | join(","))]')
+	ctl backend del $S1 10.1.0.16 || return 1
+	got=$(ctl -j conns $S1 | jq -c '.services[0] | [.entries, .live, .ended, .stale, ([.backends[].address] | join(","))]')
 	check "$S1: 10.1.0.16's $n16 entries stale, 10.1.0.17's live: $got" \
 		[ "$got" = "[40,$n17,0,$n16,\"10.1.0.17\"]" ] || return 1
-	got=$(c -j conns $S2 | jq -c '.services[0] | [.entries, .live, .stale, .backends[0].address, .backends[0].live]')
+	got=$(ctl -j conns $S2 | jq -c '.services[0] | [.entries, .live, .stale, .backends[0].address, .backends[0].live]')
 	check "$S2: its 20 entries stay live on 10.1.0.16: $got" \
 		[ "$got" = "[20,20,0,\"10.1.0.16\",20]" ] || return 1
-	got=$(c -j conns --backend 10.1.0.16 | jq -c '[.services[].service, .listed, ([.conns[].service] | unique)]')
+	got=$(ctl -j conns --backend 10.1.0.16 | jq -c '[.services[].service, .listed, ([.conns[].service] | unique)]')
 	check "conns --backend: only $S2 has it now, its 20 entries: $got" \
 		[ "$got" = "[\"$S2\",20,[\"$S2\"]]" ] || return 1
-	got=$(c -j which "$src1" 10.0.0.73:80 tcp | jq -c '.conn | [.backend, .slot, .service, .state, .valid]')
+	got=$(ctl -j which "$src1" 10.0.0.73:80 tcp | jq -c '.conn | [.backend, .slot, .service, .state, .valid]')
 	check "which: $S1's entry names its dead slot, not valid: $got" \
 		[ "$got" = "[\"10.1.0.16\",$s1,\"$S1\",\"dead\",false]" ] || return 1
-	got=$(c -j which "$src1" 10.0.0.73:80 tcp | jq -r '.established.backend')
+	got=$(ctl -j which "$src1" 10.0.0.73:80 tcp | jq -r '.established.backend')
 	check "which: $S1's flow is decided again ($got)" [ "$got" = 10.1.0.17 ] || return 1
-	got=$(c -j which "$src2" 10.0.0.74:80 tcp | jq -c '[.conn.slot, .conn.service, .conn.valid, .established.backend, .established_by]')
+	got=$(ctl -j which "$src2" 10.0.0.74:80 tcp | jq -c '[.conn.slot, .conn.service, .conn.valid, .established.backend, .established_by]')
 	check "which: $S2's entry still followed: $got" \
 		[ "$got" = "[$s2,\"$S2\",true,\"10.1.0.16\",\"connection entry\"]" ] || return 1
 	check "which text: the entry's slot and service" \
-		c which "$src1" 10.0.0.73:80 tcp | grep -qE "^conn entry: +10\.1\.0\.16 \(slot $s1 of $S1\) gen [0-9]+, stale" || return 1
-	got=$(c -j backend list $S2 | jq -c '[.backends[] | [.address, .slot, .state, .conns]]')
+		ctl which "$src1" 10.0.0.73:80 tcp | grep -qE "^conn entry: +10\.1\.0\.16 \(slot $s1 of $S1\) gen [0-9]+, stale" || return 1
+	got=$(ctl -j backend list $S2 | jq -c '[.backends[] | [.address, .slot, .state, .conns]]')
 	check "backend list $S2: $got" [ "$got" = "[[\"10.1.0.16\",$s2,\"live\",20]]" ] || return 1
-	got=$(c -j stats | jq -c --arg a 10.1.0.16 '[.backends[] | select(.address == $a) | [.service, .state, .new_flows]] | sort')
+	got=$(ctl -j stats | jq -c --arg a 10.1.0.16 '[.backends[] | select(.address == $a) | [.service, .state, .new_flows]] | sort')
 	check "stats: $S1's row dead, $S2's live: $got" \
 		[ "$got" = "[[\"$S1\",\"dead\",$n16],[\"$S2\",\"live\",20]]" ] || return 1
 
 	# back in S1 while its slot is held: that slot, a new generation (the old
 	# entries stay stale), counters from zero
-	gen1=$(c -j which "$src1" 10.0.0.73:80 tcp | jq .conn.gen)
-	c backend add $S1 10.1.0.16 || return 1
-	got=$(c -j backend list $S1 | jq -c '.backends[] | select(.address == "10.1.0.16") | [.slot, .gen]')
+	gen1=$(ctl -j which "$src1" 10.0.0.73:80 tcp | jq .conn.gen)
+	ctl backend add $S1 10.1.0.16 || return 1
+	got=$(ctl -j backend list $S1 | jq -c '.backends[] | select(.address == "10.1.0.16") | [.slot, .gen]')
 	check "re-added: slot $s1 again, generation $gen1 + 1: $got" [ "$got" = "[$s1,$((gen1 + 1))]" ] || return 1
-	got=$(c -j stats | jq -c --arg s $S1 '.backends[] | select(.address == "10.1.0.16" and .service == $s) | [.packets, .bytes, .new_flows]')
+	got=$(ctl -j stats | jq -c --arg s $S1 '.backends[] | select(.address == "10.1.0.16" and .service == $s) | [.packets, .bytes, .new_flows]')
 	check "its counters start at zero: $got" [ "$got" = "[0,0,0]" ] || return 1
-	got=$(c -j conns $S1 | jq -c '.services[0] | [.live, .stale]')
+	got=$(ctl -j conns $S1 | jq -c '.services[0] | [.live, .stale]')
 	check "$S1's old entries stay stale: $got" [ "$got" = "[$n17,$n16]" ] || return 1
-	c service del $S1 && c service del $S2
+	ctl service del $S1 && ctl service del $S2
 }
 
 # connection entries of the probed flows, as chlbctl which reports them
 conns() {
 	awk '{ print $1 }' <<<"$1" | head -60 | while read -r src; do
-		c -j which "$src" 10.0.0.10:80 tcp
+		ctl -j which "$src" 10.0.0.10:80 tcp
 	done | jq -c '.conn'
 }
 
-prog_id() { bpftool -j link show pinned "$D_PIN/link_$D_IFINDEX" | jq .prog_id; }
+prog_id() { bpftool -j link show pinned "$CHLBD_PIN/link_$D_IFINDEX" | jq .prog_id; }
 
 # the entries `chlbctl conns` lists for the VIP, sorted
-listed() { c -j conns 10.0.0.10:80/tcp | jq -c '[.conns[] | [.client, .backend, .slot, .gen, .state]] | sort'; }
+listed() { ctl -j conns 10.0.0.10:80/tcp | jq -c '[.conns[] | [.client, .backend, .slot, .gen, .state]] | sort'; }
 
 restart_keeps_flows() {
 	local sig=$1 fp_before fp_after before after conn_before prog_before est list_before
-	before=$(probe which "$D_PIN" "$D_IFINDEX" 10.0.0.10 80 200 42)
+	before=$(probe which "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.10 80 200 42)
 	# established connections (SYN, then the handshake ACK that writes the entry)
-	est=$(probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.10 80 60 43)
+	est=$(probe connect "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.10 80 60 43)
 	conn_before=$(conns "$est")
 	list_before=$(listed)
 	prog_before=$(prog_id)
-	fp_before=$(c -j service list | jq -c '[.services[] | [.service, .fingerprint]]')
+	fp_before=$(ctl -j service list | jq -c '[.services[] | [.service, .fingerprint]]')
 	local state_before
 	state_before=$(saved)
-	d_stop "$sig"
+	chlbd_stop "$sig"
 	check "program still attached while chlbd is down" \
 		ip -n "$D_NS" link show v0 | grep -q xdpgeneric || return 1
 	check "still forwarding while chlbd is down" \
-		[ "$(probe which "$D_PIN" "$D_IFINDEX" 10.0.0.10 80 200 42)" = "$before" ] || return 1
-	d_start || return 1
-	check "adopted pinned maps" grep -q "adopted pinned maps" "$D_LOG" || return 1
-	after=$(probe which "$D_PIN" "$D_IFINDEX" 10.0.0.10 80 200 42)
+		[ "$(probe which "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.10 80 200 42)" = "$before" ] || return 1
+	chlbd_start xdp-generic || return 1
+	check "adopted pinned maps" grep -q "adopted pinned maps" "$CHLBD_LOG" || return 1
+	after=$(probe which "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.10 80 200 42)
 	check "no flow re-hashed across the restart" [ "$before" = "$after" ] || return 1
 	check "every established flow has a connection entry" \
 		[ "$(grep -c slot <<<"$conn_before")" = 60 ] || return 1
@@ -344,7 +343,7 @@ restart_keeps_flows() {
 		[ "$list_before" = "$(listed)" ] || return 1
 	check "program replaced in place (prog $prog_before -> $(prog_id))" \
 		[ "$(prog_id)" != "$prog_before" ] || return 1
-	fp_after=$(c -j service list | jq -c '[.services[] | [.service, .fingerprint]]')
+	fp_after=$(ctl -j service list | jq -c '[.services[] | [.service, .fingerprint]]')
 	check "same tables ($fp_before vs $fp_after)" [ "$fp_before" = "$fp_after" ] || return 1
 	check "state restored" [ "$state_before" = "$(saved)" ]
 }
@@ -364,31 +363,31 @@ test_apply_converges() {
 		backend add 10.0.0.21:53/udp 10.1.0.5
 	EOF
 	# it keeps none of the services there are: that takes --force
-	check "a file that deletes every service is refused" bash -c "! $CHLBCTL -s $D_SOCK apply -f $f 2>/dev/null" || return 1
-	c apply -f "$f" --force || return 1
-	check "converged to exactly the file" [ "$(c -j service list | jq '.services | length')" = 2 ] || return 1
-	if c service list $VIP >/dev/null 2>&1; then
+	check "a file that deletes every service is refused" bash -c "! $CHLBCTL -s $CHLBD_SOCK apply -f $f 2>/dev/null" || return 1
+	ctl apply -f "$f" --force || return 1
+	check "converged to exactly the file" [ "$(ctl -j service list | jq '.services | length')" = 2 ] || return 1
+	if ctl service list $VIP >/dev/null 2>&1; then
 		diag "$VIP survived an apply of a file without it"
 		return 1
 	fi
-	swaps1=$(c -j service list | jq -c '[.services[].swaps]')
-	c apply -f "$f" || return 1
-	swaps2=$(c -j service list | jq -c '[.services[].swaps]')
+	swaps1=$(ctl -j service list | jq -c '[.services[].swaps]')
+	ctl apply -f "$f" || return 1
+	swaps2=$(ctl -j service list | jq -c '[.services[].swaps]')
 	check "apply is idempotent (swaps $swaps1 -> $swaps2)" [ "$swaps1" = "$swaps2" ] || return 1
-	c save >"$LIB_DIR/saved" && c apply -f "$LIB_DIR/saved" || return 1
-	check "save | apply is a no-op" [ "$swaps1" = "$(c -j service list | jq -c '[.services[].swaps]')" ] || return 1
+	ctl save >"$LIB_DIR/saved" && ctl apply -f "$LIB_DIR/saved" || return 1
+	check "save | apply is a no-op" [ "$swaps1" = "$(ctl -j service list | jq -c '[.services[].swaps]')" ] || return 1
 	sed -i '/10.1.0.5/d' "$f"
 	check "dry run of the file shows the change" \
-		c apply -f "$f" --dry-run | grep -q "10.0.0.21:53/udp: change" || return 1
-	c apply -f "$f" || return 1
-	check "one backend less" [ "$(c -j backend list 10.0.0.21:53/udp | jq '.backends | length')" = 1 ]
+		ctl apply -f "$f" --dry-run | grep -q "10.0.0.21:53/udp: change" || return 1
+	ctl apply -f "$f" || return 1
+	check "one backend less" [ "$(ctl -j backend list 10.0.0.21:53/udp | jq '.backends | length')" = 1 ]
 }
 
 test_apply_bad_line() {
 	local f=$LIB_DIR/bad.conf before out
 	before=$(saved)
 	printf 'service add 10.0.0.30:80/tcp\nbackend add 10.0.0.30:80/tcp 10.1.0.2\nbackend add 10.0.0.30:80/tcp 10.1.0.3 weight lots\n' >"$f"
-	out=$(c apply -f "$f" 2>&1)
+	out=$(ctl apply -f "$f" 2>&1)
 	check "a bad value: exit 2" [ $? = 2 ] || return 1
 	check "names file, line and token: $out" grep -qF "$f:3: 'lots'" <<<"$out" || return 1
 	check "nothing from the file applied" [ "$before" = "$(saved)" ]
@@ -397,7 +396,7 @@ test_apply_bad_line() {
 test_socket_abuse() {
 	local out t0
 	# oversized
-	out=$(python3 - "$D_SOCK" <<-'EOF'
+	out=$(python3 - "$CHLBD_SOCK" <<-'EOF'
 		import socket, sys
 		s = socket.socket(socket.AF_UNIX)
 		s.connect(sys.argv[1])
@@ -410,75 +409,75 @@ test_socket_abuse() {
 	EOF
 	)
 	check "oversized request gets an error: ${out:0:80}" grep -q "larger than" <<<"$out" || return 1
-	out=$(printf 'service add 1.2.3.4:80/tcp\0junk' | socat -t 5 - UNIX-CONNECT:"$D_SOCK")
+	out=$(printf 'service add 1.2.3.4:80/tcp\0junk' | socat -t 5 - UNIX-CONNECT:"$CHLBD_SOCK")
 	check "NUL byte refused: $out" grep -q "NUL" <<<"$out" || return 1
-	out=$(head -c 3000 /dev/urandom | tr -d '\0' | socat -t 5 - UNIX-CONNECT:"$D_SOCK")
+	out=$(head -c 3000 /dev/urandom | tr -d '\0' | socat -t 5 - UNIX-CONNECT:"$CHLBD_SOCK")
 	check "garbage gets a JSON error: ${out:0:80}" jq -e .error <<<"$out" >/dev/null || return 1
 	# a client that connects and never finishes its request blocks nobody
-	lib_bg hang bash -c "sleep 8 | socat - UNIX-CONNECT:$D_SOCK"
-	lib_bg hang2 bash -c "(printf 'service li'; sleep 8) | socat - UNIX-CONNECT:$D_SOCK"
+	lib_bg hang bash -c "sleep 8 | socat - UNIX-CONNECT:$CHLBD_SOCK"
+	lib_bg hang2 bash -c "(printf 'service li'; sleep 8) | socat - UNIX-CONNECT:$CHLBD_SOCK"
 	sleep 0.3
 	t0=$(date +%s%N)
-	c service list >/dev/null || return 1
+	ctl service list >/dev/null || return 1
 	check "answered within 1 s despite hanging clients" [ $(($(date +%s%N) - t0)) -lt 1000000000 ] || return 1
-	check "socket is mode 0600" [ "$(stat -c %a "$D_SOCK")" = 600 ] || return 1
-	check "chlbd still alive" kill -0 "$D_PID"
+	check "socket is mode 0600" [ "$(stat -c %a "$CHLBD_SOCK")" = 600 ] || return 1
+	check "chlbd still alive" kill -0 "$CHLBD_PID"
 }
 
 test_corrupt_state_file() {
 	local n_now n_prev out
 	n_now=$(saved | wc -l)
-	c backend add 10.0.0.20:80/tcp 10.1.0.9 || return 1
-	d_stop TERM
-	truncate -s 50 "$D_STATE"
-	d_start || return 1
-	check "log says the last good copy was used" grep -q "last good copy" "$D_LOG" || return 1
+	ctl backend add 10.0.0.20:80/tcp 10.1.0.9 || return 1
+	chlbd_stop TERM
+	truncate -s 50 "$CHLBD_STATE"
+	chlbd_start xdp-generic || return 1
+	check "log says the last good copy was used" grep -q "last good copy" "$CHLBD_LOG" || return 1
 	check "started from the previous state, not empty" [ "$(saved | wc -l)" = "$n_now" ] || return 1
-	d_stop TERM
-	truncate -s 50 "$D_STATE"
-	echo "service add 10.0.0.1:80/tcp" >"$D_STATE.prev"
-	out=$(timeout 10 "$CHLBD" -i v0 --netns "$D_NS" -m xdp-generic -s "$D_SOCK" --pin-dir "$D_PIN" \
-		--state "$D_STATE" -f 2>&1)
+	chlbd_stop TERM
+	truncate -s 50 "$CHLBD_STATE"
+	echo "service add 10.0.0.1:80/tcp" >"$CHLBD_STATE.prev"
+	out=$(timeout 10 "$CHLBD" -i v0 --netns "$D_NS" -m xdp-generic -s "$CHLBD_SOCK" --pin-dir "$CHLBD_PIN" \
+		--state "$CHLBD_STATE" -f 2>&1)
 	check "refuses to start without a good copy (exit $?)" [ $? != 0 ] || return 1
 	check "says why: $out" grep -q "truncated or corrupt" <<<"$out" || return 1
 	n_prev=$n_now
 	# put a good state back for the next tests
-	c_quiet save
+	ctl_quiet save
 	printf 'service add 10.0.0.20:80/tcp\nbackend add 10.0.0.20:80/tcp 10.1.0.2\n' >"$LIB_DIR/good"
-	rm -f "$D_STATE" "$D_STATE.prev"
-	d_start -c "$LIB_DIR/good" || return 1
+	rm -f "$CHLBD_STATE" "$CHLBD_STATE.prev"
+	chlbd_start xdp-generic -c "$LIB_DIR/good" || return 1
 	check "config file applied at start" [ "$(saved | wc -l)" = 2 ] || return 1
 	: "$n_prev"
 }
 
 test_sighup_reloads_config() {
 	printf 'service add 10.0.0.20:80/tcp\nbackend add 10.0.0.20:80/tcp 10.1.0.2\nbackend add 10.0.0.20:80/tcp 10.1.0.3\n' >"$LIB_DIR/good"
-	kill -HUP "$D_PID"
-	lib_wait_for 5 bash -c "[ \"\$($CHLBCTL -s $D_SOCK -j backend list | jq '.backends | length')\" = 2 ]"
+	kill -HUP "$CHLBD_PID"
+	lib_wait_for 5 bash -c "[ \"\$($CHLBCTL -s $CHLBD_SOCK -j backend list | jq '.backends | length')\" = 2 ]"
 }
 
 test_bad_config_at_start() {
 	local before
 	before=$(saved)
 	printf 'service add 10.0.0.20:80/tcp\nbackend add 10.0.0.20:80/tcp 10.1.0.2 weight heavy\n' >"$LIB_DIR/good"
-	d_stop TERM
-	d_start -c "$LIB_DIR/good" || return 1
-	check "says nothing from the file was applied" grep -q "'heavy'.*nothing from it applied" "$D_LOG" || return 1
+	chlbd_stop TERM
+	chlbd_start xdp-generic -c "$LIB_DIR/good" || return 1
+	check "says nothing from the file was applied" grep -q "'heavy'.*nothing from it applied" "$CHLBD_LOG" || return 1
 	check "kept the state it had" [ "$before" = "$(saved)" ]
 }
 
-forwards_to_99() { probe which "$D_PIN" "$D_IFINDEX" 10.0.0.60 80 3 5 | grep -q " 10.1.0.99$"; }
+forwards_to_99() { probe which "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.60 80 3 5 | grep -q " 10.1.0.99$"; }
 
 # a backend whose neighbour is unknown gets its next hop once the kernel knows it
 test_nexthop_refresh() {
-	c service add 10.0.0.60:80/tcp && c backend add 10.0.0.60:80/tcp 10.1.0.99 || return 1
+	ctl service add 10.0.0.60:80/tcp && ctl backend add 10.0.0.60:80/tcp 10.1.0.99 || return 1
 	if forwards_to_99; then
 		diag "forwarded before the neighbour was known"
 		return 1
 	fi
 	ip -n "$D_NS" neigh replace 10.1.0.99 lladdr 02:00:00:00:01:99 dev v0 nud permanent
 	check "next hop picked up within 5 s" lib_wait_for 5 forwards_to_99 || return 1
-	c service del 10.0.0.60:80/tcp
+	ctl service del 10.0.0.60:80/tcp
 }
 
 # a backend shared by several services leaves in one batch: one swap per service
@@ -487,18 +486,18 @@ test_batch_burst() {
 	for p in 90 91 92; do
 		printf 'service add 10.0.0.40:%s/tcp\nbackend add 10.0.0.40:%s/tcp 10.1.0.2\nbackend add 10.0.0.40:%s/tcp 10.1.0.3\n' \
 			$p $p $p
-	done | c batch -f - || return 1
-	before=$(c -j service list | jq -c '[.services[] | select(.service | startswith("10.0.0.40")) | .swaps]')
-	for p in 90 91 92; do echo "backend del 10.0.0.40:$p/tcp 10.1.0.3"; done | c batch -f - || return 1
-	after=$(c -j service list | jq -c '[.services[] | select(.service | startswith("10.0.0.40")) | .swaps]')
+	done | ctl batch -f - || return 1
+	before=$(ctl -j service list | jq -c '[.services[] | select(.service | startswith("10.0.0.40")) | .swaps]')
+	for p in 90 91 92; do echo "backend del 10.0.0.40:$p/tcp 10.1.0.3"; done | ctl batch -f - || return 1
+	after=$(ctl -j service list | jq -c '[.services[] | select(.service | startswith("10.0.0.40")) | .swaps]')
 	check "one swap per service ($before -> $after)" \
 		[ "$(jq -n "$after | add") " = "$(jq -n "$before | add + 3") " ] || return 1
 	printf 'backend del 10.0.0.40:90/tcp 10.1.0.2\nbackend del 10.0.0.40:91/tcp 10.1.0.77\n' >"$LIB_DIR/b"
-	if c batch -f "$LIB_DIR/b" 2>/dev/null; then
+	if ctl batch -f "$LIB_DIR/b" 2>/dev/null; then
 		diag "a batch with one bad line was accepted"
 		return 1
 	fi
-	check "first line not applied" [ "$(c -j backend list 10.0.0.40:90/tcp | jq '.backends | length')" = 1 ]
+	check "first line not applied" [ "$(ctl -j backend list 10.0.0.40:90/tcp | jq '.backends | length')" = 1 ]
 }
 
 test_two_daemons_side_by_side() {
@@ -521,16 +520,16 @@ test_two_daemons_side_by_side() {
 	"$CHLBCTL" -s "$sock2" service add 10.9.9.9:80/tcp || rc=1
 	check "second daemon has its own state" \
 		[ "$("$CHLBCTL" -s "$sock2" -j service list | jq '.services | length')" = 1 ] || rc=1
-	if c service list 10.9.9.9:80/tcp >/dev/null 2>&1; then
+	if ctl service list 10.9.9.9:80/tcp >/dev/null 2>&1; then
 		diag "the first daemon sees the second one's service"
 		rc=1
 	fi
 	check "both programs attached" ip -n "$ns2" link show v0 | grep -q xdpgeneric || rc=1
 	"$CHLBCTL" -s "$sock2" shutdown --detach >/dev/null || rc=1
 	wait "$pid2"
-	check "first daemon unaffected" c service list >/dev/null || rc=1
+	check "first daemon unaffected" ctl service list >/dev/null || rc=1
 	out=$(timeout 10 "$CHLBD" -i v0 --netns "$ns2" -m xdp-generic -s "$LIB_DIR/d3.sock" \
-		--pin-dir "$D_PIN" --state "$LIB_DIR/d3.state" -f 2>&1)
+		--pin-dir "$CHLBD_PIN" --state "$LIB_DIR/d3.state" -f 2>&1)
 	check "a second chlbd on the same pin dir refuses: $out" grep -q "in use by another chlbd" <<<"$out" || rc=1
 	return $rc
 }
@@ -538,15 +537,15 @@ test_two_daemons_side_by_side() {
 # more connections than --ct-size: the LRU evicts, and stats counts every eviction
 test_ct_pressure() {
 	local j n
-	c shutdown --detach >/dev/null || return 1
-	lib_wait_for 5 bash -c "! kill -0 $D_PID 2>/dev/null" || return 1
-	D_PID=
-	d_start --ct-size 2048 || return 1
-	c service add 10.0.0.72:80/tcp algo jump && c backend add 10.0.0.72:80/tcp 10.1.0.2 &&
-		c backend add 10.0.0.72:80/tcp 10.1.0.3 || return 1
-	probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.72 80 5000 720 >"$LIB_DIR/p_live" || return 1
+	ctl shutdown --detach >/dev/null || return 1
+	lib_wait_for 5 bash -c "! kill -0 $CHLBD_PID 2>/dev/null" || return 1
+	CHLBD_PID=
+	chlbd_start xdp-generic --ct-size 2048 || return 1
+	ctl service add 10.0.0.72:80/tcp algo jump && ctl backend add 10.0.0.72:80/tcp 10.1.0.2 &&
+		ctl backend add 10.0.0.72:80/tcp 10.1.0.3 || return 1
+	probe connect "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.72 80 5000 720 >"$LIB_DIR/p_live" || return 1
 	n=$(awk '{ print $1 }' "$LIB_DIR/p_live" | sort -u | wc -l)
-	j=$(c -j stats) || return 1
+	j=$(ctl -j stats) || return 1
 	diag "$n connections into 2048 entries: $(jq -c '{ct_size, ct_entries, ct_inserts, ct_evictions}' <<<"$j")"
 	check "ct_size is --ct-size" jq -e '.ct_size == 2048' <<<"$j" >/dev/null || return 1
 	check "one insert per connection" jq -e ".ct_inserts == $n" <<<"$j" >/dev/null || return 1
@@ -554,23 +553,23 @@ test_ct_pressure() {
 	check "evictions = inserts - entries > 0" \
 		jq -e '.ct_evictions == .ct_inserts - .ct_entries and .ct_evictions >= '"$((n - 2048))" <<<"$j" >/dev/null || return 1
 	check "conns counts what stats counts" \
-		[ "$(c -j conns | jq .entries)" = "$(jq .ct_entries <<<"$j")" ] || return 1
-	c service del 10.0.0.72:80/tcp
+		[ "$(ctl -j conns | jq .entries)" = "$(jq .ct_entries <<<"$j")" ] || return 1
+	ctl service del 10.0.0.72:80/tcp
 }
 
 test_shutdown_detach() {
-	c shutdown --detach || return 1
-	for _ in $(seq 50); do kill -0 "$D_PID" 2>/dev/null || break; sleep 0.1; done
-	if kill -0 "$D_PID" 2>/dev/null; then
+	ctl shutdown --detach || return 1
+	for _ in $(seq 50); do kill -0 "$CHLBD_PID" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$CHLBD_PID" 2>/dev/null; then
 		diag "chlbd still running after shutdown"
 		return 1
 	fi
-	D_PID=
+	CHLBD_PID=
 	if ip -n "$D_NS" link show v0 | grep -q xdp; then
 		diag "program still attached after shutdown --detach"
 		return 1
 	fi
-	check "maps unpinned" [ -z "$(ls "$D_PIN" 2>/dev/null)" ]
+	check "maps unpinned" [ -z "$(ls "$CHLBD_PIN" 2>/dev/null)" ]
 }
 
 lib_run

@@ -9,7 +9,8 @@
 # refused without force (requests, apply, SIGHUP, -c at start); a VIP
 # without a port refused, naming :0. Every refused input changes nothing
 # (`save` before and after).
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/../lib.sh"
+daemon_fixture
 
 CONF=$LIB_DIR/cli.conf
 A=10.0.0.10:80/tcp
@@ -35,7 +36,7 @@ pyjson() { python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
 
 # raw TEXT: send TEXT (bytes, printf escapes) as one request; the reply on stdout
 raw() {
-	python3 - "$D_SOCK" "$1" <<'EOF'
+	python3 - "$CHLBD_SOCK" "$1" <<'EOF'
 import socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
@@ -55,26 +56,26 @@ EOF
 expect() {
 	local code=$1 needle=$2 out rc
 	shift 2
-	out=$(c "$@" 2>&1)
+	out=$(ctl "$@" 2>&1)
 	rc=$?
 	check "'$*' exits $code (got $rc: $out)" [ "$rc" = "$code" ] || return 1
 	check "'$*' says '$needle': $out" grep -qF -- "$needle" <<<"$out"
 }
 
 test_start() {
-	d_start -c "$CONF" || return 1
+	chlbd_start xdp-generic -c "$CONF" || return 1
 	check "config applied at start" [ "$(saved | wc -l)" = 3 ]
 }
 
 # a reload logs what it changes, and marks what undoes chlbctl's changes since
 test_sighup_diff() {
 	local log
-	c backend set $A 10.1.0.2 weight 0 && c backend add $A 10.1.0.4 &&
-		c service add $B && c service set $A hash src || return 1
+	ctl backend set $A 10.1.0.2 weight 0 && ctl backend add $A 10.1.0.4 &&
+		ctl service add $B && ctl service set $A hash src || return 1
 	echo "backend add $A 10.1.0.5" >>"$CONF"
-	kill -HUP "$D_PID"
-	lib_wait_for 5 grep -q "SIGHUP: converged" "$D_LOG" || return 1
-	log=$(grep "SIGHUP: " "$D_LOG")
+	kill -HUP "$CHLBD_PID"
+	lib_wait_for 5 grep -q "SIGHUP: converged" "$CHLBD_LOG" || return 1
+	log=$(grep "SIGHUP: " "$CHLBD_LOG")
 	sed 's/^/#   /' <<<"$log"
 	local u=" (undoes a change made since the last load)"
 	for l in "service set $A hash src -> 5tuple$u" \
@@ -89,22 +90,20 @@ test_sighup_diff() {
 		nogrep -qF "10.1.0.5 weight 100 (undoes" <<<"$log" || return 1
 	check "converged to the file" [ "$(saved | wc -l)" = 4 ] || return 1
 	# a second reload: nothing changes, and it says so
-	kill -HUP "$D_PID"
-	lib_wait_for 5 grep -q "SIGHUP: nothing changes" "$D_LOG"
+	kill -HUP "$CHLBD_PID"
+	lib_wait_for 5 grep -q "SIGHUP: nothing changes" "$CHLBD_LOG"
 }
-
-nogrep() { ! grep "$@"; }
 
 test_sighup_refuses_own_address() {
 	local before n
 	before=$(saved)
 	cp "$CONF" "$CONF.good"
 	echo "service add 10.1.0.1:22/tcp" >>"$CONF"
-	n=$(grep -c "nothing from the file applied" "$D_LOG")
-	kill -HUP "$D_PID"
-	lib_wait_for 5 bash -c "[ \$(grep -c 'nothing from the file applied' '$D_LOG') -gt $n ]" || return 1
+	n=$(grep -c "nothing from the file applied" "$CHLBD_LOG")
+	kill -HUP "$CHLBD_PID"
+	lib_wait_for 5 bash -c "[ \$(grep -c 'nothing from the file applied' '$CHLBD_LOG') -gt $n ]" || return 1
 	check "SIGHUP names the own address and force" \
-		grep -qF "'10.1.0.1:22/tcp': 10.1.0.1 is an address of this host (v0)" "$D_LOG" || return 1
+		grep -qF "'10.1.0.1:22/tcp': 10.1.0.1 is an address of this host (v0)" "$CHLBD_LOG" || return 1
 	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
 	cp "$CONF.good" "$CONF"
 }
@@ -145,19 +144,19 @@ test_sim_json() {
 
 test_options_after_command() {
 	local a b
-	a=$("$CHLBCTL" -s "$D_SOCK" --json service list) || return 1
-	b=$("$CHLBCTL" service list --json -s "$D_SOCK") || return 1
+	a=$("$CHLBCTL" -s "$CHLBD_SOCK" --json service list) || return 1
+	b=$("$CHLBCTL" service list --json -s "$CHLBD_SOCK") || return 1
 	check "service list --json -s: same as before the command" [ "$a" = "$b" ] || return 1
 	check "valid JSON, no \\/ (VIPs have slashes): $b" valid_json <<<"$b" || return 1
 	check "'/tcp' unescaped" grep -qF "$A" <<<"$b" || return 1
-	b=$("$CHLBCTL" service list -j --socket="$D_SOCK") && [ "$a" = "$b" ] || return 1
-	b=$("$CHLBCTL" service list "-s$D_SOCK" --socket "$D_SOCK" -j) && [ "$a" = "$b" ] || return 1
-	check "stats -s PATH" "$CHLBCTL" stats -s "$D_SOCK" >/dev/null || return 1
-	check "stats -s PATH --json" bash -c "'$CHLBCTL' stats -s '$D_SOCK' --json | jq -e .global >/dev/null" || return 1
-	check "backend list VIP -j" bash -c "'$CHLBCTL' backend list $A -j -s '$D_SOCK' | jq -e '.backends | length == 3' >/dev/null" || return 1
-	check "conns -j (its own flag) and -s after" bash -c "'$CHLBCTL' conns -j -s '$D_SOCK' | jq -e .ct_size >/dev/null" || return 1
+	b=$("$CHLBCTL" service list -j --socket="$CHLBD_SOCK") && [ "$a" = "$b" ] || return 1
+	b=$("$CHLBCTL" service list "-s$CHLBD_SOCK" --socket "$CHLBD_SOCK" -j) && [ "$a" = "$b" ] || return 1
+	check "stats -s PATH" "$CHLBCTL" stats -s "$CHLBD_SOCK" >/dev/null || return 1
+	check "stats -s PATH --json" bash -c "'$CHLBCTL' stats -s '$CHLBD_SOCK' --json | jq -e .global >/dev/null" || return 1
+	check "backend list VIP -j" bash -c "'$CHLBCTL' backend list $A -j -s '$CHLBD_SOCK' | jq -e '.backends | length == 3' >/dev/null" || return 1
+	check "conns -j (its own flag) and -s after" bash -c "'$CHLBCTL' conns -j -s '$CHLBD_SOCK' | jq -e .ct_size >/dev/null" || return 1
 	# errors are JSON when --json comes after the command, too
-	b=$("$CHLBCTL" -s "$D_SOCK" service add 10.0.0.300:80/tcp --json)
+	b=$("$CHLBCTL" -s "$CHLBD_SOCK" service add 10.0.0.300:80/tcp --json)
 	check "usage error after the command: exit 2, JSON: $b" \
 		[ $? = 2 ] && [ "$(pyjson 'd["kind"]' <<<"$b")" = usage ] || return 1
 	b=$("$CHLBCTL" service list -s 2>&1)
@@ -166,7 +165,7 @@ test_options_after_command() {
 	check "unreachable: exit 3" [ $? = 3 ] || return 1
 	# -f FILE keeps its value even when it looks like an option
 	cp "$CONF" "$LIB_DIR/-j"
-	b=$(cd "$LIB_DIR" && "$CHLBCTL" apply -f -j -s "$D_SOCK" --dry-run)
+	b=$(cd "$LIB_DIR" && "$CHLBCTL" apply -f -j -s "$CHLBD_SOCK" --dry-run)
 	check "apply -f -j: '-j' is the file, not --json: $b" [ "$b" = "dry run: nothing would change" ]
 }
 
@@ -179,9 +178,9 @@ test_exit_codes() {
 	expect 2 "'10.0.0.300:80/tcp'" service add 10.0.0.300:80/tcp || return 1
 	expect 1 "already exists" service add $A || return 1
 	expect 1 "no such service" backend add 10.0.0.99:80/tcp 10.1.0.9 || return 1
-	out=$(c -j service add 10.0.0.11:80/tcp algo maglev table 65536)
+	out=$(ctl -j service add 10.0.0.11:80/tcp algo maglev table 65536)
 	check "JSON: kind usage: $out" [ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] || return 1
-	out=$(c -j backend del $A 10.1.0.77)
+	out=$(ctl -j backend del $A 10.1.0.77)
 	check "JSON: kind conflict: $out" [ "$(pyjson 'd["kind"]' <<<"$out")" = conflict ] || return 1
 	# what chlbd itself says, without chlbctl's checks
 	out=$(raw 'service add 10.0.0.11:80/tcp algo maglev table 65536\n')
@@ -200,9 +199,9 @@ test_invalid_utf8() {
 		[ "$(pyjson '"\ufffd" in d["error"] and d["kind"]' <<<"$out")" = usage ] || return 1
 	out=$(raw '\xfe\xff\n')
 	check "an unknown word of bytes: valid JSON" valid_json <<<"$out" || return 1
-	out=$(c -j service add $'10.0.0.1\xff:80/tcp')
+	out=$(ctl -j service add $'10.0.0.1\xff:80/tcp')
 	check "chlbctl's own error: valid JSON: $(printf %q "$out")" valid_json <<<"$out" || return 1
-	out=$(c -j backend add $A $'10.1.0.\xe2\x82')
+	out=$(ctl -j backend add $A $'10.1.0.\xe2\x82')
 	check "exit 2, valid JSON" [ $? = 2 ] && valid_json <<<"$out" || return 1
 	check "nothing changed" [ "$before" = "$(saved)" ]
 }
@@ -217,7 +216,7 @@ test_vip_without_port() {
 	check "chlbd says the same, kind usage: $out" \
 		[ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] && grep -qF "'10.0.0.1:0/tcp'" <<<"$out" || return 1
 	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
-	c service add 10.0.0.1:0/tcp && c service del 10.0.0.1:0/tcp
+	ctl service add 10.0.0.1:0/tcp && ctl service del 10.0.0.1:0/tcp
 }
 
 test_own_address() {
@@ -226,58 +225,58 @@ test_own_address() {
 	expect 1 "'10.1.0.1:22/tcp': 10.1.0.1 is an address of this host (v0)" service add 10.1.0.1:22/tcp || return 1
 	expect 1 "add 'force'" service add 10.1.0.1:0/tcp algo jump || return 1
 	expect 1 "2001:db8::1 is an address of this host" service add '[2001:db8::1]:443/tcp' || return 1
-	out=$(c -j service add 10.1.0.1:22/tcp)
+	out=$(ctl -j service add 10.1.0.1:22/tcp)
 	check "JSON: kind refused: $out" [ "$(pyjson 'd["kind"]' <<<"$out")" = refused ] || return 1
-	out=$(c service add 10.1.0.1:22/tcp --dry-run)
+	out=$(ctl service add 10.1.0.1:22/tcp --dry-run)
 	check "dry run: exit 0, says --force is needed: $out" \
 		[ $? = 0 ] && grep -qF "needs --force: '10.1.0.1:22/tcp'" <<<"$out" || return 1
 	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
-	c service add 10.1.0.1:22/tcp algo jump --force || return 1
-	c service add '[2001:db8::1]:443/tcp' force || return 1
-	c backend add 10.1.0.1:22/tcp 10.1.0.2 || return 1
+	ctl service add 10.1.0.1:22/tcp algo jump --force || return 1
+	ctl service add '[2001:db8::1]:443/tcp' force || return 1
+	ctl backend add 10.1.0.1:22/tcp 10.1.0.2 || return 1
 	check "save keeps force" saved | grep -qE "^service add 10\.1\.0\.1:22/tcp algo jump .*force$" || return 1
 	# round trips: the saved state applies again, here and after the services are gone
-	c save >"$f" || return 1
+	ctl save >"$f" || return 1
 	check "apply -f of save: nothing changes" \
-		bash -c "'$CHLBCTL' -s '$D_SOCK' apply -f '$f' --dry-run | grep -q 'nothing would change'" || return 1
-	c apply -f "$f" || return 1
-	c service del 10.1.0.1:22/tcp && c service del '[2001:db8::1]:443/tcp' || return 1
-	c apply -f "$f" || return 1
+		bash -c "'$CHLBCTL' -s '$CHLBD_SOCK' apply -f '$f' --dry-run | grep -q 'nothing would change'" || return 1
+	ctl apply -f "$f" || return 1
+	ctl service del 10.1.0.1:22/tcp && ctl service del '[2001:db8::1]:443/tcp' || return 1
+	ctl apply -f "$f" || return 1
 	check "round trip: the same state" [ "$(saved)" = "$(grep -v '^#' "$f")" ] || return 1
 	# force on an existing service is `service set`; without it a file is refused
-	c service del 10.1.0.1:22/tcp || return 1
+	ctl service del 10.1.0.1:22/tcp || return 1
 	sed -i 's/ force$//' "$f"
 	expect 1 "is an address of this host" apply -f "$f" || return 1
-	c service del '[2001:db8::1]:443/tcp'
+	ctl service del '[2001:db8::1]:443/tcp'
 }
 
 test_apply_empty() {
 	local before out empty=$LIB_DIR/empty.conf other=$LIB_DIR/other.conf
-	c service add $B && c backend add $B 10.1.0.9 || return 1
+	ctl service add $B && ctl backend add $B 10.1.0.9 || return 1
 	before=$(saved)
 	printf '# nothing here\n' >"$empty"
 	expect 1 "the file would delete every service (all 2 of them: it has none)" apply -f "$empty" || return 1
 	expect 1 "--force" apply -f "$empty" || return 1
 	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
-	out=$(c -j apply -f "$empty")
+	out=$(ctl -j apply -f "$empty")
 	check "JSON: kind refused: $out" [ "$(pyjson 'd["kind"]' <<<"$out")" = refused ] || return 1
 	printf 'service add 10.0.0.77:80/tcp\n' >"$other"
 	expect 1 "adding only others" apply -f "$other" || return 1
 	# the dry run shows the plan as before, and that it needs --force
-	out=$(c apply -f "$empty" --dry-run)
+	out=$(ctl apply -f "$empty" --dry-run)
 	check "dry run: exit 0" [ $? = 0 ] || return 1
 	check "dry run: both deletions: $out" \
 		[ "$(grep -cE "^($A|$B): delete, 100.00% of the keyspace moves" <<<"$out")" = 2 ] || return 1
 	check "dry run: says --force is needed" grep -q "^needs --force: the file would delete every service" <<<"$out" || return 1
 	check "dry run with --force: no note" \
-		bash -c "! '$CHLBCTL' -s '$D_SOCK' apply -f '$empty' --dry-run --force | grep -q 'needs --force'" || return 1
+		bash -c "! '$CHLBCTL' -s '$CHLBD_SOCK' apply -f '$empty' --dry-run --force | grep -q 'needs --force'" || return 1
 	check "still nothing changed" [ "$before" = "$(saved)" ] || return 1
-	c apply -f "$empty" --force || return 1
+	ctl apply -f "$empty" --force || return 1
 	check "--force: every service deleted" [ -z "$(saved)" ] || return 1
-	check "logged" grep -qF "apply: service del $B (1 backends)" "$D_LOG" || return 1
+	check "logged" grep -qF "apply: service del $B (1 backends)" "$CHLBD_LOG" || return 1
 	# from no services, an empty file is no deletion
-	c apply -f "$empty" || return 1
-	c apply -f "$CONF" --json | jq -e .ok >/dev/null
+	ctl apply -f "$empty" || return 1
+	ctl apply -f "$CONF" --json | jq -e .ok >/dev/null
 }
 
 # at start, -c FILE with a new service on an own address is not applied either
@@ -285,14 +284,14 @@ test_start_refuses_own_address() {
 	local before bad=$LIB_DIR/own-start.conf
 	before=$(saved)
 	{ cat "$CONF"; echo "service add 10.1.0.1:0/tcp"; } >"$bad"
-	d_stop TERM
-	d_start -c "$bad" || return 1
+	chlbd_stop TERM
+	chlbd_start xdp-generic -c "$bad" || return 1
 	check "logged: nothing from the config applied" \
-		grep -qF "'10.1.0.1:0/tcp': 10.1.0.1 is an address of this host (v0)" "$D_LOG" || return 1
+		grep -qF "'10.1.0.1:0/tcp': 10.1.0.1 is an address of this host (v0)" "$CHLBD_LOG" || return 1
 	check "started from the state file" [ "$before" = "$(saved)" ] || return 1
 	echo "service set 10.1.0.1:0/tcp force" >>"$bad"
-	d_stop TERM
-	d_start -c "$bad" || return 1
+	chlbd_stop TERM
+	chlbd_start xdp-generic -c "$bad" || return 1
 	check "with force it is" saved | grep -q "^service add 10.1.0.1:0/tcp .*force$"
 }
 

@@ -12,7 +12,8 @@
 # reads: the host may have no syslog daemon, and must not get our lines if
 # it has one. The namespace is a copy of the host's, so the bpffs and the
 # pins are the host's, as in the other daemon suites.
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/../lib.sh"
+daemon_fixture
 
 SYSLOG=$LIB_DIR/syslog
 PIDFILE=$LIB_DIR/chlbd.pid
@@ -38,11 +39,11 @@ DEV_SETUP='mount -t tmpfs -o mode=0755 chlb-dev /dev &&
 # namespace (above); its exit status, its output in OUT. DAEMON: the pid its
 # pid file names. (Not in $(...): the pids must be registered in this shell.)
 daemon() {
-	local rx=$LIB_DIR/syslog-rx.$((D_STARTS + 1)).pid rc
-	D_STARTS=$((D_STARTS + 1))
+	local rx=$LIB_DIR/syslog-rx.$((CHLBD_STARTS + 1)).pid rc
+	CHLBD_STARTS=$((CHLBD_STARTS + 1))
 	timeout 10 unshare -m --propagation private sh -c "$DEV_SETUP" _ "$SYSLOG_RX" "$SYSLOG" \
-		"$rx" "$CHLBD" --netns "$D_NS" -m xdp-generic -s "$D_SOCK" --pin-dir "$D_PIN" \
-		--state "$D_STATE" --pid-file "$PIDFILE" "$@" >"$LIB_DIR/daemon.out" 2>&1
+		"$rx" "$CHLBD" --netns "$D_NS" -m xdp-generic -s "$CHLBD_SOCK" --pin-dir "$CHLBD_PIN" \
+		--state "$CHLBD_STATE" --pid-file "$PIDFILE" "$@" >"$LIB_DIR/daemon.out" 2>&1
 	rc=$?
 	OUT=$(cat "$LIB_DIR/daemon.out")
 	[ -s "$rx" ] && LIB_PIDS+=("$(cat "$rx")")
@@ -64,12 +65,12 @@ ms_until_exited() {
 	done
 	echo $((($(date +%s%N) - t0) / 1000000))
 }
-svc_list() { c -j service list | jq -r '.services[].service' | sort | tr '\n' ' '; }
+svc_list() { ctl -j service list | jq -r '.services[].service' | sort | tr '\n' ' '; }
 logged() { grep -qF "chlbd[$DAEMON]: $1" "$SYSLOG"; }
 # said RC NEEDLE: a start failed with exit status 1 and OUT says NEEDLE.
 said() { [ "$1" = 1 ] && grep -qF -- "$2" <<<"$OUT"; }
-pinned() { [ -e "$D_PIN/vips" ] && [ -e "$D_PIN/link_$D_IFINDEX" ]; }
-unpinned() { [ ! -e "$D_PIN/vips" ]; }
+pinned() { [ -e "$CHLBD_PIN/vips" ] && [ -e "$CHLBD_PIN/link_$D_IFINDEX" ]; }
+unpinned() { [ ! -e "$CHLBD_PIN/vips" ]; }
 
 test_starts_in_the_background() {
 	local rc
@@ -111,7 +112,7 @@ test_sigterm_stops_within_1s() {
 	ms=$(ms_until_exited "$DAEMON")
 	check "exited ${ms} ms after SIGTERM" [ "$ms" -le 1000 ] || return 1
 	check "pid file removed" [ ! -e "$PIDFILE" ] || return 1
-	check "socket removed" [ ! -e "$D_SOCK" ] || return 1
+	check "socket removed" [ ! -e "$CHLBD_SOCK" ] || return 1
 	check "stop logged" lib_wait_for 1 logged "signal 15: stopping" || return 1
 	check "pins stay (the program keeps forwarding)" pinned
 }
@@ -119,25 +120,25 @@ test_sigterm_stops_within_1s() {
 test_shutdown_returns_after_exit() {
 	daemon -i v0 -c "$CONF" || return 1
 	check "adopted the pins" [ "$(svc_list)" = "10.0.0.21:80/tcp " ] || return 1
-	c shutdown >/dev/null || return 1
+	ctl shutdown >/dev/null || return 1
 	# no polling: the daemon must be gone when chlbctl returns
 	check "exited when chlbctl shutdown returned" exited "$DAEMON" || return 1
 	check "pid file removed" [ ! -e "$PIDFILE" ] || return 1
 	# the same in the foreground
-	d_start || return 1
-	c shutdown >/dev/null || return 1
-	check "foreground chlbd exited too" exited "$D_PID" || return 1
-	d_stop
+	chlbd_start xdp-generic || return 1
+	ctl shutdown >/dev/null || return 1
+	check "foreground chlbd exited too" exited "$CHLBD_PID" || return 1
+	chlbd_stop
 }
 
 test_failed_start_says_why() {
-	local rc pin=$D_PIN bad=/sys/fs/bpf/chlb-test-$LIB_ID-bad t0
+	local rc pin=$CHLBD_PIN bad=/sys/fs/bpf/chlb-test-$LIB_ID-bad t0
 	LIB_PINS+=("$bad")
 	t0=$(date +%s%N)
-	D_PIN=$bad
+	CHLBD_PIN=$bad
 	daemon -i v2 -i lo -m xdp
 	rc=$?
-	D_PIN=$pin
+	CHLBD_PIN=$pin
 	check "exit $rc, the error on the caller's stderr: $OUT" said "$rc" "XDP program on 'lo'" ||
 		return 1
 	check "returned within 5 s" [ $(($(date +%s%N) - t0)) -lt 5000000000 ] || return 1
@@ -156,7 +157,7 @@ test_second_daemon_refused() {
 	check "the pid file still names the first" [ "$(cat "$PIDFILE" 2>/dev/null)" = "$first" ] ||
 		return 1
 	DAEMON=$first
-	c shutdown --detach >/dev/null || return 1
+	ctl shutdown --detach >/dev/null || return 1
 	check "gone when shutdown --detach returned" exited "$first" || return 1
 	check "unpinned" unpinned
 }

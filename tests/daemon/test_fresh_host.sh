@@ -33,18 +33,17 @@ fresh_ns() {
 in_ns() { nsenter -t "$FRESH" -m "$@"; }
 fstype() { in_ns stat -f -c %T "$1" 2>/dev/null; }
 
-# chlbd_in_ns NAME PIN [ARGS]: chlbd -f in the namespace, in the background (pid CHLBD_PID).
+# chlbd_in_ns NAME PIN [ARGS]: chlbd -f in the namespace, in the background (pid
+# CHLBD_PID, socket CHLBD_SOCK: ctl talks to it).
 chlbd_in_ns() {
 	local name=$1 pin=$2
 	shift 2
-	SOCK=$LIB_DIR/$name.sock
-	lib_bg "$name" in_ns "$CHLBD" -f --netns "$NS" -s "$SOCK" --pin-dir "$pin" \
+	CHLBD_SOCK=$LIB_DIR/$name.sock
+	lib_bg "$name" in_ns "$CHLBD" -f --netns "$NS" -s "$CHLBD_SOCK" --pin-dir "$pin" \
 		--state "$LIB_DIR/$name.state" "$@"
 	CHLBD_PID=$LIB_LASTPID
-	lib_wait_up "$name" c_quiet service list
+	lib_wait_up "$name" ctl_quiet service list
 }
-c() { "$CHLBCTL" -s "$SOCK" "$@"; }
-c_quiet() { "$CHLBCTL" -s "$SOCK" "$@" >/dev/null 2>&1; }
 
 # failed RC OUT NEEDLE: a start failed (RC != 0) and said NEEDLE.
 failed() { [ "$1" != 0 ] && grep -qF -- "$3" <<<"$2"; }
@@ -62,11 +61,11 @@ test_starts_mounts_pins_serves() {
 	check "maps and link pinned: $(in_ns ls "$PIN" | tr '\n' ' ')" \
 		in_ns sh -c "[ -e $PIN/vips ] && [ -e $PIN/conns ] && [ -e $PIN/link_$ifindex ]" || return 1
 	check "the pins live in chlbd's mount namespace, not the host's" [ ! -e "$PIN" ] || return 1
-	c service add 10.0.0.10:80/tcp algo maglev >/dev/null || return 1
-	c backend add 10.0.0.10:80/tcp 10.1.0.2 >/dev/null || return 1
-	check "chlbctl round trip" [ "$(c -j service list | jq '.services[0].backends')" = 1 ] ||
+	ctl service add 10.0.0.10:80/tcp algo maglev >/dev/null || return 1
+	ctl backend add 10.0.0.10:80/tcp 10.1.0.2 >/dev/null || return 1
+	check "chlbctl round trip" [ "$(ctl -j service list | jq '.services[0].backends')" = 1 ] ||
 		return 1
-	c shutdown --detach >/dev/null || return 1
+	ctl shutdown --detach >/dev/null || return 1
 	wait "$CHLBD_PID"
 	check "shutdown --detach unpinned" in_ns [ ! -e "$PIN" ]
 }
@@ -103,7 +102,7 @@ test_no_sys_fs_bpf_directory() {
 	check "no /sys/fs/bpf" in_ns [ ! -e /sys/fs/bpf ] || return 1
 	chlbd_in_ns fh2 "$PIN" -i v0 -m xdp-generic || return 1
 	check "created and mounted" [ "$(fstype /sys/fs/bpf)" = bpf_fs ] || return 1
-	c shutdown --detach >/dev/null || return 1
+	ctl shutdown --detach >/dev/null || return 1
 	wait "$CHLBD_PID"
 }
 
@@ -114,7 +113,7 @@ test_pin_dir_elsewhere() {
 	chlbd_in_ns fh3 "$LIB_DIR/bpf/chlb" -i v0 -m xdp-generic || return 1
 	check "bpffs on the pin dir's parent" [ "$(fstype "$LIB_DIR/bpf")" = bpf_fs ] || return 1
 	check "pins there" in_ns [ -e "$LIB_DIR/bpf/chlb/vips" ] || return 1
-	c shutdown --detach >/dev/null || return 1
+	ctl shutdown --detach >/dev/null || return 1
 	wait "$CHLBD_PID"
 	# $LIB_DIR holds files: mounting over it would hide them
 	out=$(in_ns "$CHLBD" -f -i v0 --netns "$NS" -m xdp-generic -s "$LIB_DIR/bad.sock" \

@@ -7,7 +7,8 @@
 # priorities when stderr is the journal (JOURNAL_STREAM), and sd_notify
 # READY=1 once the socket answers, with the config applied.
 # shellcheck disable=SC2016 # $CHLBD_OPTS, $MAINPID, jq programs: literal
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/../lib.sh"
+daemon_fixture
 
 DEST=$LIB_DIR/dest
 PREFIX_DIR=/usr/local
@@ -54,7 +55,7 @@ laid_out() {
 clear_services() {
 	local vip
 	for vip in $(saved | awk '$1 == "service" && $2 == "add" { print $3 }'); do
-		c service del "$vip" >/dev/null || return 1
+		ctl service del "$vip" >/dev/null || return 1
 	done
 }
 
@@ -114,12 +115,10 @@ test_unit() {
 	out=$(systemd-analyze verify --man=no "$verify" 2>&1)
 	check "systemd-analyze verify: $out" [ $? = 0 ] && [ -z "$out" ]
 }
-nogrep() { ! grep "$@"; }
-
 # apply_ok FILE: `chlbctl apply -f FILE --dry-run` accepts it
 apply_ok() {
 	local out
-	out=$(c apply -f "$1" --dry-run 2>&1) && return 0
+	out=$(ctl apply -f "$1" --dry-run 2>&1) && return 0
 	diag "apply -f $1 --dry-run: $out"
 	return 1
 }
@@ -129,7 +128,7 @@ test_example_config_is_valid() {
 	check "example config: comment lines explain it" \
 		[ "$(grep -c '^#' "$CONF")" -ge 20 ] || return 1
 	# as installed it configures nothing, so a chlbd started with it serves nothing yet
-	d_start -c "$CONF" || return 1
+	chlbd_start xdp-generic -c "$CONF" || return 1
 	check "chlbd -c installed config: 0 services" [ -z "$(saved)" ] || return 1
 	check "installed config passes validation" apply_ok "$CONF" || return 1
 	# the commented example statements are valid too, and apply
@@ -137,10 +136,10 @@ test_example_config_is_valid() {
 	check "the examples have statements" [ "$(grep -cE '^(service|backend) ' "$examples")" -ge 5 ] ||
 		return 1
 	check "uncommented examples pass validation" apply_ok "$examples" || return 1
-	c apply -f "$examples" >/dev/null || return 1
+	ctl apply -f "$examples" >/dev/null || return 1
 	check "examples applied: 2 services" [ "$(saved | grep -c '^service add')" = 2 ] || return 1
 	clear_services || return 1
-	d_stop
+	chlbd_stop
 	# /etc/default/chlbd: CHLBD_OPTS holds options chlbd knows
 	opts=$(sh -c '. "$1" && echo "$CHLBD_OPTS"' _ "$DEFAULTS")
 	check "CHLBD_OPTS set: '$opts'" grep -q -- '-i eth0 -c /etc/chlb/chlb.conf' <<<"$opts" || return 1
@@ -184,12 +183,12 @@ test_bash_completion() {
 		complete -p chlbctl >/dev/null
 	) || return 1
 	# VIPs from a running chlbd (-s SOCKET honoured)
-	d_start || return 1
-	c service add $VIP >/dev/null || return 1
+	chlbd_start xdp-generic || return 1
+	ctl service add $VIP >/dev/null || return 1
 	(
 		# shellcheck disable=SC1090
 		. "$COMPLETION"
-		out=$(complete_words "$CHLBCTL" -s "$D_SOCK" backend add '')
+		out=$(complete_words "$CHLBCTL" -s "$CHLBD_SOCK" backend add '')
 		check "VIPs of the running chlbd: '$out'" [ "$out" = $VIP ]
 	) || return 1
 	clear_services
@@ -199,30 +198,30 @@ test_bash_completion() {
 field() { grep -oE "$1 [^ ]+" <<<"$2" | head -1 | awk '{ print $NF }'; }
 
 test_version_matches_daemon() {
-	local v ctl id cid did
+	local v vers id cid did
 	v=$("$CHLBD" --version) || return 1
 	id=$(field "build id" "$v")
 	check "chlbd --version: a version and a 16-hex build id: $v" \
 		grep -qE '^[0-9a-f]{16}$' <<<"$id" || return 1
 	check "chlbd --version needs no interface" grep -q "^chlbd [^ ]" <<<"$v" || return 1
 	check "--version matches the build's header" grep -qF "\"$id\"" "$BUILD/chlb_version.h" || return 1
-	[ -n "$D_PID" ] || d_start || return 1
-	ctl=$(c version) || return 1
-	cid=$(field "build id" "$(grep '^chlbctl ' <<<"$ctl")")
-	did=$(field "build id" "$(grep '^chlbd ' <<<"$ctl")")
-	check "chlbctl version: chlbctl and chlbd lines: $ctl" [ -n "$cid" ] && [ -n "$did" ] || return 1
+	[ -n "$CHLBD_PID" ] || chlbd_start xdp-generic || return 1
+	vers=$(ctl version) || return 1
+	cid=$(field "build id" "$(grep '^chlbctl ' <<<"$vers")")
+	did=$(field "build id" "$(grep '^chlbd ' <<<"$vers")")
+	check "chlbctl version: chlbctl and chlbd lines: $vers" [ -n "$cid" ] && [ -n "$did" ] || return 1
 	check "same build id everywhere ($id, $cid, $did)" [ "$id" = "$cid" ] && [ "$id" = "$did" ] ||
 		return 1
-	check "the daemon's pid shown" grep -q "pid $D_PID," <<<"$ctl" || return 1
-	check "no mismatch flagged" nogrep -q MISMATCH <<<"$ctl" || return 1
-	check "JSON: match, chlbd's id" c -j version |
+	check "the daemon's pid shown" grep -q "pid $CHLBD_PID," <<<"$vers" || return 1
+	check "no mismatch flagged" nogrep -q MISMATCH <<<"$vers" || return 1
+	check "JSON: match, chlbd's id" ctl -j version |
 		jq -e --arg id "$id" '.match and .chlbd.bpf_build_id == $id and .bpf_build_id == $id' \
 			>/dev/null || return 1
-	d_stop
+	chlbd_stop
 	# no daemon: chlbctl's own line, then exit 3 (unreachable)
-	ctl=$(c version 2>&1)
-	check "no daemon: exit 3, own version printed: $ctl" [ $? = 3 ] &&
-		grep -q "^chlbctl .*build id $id" <<<"$ctl"
+	vers=$(ctl version 2>&1)
+	check "no daemon: exit 3, own version printed: $vers" [ $? = 3 ] &&
+		grep -q "^chlbctl .*build id $id" <<<"$vers"
 }
 
 # A chlbd of another build (a fake one answering `version`): flagged.
@@ -259,34 +258,34 @@ test_log_level() {
 	check "clear message: $out" grep -qF "'bogus': unknown log level (expected err, warning, info, debug)" \
 		<<<"$out" || return 1
 	# err: the info lines ("ready: ...") are gone
-	d_start --log-level err || return 1
-	d_stop
-	check "--log-level err: no info lines: $(head -3 "$D_LOG")" nogrep -q ' info: ' "$D_LOG" || return 1
-	d_start --log-level debug || return 1
-	d_stop
-	check "--log-level debug: info lines kept" grep -q ' info: ready: ' "$D_LOG"
+	chlbd_start xdp-generic --log-level err || return 1
+	chlbd_stop
+	check "--log-level err: no info lines: $(head -3 "$CHLBD_LOG")" nogrep -q ' info: ' "$CHLBD_LOG" || return 1
+	chlbd_start xdp-generic --log-level debug || return 1
+	chlbd_stop
+	check "--log-level debug: info lines kept" grep -q ' info: ready: ' "$CHLBD_LOG"
 }
 
 # Under systemd stderr is the journal's stream, and JOURNAL_STREAM says which
 # (DEV:INODE): the suite's log file stands in for it.
 test_journal_priorities() {
-	local next=$LIB_DIR/chlbd-$((D_STARTS + 1)).log js
+	local next=$LIB_DIR/chlbd-$((CHLBD_STARTS + 1)).log js
 	: >"$next"
 	js=$(stat -c %d:%i "$next")
-	JOURNAL_STREAM=$js d_start || return 1
-	kill -HUP "$D_PID" # no -c: a warning
-	lib_wait_for 2 grep -q '^<4>SIGHUP' "$D_LOG"
-	d_stop
-	check "log has lines: $(head -3 "$D_LOG")" [ -s "$D_LOG" ] || return 1
-	check "every line starts with <N>: $(grep -v '^<[0-7]>' "$D_LOG" | head -3)" \
-		nogrep -qv '^<[0-7]>' "$D_LOG" || return 1
-	check "ready is <6> (info)" grep -q '^<6>ready: ' "$D_LOG" || return 1
-	check "the SIGHUP warning is <4> (warning)" grep -q '^<4>SIGHUP: ' "$D_LOG" || return 1
+	JOURNAL_STREAM=$js chlbd_start xdp-generic || return 1
+	kill -HUP "$CHLBD_PID" # no -c: a warning
+	lib_wait_for 2 grep -q '^<4>SIGHUP' "$CHLBD_LOG"
+	chlbd_stop
+	check "log has lines: $(head -3 "$CHLBD_LOG")" [ -s "$CHLBD_LOG" ] || return 1
+	check "every line starts with <N>: $(grep -v '^<[0-7]>' "$CHLBD_LOG" | head -3)" \
+		nogrep -qv '^<[0-7]>' "$CHLBD_LOG" || return 1
+	check "ready is <6> (info)" grep -q '^<6>ready: ' "$CHLBD_LOG" || return 1
+	check "the SIGHUP warning is <4> (warning)" grep -q '^<4>SIGHUP: ' "$CHLBD_LOG" || return 1
 	# an inherited JOURNAL_STREAM naming another stream: plain lines
-	JOURNAL_STREAM=$js d_start || return 1
-	d_stop
-	check "JOURNAL_STREAM of another file: timestamps, no <N>: $(head -1 "$D_LOG")" \
-		grep -qE '^[0-9:.]+ chlbd info: ready: ' "$D_LOG"
+	JOURNAL_STREAM=$js chlbd_start xdp-generic || return 1
+	chlbd_stop
+	check "JOURNAL_STREAM of another file: timestamps, no <N>: $(head -1 "$CHLBD_LOG")" \
+		grep -qE '^[0-9:.]+ chlbd info: ready: ' "$CHLBD_LOG"
 }
 
 # sd_notify: a unix datagram socket stands in for systemd's. On READY=1 the
@@ -325,21 +324,21 @@ while True:
 test_sd_notify_ready() {
 	local nsock=$LIB_DIR/notify.sock rec=$LIB_DIR/notify.jsonl conf=$LIB_DIR/notify.conf ready
 	printf 'service add %s\nbackend add %s 10.1.0.2\n' $VIP $VIP >"$conf"
-	lib_bg notify-rx python3 -c "$NOTIFY_RX" "$nsock" "$rec" "$D_SOCK"
+	lib_bg notify-rx python3 -c "$NOTIFY_RX" "$nsock" "$rec" "$CHLBD_SOCK"
 	lib_wait_for 5 test -S "$nsock" || return 1
-	NOTIFY_SOCKET=$nsock d_start -c "$conf" || return 1
+	NOTIFY_SOCKET=$nsock chlbd_start xdp-generic -c "$conf" || return 1
 	check "READY=1 received: $(cat "$rec" 2>/dev/null)" \
 		lib_wait_for 5 grep -q '"READY=1"' "$rec" || return 1
 	ready=$(grep '"READY=1"' "$rec" | head -1)
-	check "READY sent by chlbd (pid $D_PID): $ready" \
-		jq -e --argjson p "$D_PID" '.pid == $p' <<<"$ready" >/dev/null || return 1
+	check "READY sent by chlbd (pid $CHLBD_PID): $ready" \
+		jq -e --argjson p "$CHLBD_PID" '.pid == $p' <<<"$ready" >/dev/null || return 1
 	check "the socket answered at READY, config applied: $ready" \
 		jq -e --arg v $VIP '.reply.services | map(.service) == [$v]' <<<"$ready" >/dev/null ||
 		return 1
 	check "STATUS with it" jq -e '.msg | index("STATUS=serving 1 services")' <<<"$ready" \
 		>/dev/null || return 1
 	check "one READY" [ "$(grep -c '"READY=1"' "$rec")" = 1 ] || return 1
-	d_stop
+	chlbd_stop
 	check "STOPPING=1 on SIGTERM" lib_wait_for 2 grep -q '"STOPPING=1"' "$rec"
 }
 

@@ -9,12 +9,11 @@
 # zeroes every counter but ct_insert; bad values exit 2; a drained backend
 # is "draining" in stats as in backend list; a service new to a freed id
 # counts from zero.
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/../lib.sh"
+daemon_fixture
 
 V1=10.0.0.80:80/tcp
 V2=10.0.0.81:80/tcp
-
-nogrep() { ! grep "$@"; }
 
 # traffic_start VIP: SYN bursts through the program until traffic_stop
 traffic_start() {
@@ -22,7 +21,7 @@ traffic_start() {
 	(
 		seed=1
 		while [ ! -e "$LIB_DIR/stop_traffic" ]; do
-			probe which "$D_PIN" "$D_IFINDEX" "${1%%:*}" 80 50 $((seed++)) >/dev/null
+			probe which "$CHLBD_PIN" "$D_IFINDEX" "${1%%:*}" 80 50 $((seed++)) >/dev/null
 			sleep 0.02
 		done
 	) &
@@ -39,7 +38,7 @@ traffic_stop() {
 bg_watch() {
 	local out=$1 secs=$2
 	shift 2
-	timeout --preserve-status -s INT "$secs" "$CHLBCTL" -s "$D_SOCK" "$@" >"$out" 2>&1 &
+	timeout --preserve-status -s INT "$secs" "$CHLBCTL" -s "$CHLBD_SOCK" "$@" >"$out" 2>&1 &
 	BG=$!
 	LIB_PIDS+=("$BG")
 }
@@ -50,8 +49,8 @@ frames() {
 }
 
 test_setup() {
-	d_start --history-ms 200 --grace-ms 100 || return 1
-	c service add $V1 algo jump && c backend add $V1 10.1.0.2 && c backend add $V1 10.1.0.3
+	chlbd_start xdp-generic --history-ms 200 --grace-ms 100 || return 1
+	ctl service add $V1 algo jump && ctl backend add $V1 10.1.0.2 && ctl backend add $V1 10.1.0.3
 }
 
 # Two --watch readers (every 1 s and every 0.4 s) and a one-shot reader
@@ -64,7 +63,7 @@ test_rates_per_reader() {
 	pa=$BG
 	bg_watch "$b" 4.5 stats --watch 0.4 --json
 	pb=$BG
-	for _ in $(seq 40); do c_quiet stats; sleep 0.1; done # a third reader
+	for _ in $(seq 40); do ctl_quiet stats; sleep 0.1; done # a third reader
 	wait "$pa" && wait "$pb" || {
 		diag "a --watch reader did not end cleanly on SIGINT"
 		return 1
@@ -95,19 +94,19 @@ test_rates_per_reader() {
 	done
 	# the one-shot reader: counters and the time they were read, no rates
 	check "a one-shot stats has no rates" \
-		c -j stats | jq -e 'has("time_ns") and (has("interval_s") | not) and all(.services[]; has("pps") | not)' >/dev/null
+		ctl -j stats | jq -e 'has("time_ns") and (has("interval_s") | not) and all(.services[]; has("pps") | not)' >/dev/null
 }
 
 test_no_route() {
 	local j before out n
-	before=$(c -j stats | jq '.global | [.drop_no_route, .error]')
-	c service add $V2 algo jump && c backend add $V2 10.9.9.9 || return 1 # no route in the netns
+	before=$(ctl -j stats | jq '.global | [.drop_no_route, .error]')
+	ctl service add $V2 algo jump && ctl backend add $V2 10.9.9.9 || return 1 # no route in the netns
 	sleep 2.5 # two next-hop refresh rounds: still one line
-	n=$(grep -c "backend 10.9.9.9: no route to it" "$D_LOG")
+	n=$(grep -c "backend 10.9.9.9: no route to it" "$CHLBD_LOG")
 	check "one log line for the backend without a route (got $n)" [ "$n" = 1 ] || return 1
-	out=$(probe which "$D_PIN" "$D_IFINDEX" 10.0.0.81 80 50 811) || return 1
+	out=$(probe which "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.81 80 50 811) || return 1
 	check "its 50 packets dropped" [ "$(grep -c "verdict=" <<<"$out")" = 50 ] || return 1
-	j=$(c -j stats) || return 1
+	j=$(ctl -j stats) || return 1
 	check "backend row: no_route 50, packets 0: $(jq -c '.backends[] | select(.address == "10.9.9.9")' <<<"$j")" \
 		jq -e '[.backends[] | select(.address == "10.9.9.9") | [.no_route, .packets]] == [[50, 0]]' <<<"$j" >/dev/null || return 1
 	check "service row: no_route 50" \
@@ -115,36 +114,36 @@ test_no_route() {
 	check "global drop_no_route +50, error unchanged (before $before)" \
 		jq -e --argjson b "$before" '.global | .drop_no_route == $b[0] + 50 and .error == $b[1]' <<<"$j" >/dev/null || return 1
 	check "text: the backend's NO_ROUTE column" \
-		c stats | grep -qE "^  $V2 10\.9\.9\.9 \(slot [0-9]+, live\) +0 +0\.0B +0 +50\$" || return 1
-	check "text: drop_no_route among the reasons" c stats | grep -qE '^  drop_no_route +[0-9]+' || return 1
+		ctl stats | grep -qE "^  $V2 10\.9\.9\.9 \(slot [0-9]+, live\) +0 +0\.0B +0 +50\$" || return 1
+	check "text: drop_no_route among the reasons" ctl stats | grep -qE '^  drop_no_route +[0-9]+' || return 1
 	# the route comes back: one line, and the packets go to it
 	ip -n "$D_NS" route add 10.9.9.0/24 via 10.1.0.2 || return 1
-	check "the route's return is logged" lib_wait_for 5 grep -q "backend 10.9.9.9: route to it again" "$D_LOG" || return 1
-	out=$(probe which "$D_PIN" "$D_IFINDEX" 10.0.0.81 80 20 812) || return 1
+	check "the route's return is logged" lib_wait_for 5 grep -q "backend 10.9.9.9: route to it again" "$CHLBD_LOG" || return 1
+	out=$(probe which "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.81 80 20 812) || return 1
 	check "then forwarded to it" [ "$(grep -c " 10.9.9.9\$" <<<"$out")" = 20 ] || return 1
 	sleep 1.5
 	check "still one no-route line, one recovery line" \
-		[ "$(grep -c "backend 10.9.9.9: no route" "$D_LOG")$(grep -c "backend 10.9.9.9: route to it again" "$D_LOG")" = 11 ] || return 1
+		[ "$(grep -c "backend 10.9.9.9: no route" "$CHLBD_LOG")$(grep -c "backend 10.9.9.9: route to it again" "$CHLBD_LOG")" = 11 ] || return 1
 	check "no_route stays 50, packets 20" \
-		c -j stats | jq -e '[.backends[] | select(.address == "10.9.9.9") | [.no_route, .packets]] == [[50, 20]]' >/dev/null || return 1
+		ctl -j stats | jq -e '[.backends[] | select(.address == "10.9.9.9") | [.no_route, .packets]] == [[50, 20]]' >/dev/null || return 1
 	ip -n "$D_NS" route del 10.9.9.0/24
-	c service del $V2
+	ctl service del $V2
 }
 
 test_watch_frames() {
 	local out rc
-	out=$(timeout 3.6 "$CHLBCTL" -s "$D_SOCK" stats --watch 1)
+	out=$(timeout 3.6 "$CHLBCTL" -s "$CHLBD_SOCK" stats --watch 1)
 	check "--watch 1 for 3.6 s: 3 frames ($(grep -c '^stats every' <<<"$out"))" \
 		[ "$(grep -c '^stats every 1 s, frame [0-9]' <<<"$out")" = 3 ] || return 1
 	check "frames numbered 1..3" [ "$(grep -oE 'frame [0-9]+' <<<"$out" | tr '\n' ,)" = "frame 1,frame 2,frame 3," ] || return 1
 	check "each frame has its rates" [ "$(grep -c '^rates over the last 1\.[0-9][0-9] s$' <<<"$out")" = 3 ] || return 1
 	check "not a terminal: no screen control" nogrep -q $'\033' <<<"$out" || return 1
-	out=$(timeout 2.4 "$CHLBCTL" -s "$D_SOCK" stats --watch=0.5 -j)
+	out=$(timeout 2.4 "$CHLBCTL" -s "$CHLBD_SOCK" stats --watch=0.5 -j)
 	check "--watch=0.5 --json for 2.4 s: 4 lines, each one JSON object" \
 		[ "$(jq -c .frame <<<"$out" | tr '\n' ,)" = "1,2,3,4," ] || return 1
 	check "every line names its interval" jq -se 'all(.[]; .every_s == 0.5 and .interval_s > 0.4)' <<<"$out" >/dev/null || return 1
 	# Ctrl-C ends it: exit 0
-	timeout --preserve-status -s INT 1.5 "$CHLBCTL" -s "$D_SOCK" stats --watch >/dev/null
+	timeout --preserve-status -s INT 1.5 "$CHLBCTL" -s "$CHLBD_SOCK" stats --watch >/dev/null
 	rc=$?
 	check "SIGINT ends --watch with exit 0 (got $rc)" [ "$rc" = 0 ] || return 1
 	# chlbd going away ends it with chlbd-unreachable
@@ -155,12 +154,12 @@ test_watch_frames() {
 
 test_reset() {
 	local j ins
-	probe connect "$D_PIN" "$D_IFINDEX" 10.0.0.80 80 40 801 >/dev/null || return 1
-	j=$(c -j stats) || return 1
+	probe connect "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.80 80 40 801 >/dev/null || return 1
+	j=$(ctl -j stats) || return 1
 	ins=$(jq .ct_inserts <<<"$j")
 	check "traffic counted ($(jq -c '[.global.forwarded, .ct_inserts, .ct_entries]' <<<"$j"))" \
 		jq -e '.global.forwarded > 0 and .ct_inserts >= 40 and (.services[0].packets > 0)' <<<"$j" >/dev/null || return 1
-	j=$(c -j stats --reset) || return 1
+	j=$(ctl -j stats --reset) || return 1
 	check "reset: every reason 0 but ct_insert: $(jq -c '.global | with_entries(select(.value > 0))' <<<"$j")" \
 		jq -e --argjson i "$ins" '.global | to_entries | all(.value == (if .key == "ct_insert" then $i else 0 end))' <<<"$j" >/dev/null || return 1
 	check "reset: every service and backend row 0" \
@@ -168,21 +167,21 @@ test_reset() {
 	check "reset: ct_inserts kept, evictions still inserts - entries" \
 		jq -e --argjson i "$ins" '.ct_inserts == $i and .ct_evictions == .ct_inserts - .ct_entries and .ct_entries > 0' <<<"$j" >/dev/null || return 1
 	check "reset counted" jq -e '.resets == 1 and .since_reset_s >= 0' <<<"$j" >/dev/null || return 1
-	check "reset logged" grep -q "stats reset: data-plane counters zeroed" "$D_LOG" || return 1
-	check "text says since when" c stats | grep -qE '^counters since the last reset, [0-9.]+ s ago' || return 1
-	probe which "$D_PIN" "$D_IFINDEX" 10.0.0.80 80 30 802 >/dev/null || return 1
+	check "reset logged" grep -q "stats reset: data-plane counters zeroed" "$CHLBD_LOG" || return 1
+	check "text says since when" ctl stats | grep -qE '^counters since the last reset, [0-9.]+ s ago' || return 1
+	probe which "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.80 80 30 802 >/dev/null || return 1
 	check "counting again from zero: 30 packets" \
-		c -j stats | jq -e --arg s $V1 '[.services[] | select(.service == $s) | .packets] == [30]' >/dev/null || return 1
+		ctl -j stats | jq -e --arg s $V1 '[.services[] | select(.service == $s) | .packets] == [30]' >/dev/null || return 1
 	# another reader's reset: the frame across it has no rates, the next one has
 	traffic_start $V1
 	bg_watch "$LIB_DIR/watch_r" 3.6 -j stats --watch 1
 	sleep 1.5
-	c_quiet stats --reset || return 1
+	ctl_quiet stats --reset || return 1
 	wait "$BG"
 	traffic_stop
 	check "frames: rates, none across the reset, rates ($(jq -c '[.frame, (.services[0] | has("pps"))]' "$LIB_DIR/watch_r" | tr '\n' ' '))" \
 		[ "$(jq -c '.services[0] | has("pps")' "$LIB_DIR/watch_r" | tr '\n' ,)" = "true,false,true," ] || return 1
-	check "text --reset answers" c stats --reset | grep -q "^counters since the last reset"
+	check "text --reset answers" ctl stats --reset | grep -q "^counters since the last reset"
 }
 
 # args | text the message must contain (every one exits 2, nothing sent)
@@ -208,48 +207,48 @@ test_bad_values() {
 		check "'$args' exits 2 without asking chlbd (got $rc: $out)" [ "$rc" = 2 ] || return 1
 		check "'$args' says $needle: $out" grep -qF -- "$needle" <<<"$out" || return 1
 	done
-	out=$(c -j stats --watch x)
+	out=$(ctl -j stats --watch x)
 	check "JSON mode: an error object ($out)" \
 		jq -e '.error | test("not a number of seconds")' <<<"$out" >/dev/null || return 1
-	out=$(printf 'stats frob\n' | socat -t 2 - "UNIX-CONNECT:$D_SOCK")
+	out=$(printf 'stats frob\n' | socat -t 2 - "UNIX-CONNECT:$CHLBD_SOCK")
 	check "chlbd: 'stats frob' is an error ($out)" jq -e '.error | test("frob")' <<<"$out" >/dev/null
 }
 
 # stats' states are backend list's: a drained backend is "draining" in both
 test_draining() {
 	local s l
-	c backend set $V1 10.1.0.3 weight 0 || return 1
-	s=$(c -j stats | jq -r --arg s $V1 '.backends[] | select(.service == $s and .address == "10.1.0.3") | .state')
-	l=$(c -j backend list $V1 | jq -r '.backends[] | select(.address == "10.1.0.3") | .state')
+	ctl backend set $V1 10.1.0.3 weight 0 || return 1
+	s=$(ctl -j stats | jq -r --arg s $V1 '.backends[] | select(.service == $s and .address == "10.1.0.3") | .state')
+	l=$(ctl -j backend list $V1 | jq -r '.backends[] | select(.address == "10.1.0.3") | .state')
 	check "drained: stats '$s', backend list '$l'" [ "$s" = draining -a "$l" = draining ] || return 1
-	check "text: the row says draining" c stats | grep -qE "^  $V1 10\.1\.0\.3 \(slot [0-9]+, draining\) " || return 1
-	c backend set $V1 10.1.0.3 weight 100 || return 1
-	s=$(c -j stats | jq -r --arg s $V1 '.backends[] | select(.service == $s and .address == "10.1.0.3") | .state')
+	check "text: the row says draining" ctl stats | grep -qE "^  $V1 10\.1\.0\.3 \(slot [0-9]+, draining\) " || return 1
+	ctl backend set $V1 10.1.0.3 weight 100 || return 1
+	s=$(ctl -j stats | jq -r --arg s $V1 '.backends[] | select(.service == $s and .address == "10.1.0.3") | .state')
 	check "weight back: live ($s)" [ "$s" = live ]
 }
 
 # a service that takes a deleted service's id counts from zero
 test_service_id_reuse() {
 	local V3=10.0.0.83:80/tcp V4=10.0.0.84:80/tcp id3 id4 j
-	c service add $V3 algo jump && c backend add $V3 10.1.0.5 || return 1
-	probe which "$D_PIN" "$D_IFINDEX" 10.0.0.83 80 25 831 >/dev/null || return 1
-	id3=$(c -j service list $V3 | jq .services[0].id)
-	check "$V3 counted 25" c -j stats | jq -e --arg s $V3 '[.services[] | select(.service == $s) | .packets] == [25]' >/dev/null || return 1
-	c service del $V3 || return 1
+	ctl service add $V3 algo jump && ctl backend add $V3 10.1.0.5 || return 1
+	probe which "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.83 80 25 831 >/dev/null || return 1
+	id3=$(ctl -j service list $V3 | jq .services[0].id)
+	check "$V3 counted 25" ctl -j stats | jq -e --arg s $V3 '[.services[] | select(.service == $s) | .packets] == [25]' >/dev/null || return 1
+	ctl service del $V3 || return 1
 	sleep 1 # history and grace (--history-ms 200 --grace-ms 100), then the id is free
-	c service add $V4 algo jump && c backend add $V4 10.1.0.6 || return 1
-	id4=$(c -j service list $V4 | jq .services[0].id)
+	ctl service add $V4 algo jump && ctl backend add $V4 10.1.0.6 || return 1
+	id4=$(ctl -j service list $V4 | jq .services[0].id)
 	check "$V4 took id $id3 ($id4)" [ "$id3" = "$id4" ] || return 1
-	j=$(c -j stats)
+	j=$(ctl -j stats)
 	check "$V4 counts from zero: $(jq -c --arg s $V4 '.services[] | select(.service == $s)' <<<"$j")" \
 		jq -e --arg s $V4 '[.services[] | select(.service == $s) | .packets] == [0]' <<<"$j" >/dev/null || return 1
-	c service del $V4
+	ctl service del $V4
 }
 
 test_teardown() {
-	c shutdown --detach >/dev/null
-	lib_wait_for 5 bash -c "! kill -0 $D_PID 2>/dev/null" || return 1
-	D_PID=
+	ctl shutdown --detach >/dev/null
+	lib_wait_for 5 bash -c "! kill -0 $CHLBD_PID 2>/dev/null" || return 1
+	CHLBD_PID=
 }
 
 lib_run

@@ -20,21 +20,6 @@ lib_require_e2e
 topo_build 5
 chlbd_start xdp || die "chlbd did not start"
 
-# churn_start NAME [ADDR]: open/request/close in the background until churn_stop.
-churn_start() {
-	lib_bg "$1" ip netns exec "$NS_C" "$CLIENT_BIN" churn -t "${2:-$VIP4}" -d 600 -k 24 -q -T 3000
-	eval "CHURN_PID_$1=$LIB_LASTPID"
-}
-
-# churn_stop NAME: stop it (in-flight exchanges finish) and wait for its report.
-churn_stop() {
-	local pid
-	eval "pid=\$CHURN_PID_$1"
-	# ip netns exec execs the client: the pid is the client's.
-	kill -USR1 "$pid"
-	lib_wait_for 10 grep -q '^summary ' "$LIB_DIR/$1.log" || diag "churn $1 did not report"
-}
-
 # held_ok NAME: every round so far: all answered, none moved.
 held_ok() {
 	local f=$LIB_DIR/$1.log
@@ -117,7 +102,7 @@ churn() {
 	# retransmissions (chlb-client prints them even with -q), then the swaps
 	# chlbd made in the 2 s before it
 	grep -E '^fail(cause)? ' "$LIB_DIR/$cl.log" | sed 's/^/# /'
-	swaps_before_fails "$LIB_DIR/$cl.log" "$LIB_DIR/chlbd.$CHLBD_STARTS.log" | sed 's/^/# /'
+	swaps_before_fails "$LIB_DIR/$cl.log" "$CHLBD_LOG" | sed 's/^/# /'
 	# the data plane's verdicts over the run: what a failure went through
 	ctl stats 2>/dev/null | awk '/^global:/ { g = 1; next } g && (!/^ / || /PACKETS/) { exit } g' |
 		tr -s ' ' | tr '\n' ' ' | sed 's/^/# verdicts:/; s/$/\n/'
@@ -125,7 +110,7 @@ churn() {
 	# A budget of one failed connection per 500k, stated in the README
 	# (Limits): the single resets once seen here (1 in 1-4M) were the
 	# backends' TCP racing itself when veth delivered one flow on both CPUs,
-	# which topo_backend_napi (tests/lib.sh) now prevents. A steering bug
+	# which topo_backend_napi (tests/lib/topo.sh) now prevents. A steering bug
 	# fails thousands.
 	check "failed connections within 1 per 500k ($fails of $total)" \
 		[ "$fails" -le $((total / 500000)) ] || rc=1

@@ -29,18 +29,10 @@
 
 HELD=${HELD:-300}             # idle connections per case
 HISTORY_MS=${HISTORY_MS:-1000} # chlbd --history-ms: short, so waiting past it is cheap
-FLOOD_BIN=$BUILD/tests/tools/chlb-flood
-CONN_BIN=$BUILD/tests/tools/chlb-conn
 
 lib_require_e2e
 
-# Private copies of this suite's own tools too (lib_require_bins copies the
-# shared ones): a rebuild while the suite runs must not swap them.
-for v in FLOOD_BIN CONN_BIN; do
-	[ -x "${!v}" ] || die "missing ${!v} (run make all)"
-	cp "${!v}" "$LIB_DIR/bin/" || die "couldn't copy ${!v}"
-	printf -v "$v" '%s' "$LIB_DIR/bin/$(basename "${!v}")"
-done
+lib_require_bins "$FLOOD_BIN" "$CONN_BIN"
 
 topo_build 12
 # A queue on the client's veth: without one, a veth drops what its peer's
@@ -83,7 +75,7 @@ drain() { be set "$1" weight 0; }
 remove() { be del "$1"; }
 
 # ---- held connections ----
-# open_held NAME N: N idle connections (tests/lib.sh hold_start), all answered.
+# open_held NAME N: N idle connections (tests/lib/traffic.sh hold_start), all answered.
 open_held() {
 	hold_start "$1" 4 "$2" || return 1
 	check "all $2 connections of $1 opened ($(summary_field "$LIB_DIR/$1.r0" ok) answered)" \
@@ -210,23 +202,6 @@ held_with_entry() {
 		wc -l
 }
 
-# tx_dropped: frames the client's veth dropped (a flood must arrive whole).
-tx_dropped() { ip -n "$NS_C" -j -s link show eth0 | jq '.[0].stats64.tx.dropped'; }
-
-# flood ARGS...: chlb-flood in the client namespace; every packet handed to
-# the device and none dropped there. Prints what it sent.
-flood() {
-	local d0 d1 out
-	d0=$(tx_dropped)
-	out=$(ip netns exec "$NS_C" "$FLOOD_BIN" -t "$VIP4" "$@") || {
-		diag "chlb-flood $*: $out"
-		return 1
-	}
-	d1=$(tx_dropped)
-	diag "chlb-flood $*: $out, $((d1 - d0)) dropped by the client's veth"
-	[ $((d1 - d0)) = 0 ]
-}
-
 # ---- 1. idle across a burst ----
 # 3 -> 12 backends one add at a time, then drain (weight 0) and remove b3..b10
 # down to b1 b2 b11 b12: 25 changes. b3 is an original backend, so about a
@@ -292,7 +267,7 @@ test_drain_survives_changes_maglev() { run_case drained maglev; }
 
 # ---- 4. spoofed SYNs, and a real reuse of a 5-tuple ----
 # An off-path sender that knows the client's address sends one SYN for
-# every port of its local range (10000-65000, tests/lib.sh), so also for
+# every port of its local range (10000-65000, tests/lib/topo.sh), so also for
 # every held connection: before any change, after one (idle for 3 s, past
 # the window), and after two more. Each connection whose SYN is spoofed
 # must stay where it is: the SYN follows its entry (counted as syn_kept).
@@ -323,12 +298,6 @@ spoofed_syns() {
 test_spoofed_syns_ring() { run_case spoofed_syns ring; }
 test_spoofed_syns_jump() { run_case spoofed_syns jump; }
 test_spoofed_syns_maglev() { run_case spoofed_syns maglev; }
-
-# conn_from SPORT fin|rst: one connection from SPORT, closed by FIN or RST;
-# prints the backend that answered (empty if it failed).
-conn_from() {
-	ip netns exec "$NS_C" "$CONN_BIN" -t "$VIP4" -s "$1" -c "$2" | awk '$1 == "conn" { print $4 }'
-}
 
 # The client closed its connection (FIN, or RST by SO_LINGER 0); the same
 # 5-tuple's next SYN is a new connection and goes where the current table

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The shell suites' runner: run id and scratch directory, TAP output, the
+# registry of everything a run creates and its removal (on exit, on failure,
+# on Ctrl-C), background processes, polling. Sourced first by tests/lib.sh;
+# needs nothing else, and knows nothing of chlb.
+#
+# Output is TAP ("1..N", "ok N - name # 1.2s", "not ok N - name # 1.2s")
+# plus a closing "# N passed, N failed" line; lib_run's status is 0 only if
+# every test passed. Everything a run creates is named with one 4-hex-digit
+# run id ($LIB_ID) and registered here (LIB_PIDS, LIB_NS, LIB_PINS, LIB_DIR);
+# the EXIT/INT/TERM trap removes all of it, also when a test fails or the
+# suite is interrupted.
+set -u
+LIB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$LIB_ROOT/$BUILD ;; esac
+LIB_ID=$(printf '%04x' $(((RANDOM << 1 ^ $$) & 0xffff)))
+LIB_DIR=$(mktemp -d "/tmp/chlb-test-$LIB_ID.XXXX")
+LIB_NS=()   # network namespaces we created (topo.sh: lib_ns_add)
+LIB_PINS=() # bpffs directories we created (daemon.sh: lib_pindir)
+LIB_PIDS=() # background processes we started (lib_bg)
+LIB_BIN_VARS=() # variables naming binaries lib_require_bins copies (each module adds its own)
+
+# ---- messages and checks ----
+diag() { printf '# %s\n' "$*"; }
+die() {
+	echo "Bail out! $*"
+	exit 1
+}
+
+# check DESCRIPTION CMD...: run CMD; on failure say what was expected.
+check() {
+	local what=$1
+	shift
+	if "$@"; then return 0; fi
+	diag "check failed: $what"
+	return 1
+}
+
+# nogrep ARGS...: grep finds nothing.
+nogrep() { ! grep "$@"; }
+
+# ---- cleanup ----
+# Processes first (TERM, 0.2 s, KILL, reaped), with every process still in
+# a namespace of ours; then the namespaces, the pin directories (only ever
+# below /sys/fs/bpf) and the scratch directory.
+lib_cleanup() {
+	local pid ns d
+	# Ignore INT/TERM from here on: a second Ctrl-C must not cut the cleanup short.
+	trap "" INT TERM
+	trap - EXIT
+	for pid in "${LIB_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for ns in "${LIB_NS[@]}"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -TERM "$pid" 2>/dev/null
+		done
+	done
+	sleep 0.2
+	for pid in "${LIB_PIDS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	for ns in "${LIB_NS[@]}"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$pid" 2>/dev/null
+		done
+		ip netns del "$ns" 2>/dev/null
+	done
+	for d in "${LIB_PINS[@]}"; do
+		case $d in /sys/fs/bpf/?*) rm -rf "$d" ;; esac
+	done
+	rm -rf "$LIB_DIR"
+}
+trap 'lib_cleanup' EXIT
+trap 'lib_cleanup; exit 130' INT
+trap 'lib_cleanup; exit 143' TERM
+
+# ---- processes ----
+# lib_bg NAME CMD...: start CMD in the background, output in $LIB_DIR/NAME.log;
+# the pid is registered for cleanup and left in $LIB_LASTPID.
+lib_bg() {
+	local name=$1
+	shift
+	"$@" >"$LIB_DIR/$name.log" 2>&1 &
+	LIB_LASTPID=$!
+	LIB_PIDS+=("$LIB_LASTPID")
+}
+
+# lib_stop PID [SIGNAL]: signal a process started by lib_bg (TERM by default),
+# give it 5 s to exit, then KILL it, and reap it.
+lib_stop() {
+	kill "-${2:-TERM}" "$1" 2>/dev/null
+	for _ in $(seq 50); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# lib_wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds.
+lib_wait_for() {
+	local deadline=$(($(date +%s%N) + $1 * 1000000000))
+	shift
+	until "$@" 2>/dev/null; do
+		[ "$(date +%s%N)" -lt "$deadline" ] || return 1
+		sleep 0.1
+	done
+}
+
+# lib_wait_up NAME CMD...: wait (10 s at most) until CMD succeeds, e.g. a
+# daemon started by `lib_bg NAME` answers; if it never does, show the tail of
+# NAME's log and fail.
+lib_wait_up() {
+	local name=$1
+	shift
+	lib_wait_for 10 "$@" && return 0
+	diag "$name did not come up; its log:"
+	sed 's/^/#   /' "$LIB_DIR/$name.log" | tail -20
+	return 1
+}
+
+# ---- preconditions ----
+# lib_require_bins PATH...: every path must exist (built by `make all`).
+# The run then uses private copies of every binary a module registered in
+# LIB_BIN_VARS (those that exist), so a rebuild while it runs (parallel
+# development) cannot swap a binary under it. Calling it again copies
+# nothing twice.
+lib_require_bins() {
+	local f v
+	for f in "$@"; do
+		[ -x "$f" ] || [ -f "$f" ] || die "missing $f (run make all)"
+	done
+	mkdir -p "$LIB_DIR/bin"
+	for v in "${LIB_BIN_VARS[@]}"; do
+		f=${!v}
+		[ -f "$f" ] || continue
+		case $f in "$LIB_DIR/bin/"*) continue ;; esac
+		cp "$f" "$LIB_DIR/bin/" || die "couldn't copy $f"
+		printf -v "$v" '%s' "$LIB_DIR/bin/$(basename "$f")"
+	done
+}
+
+# ---- runner ----
+LIB_PASSED=0
+LIB_FAILED=0
+
+# lib_run [TEST...]: the plan, then every test_* function of the suite in
+# file order (or the TESTS given; ONLY="test_a test_b" in the environment
+# overrides both, while developing a suite), then the summary line.
+lib_run() {
+	local tests=("$@") t n=0
+	if [ ${#tests[@]} -eq 0 ]; then
+		mapfile -t tests < <(grep -oE '^test_[A-Za-z0-9_]+ *\(\)' "$0" | sed 's/ *()//')
+	fi
+	if [ -n "${ONLY:-}" ]; then
+		read -r -a tests <<<"$ONLY"
+	fi
+	echo "1..${#tests[@]}"
+	for t in "${tests[@]}"; do
+		n=$((n + 1))
+		lib_run_test "$n" "$t"
+	done
+	echo "# $LIB_PASSED passed, $LIB_FAILED failed"
+	[ $LIB_FAILED -eq 0 ]
+}
+
+# lib_run_test N TEST: run the function TEST in this shell (what it
+# registers is cleaned up at exit), report "ok N" or "not ok N" with its time.
+lib_run_test() {
+	local t0 rc
+	t0=$(date +%s.%N)
+	"$2"
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "ok $1 - $2 # $(lib_elapsed "$t0")s"
+		LIB_PASSED=$((LIB_PASSED + 1))
+	else
+		echo "not ok $1 - $2 # $(lib_elapsed "$t0")s"
+		LIB_FAILED=$((LIB_FAILED + 1))
+	fi
+}
+
+# lib_elapsed T0: seconds since T0 (date +%s.%N), one decimal.
+lib_elapsed() {
+	awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'
+}
