@@ -348,7 +348,7 @@ static void failure_keeps_old(void **unused)
 	change(rt, &st, "backend add 10.0.0.10:80/tcp 10.1.0.2");
 	before = F.view;
 	F.fail_write = 1;
-	assert_int_equal(change(rt, &st, "backend add 10.0.0.10:80/tcp 10.1.0.3"), -1);
+	assert_int_equal(change(rt, &st, "backend add 10.0.0.10:80/tcp 10.1.0.3"), -EIO);
 	assert_memory_equal(&before, &F.view, sizeof(before));
 	/* the state reverted to what serves */
 	assert_int_equal(chlb_state_find(&st, &st.svc[0].vip)->nbe, 1);
@@ -554,7 +554,7 @@ static void failed_removal_keeps_backend(void **unused)
 		    "backend add " SA " 10.1.0.3\n");
 	s = be_slot(rt, SA, "10.1.0.3");
 	F.fail_write = 1;
-	assert_int_equal(change(rt, &st, "backend del " SA " 10.1.0.3"), -1);
+	assert_int_equal(change(rt, &st, "backend del " SA " 10.1.0.3"), -EIO);
 	F.fail_write = 0;
 	assert_int_equal(F.be[s].state, CHLB_BE_LIVE);
 	/* and the next change, which does remove it, marks it DEAD */

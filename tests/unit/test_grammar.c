@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The command grammar: every statement form, and every class of bad input
  * with the token its message must name. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -188,12 +189,12 @@ static void limits(void **st)
 
 	memset(line, 'a', sizeof(line) - 1);
 	line[sizeof(line) - 1] = '\0';
-	assert_int_equal(chlb_parse_line(line, &c, err, sizeof(err)), -1);
+	assert_int_equal(chlb_parse_line(line, &c, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "too long"));
 	strcpy(line, "service add 10.0.0.1:1/tcp");
 	for (int i = 0; i < 40; i++)
 		strcat(line, " x");
-	assert_int_equal(chlb_parse_line(line, &c, err, sizeof(err)), -1);
+	assert_int_equal(chlb_parse_line(line, &c, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "too many tokens"));
 }
 

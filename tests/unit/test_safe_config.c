@@ -161,14 +161,15 @@ static void error_classes(void **unused)
 		{ "backend set " A " 10.1.0.77 weight 5", -ENOENT, "no such backend" },
 		{ "backend del " A " 10.1.0.77", -ENOENT, "no such backend" },
 		{ "service del 10.0.0.99:80/tcp", -ENOENT, "no such service" },
-		{ "service add 10.0.0.11:80/tcp algo maglev table 65536", -1, "must be prime" },
-		{ "service set " A " algo maglev table 2", -1, "must be larger than" },
+		{ "service add 10.0.0.11:80/tcp algo maglev table 65536", -EINVAL,
+		  "must be prime" },
+		{ "service set " A " algo maglev table 2", -EINVAL, "must be larger than" },
 		{ "backend add " A " 2001:db8::9", 0, "" },
 		{ "service add 10.0.0.12:80/tcp fwd l2dsr\nbackend add 10.0.0.12:80/tcp "
 		  "2001:db8::9",
-		  -1, "fwd l2dsr needs an IPv4 backend" },
-		{ "service add 10.0.0.12/tcp", -1, "'10.0.0.12:0/tcp'" },
-		{ "service add 10.0.0.12:80/tcp vnodes 0", -1, "'0'" },
+		  -EINVAL, "fwd l2dsr needs an IPv4 backend" },
+		{ "service add 10.0.0.12/tcp", -EINVAL, "'10.0.0.12:0/tcp'" },
+		{ "service add 10.0.0.12:80/tcp vnodes 0", -EINVAL, "'0'" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -182,7 +183,7 @@ static void error_classes(void **unused)
 		if (rc != cases[i].rc || !strstr(err, cases[i].msg))
 			fail_msg("'%s': %d '%s', want %d '%s'", cases[i].change, rc, err,
 				 cases[i].rc, cases[i].msg);
-		assert_int_equal(chlb_state_bad_value(rc), rc == -1);
+		assert_int_equal(chlb_state_bad_value(rc), rc == -EINVAL);
 		chlb_state_free(&st);
 	}
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Desired state: validation rules, text round trip, atomic files. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -187,7 +188,7 @@ static void bad_line_applies_nothing(void **unused)
 					      "service add 10.0.0.1:80/tcp\n"
 					      "backend add 10.0.0.1:80/tcp 10.1.0.1 weight 20000\n",
 					      "f.conf", err, sizeof(err)),
-			 -1);
+			 -EINVAL);
 	assert_non_null(strstr(err, "f.conf:2: '20000'"));
 	chlb_state_free(&st);
 }
@@ -223,7 +224,7 @@ static void files(void **unused)
 	f = fopen(prevp, "w");
 	fputs("service add 10.0.0.1:80/tcp\n", f);
 	fclose(f);
-	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -1);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -EBADMSG);
 	unlink(path);
 	unlink(prevp);
 	rmdir(dir);
@@ -348,12 +349,12 @@ static void safe_files(void **unused)
 	assert_int_equal(b.nsvc, a.nsvc + 1);
 	/* group- or world-writable: refused, for writing and for reading */
 	assert_int_equal(chmod(dir, 0777), 0);
-	assert_int_equal(chlb_state_save_file(&a, path, err, sizeof(err)), -1);
+	assert_int_equal(chlb_state_save_file(&a, path, err, sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "writable by others"));
-	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -1);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "writable by others"));
 	assert_int_equal(chmod(dir, 0770), 0);
-	assert_int_equal(chlb_state_save_file(&a, path, err, sizeof(err)), -1);
+	assert_int_equal(chlb_state_save_file(&a, path, err, sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "writable by its group"));
 	assert_int_equal(chmod(dir, 0700), 0);
 	/* both copies bad: the message names both; with the state file gone, .prev */
@@ -364,10 +365,10 @@ static void safe_files(void **unused)
 	f = fopen(tmp, "w");
 	fputs("junk\n", f);
 	fclose(f);
-	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -1);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -EBADMSG);
 	assert_non_null(strstr(err, "remove both files"));
 	unlink(path);
-	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -1);
+	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), -EBADMSG);
 	assert_non_null(strstr(err, "is missing and its last good copy"));
 	unlink(tmp);
 	assert_int_equal(chlb_state_load_file(&b, path, &prev, err, sizeof(err)), 0);

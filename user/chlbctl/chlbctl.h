@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <json-c/json.h>
+#include "base/err.h"
 
 /* Exit codes (documented in `chlbctl help`, docs/chlbctl.8 and docs/operations.md). */
 enum chlbctl_exit {

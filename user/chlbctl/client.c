@@ -114,7 +114,7 @@ int ctl_request(const char *text, json_object **reply)
 			close(fd);
 		if (rc == -ETIMEDOUT)
 			return timed_out();
-		p_err("couldn't connect to chlbd at '%s': %s (%d)", ctl.socket, strerror(-rc), rc);
+		p_err("couldn't connect to chlbd at '%s': %s", ctl.socket, chlb_strerror(rc));
 		return CHLBCTL_EXIT_UNREACHABLE;
 	}
 	rc = send_all(fd, text, strlen(text));

@@ -19,7 +19,7 @@ static int dev_index(const char *dev)
 	int ifindex = if_nametoindex(dev);
 
 	if (!ifindex)
-		p_err("no interface '%s': %s (-%d)", dev, strerror(errno), errno);
+		p_err("no interface '%s': %s", dev, chlb_strerror(-errno));
 	return ifindex;
 }
 
@@ -50,8 +50,7 @@ static int decap_attach(int argc, char **argv)
 		return CHLBCTL_EXIT_FAIL;
 	err = chlb_decap_attach(ifindex);
 	if (err) {
-		p_err("couldn't attach the decap program on '%s': %s (%d)", argv[0], strerror(-err),
-		      err);
+		p_err("couldn't attach the decap program on '%s': %s", argv[0], chlb_strerror(err));
 		return CHLBCTL_EXIT_FAIL;
 	}
 	p_done(argv[0], "attached");
@@ -69,8 +68,8 @@ static int decap_detach(int argc, char **argv)
 		return CHLBCTL_EXIT_FAIL;
 	err = chlb_decap_detach(ifindex);
 	if (err) {
-		p_err("couldn't detach the decap program from '%s': %s (%d)", argv[0],
-		      err == -ENOENT ? "none attached" : strerror(-err), err);
+		p_err("couldn't detach the decap program from '%s': %s", argv[0],
+		      err == -ENOENT ? "none attached" : chlb_strerror(err));
 		return CHLBCTL_EXIT_FAIL;
 	}
 	p_done(argv[0], "detached");
@@ -88,7 +87,7 @@ static int decap_show(int argc, char **argv)
 		return CHLBCTL_EXIT_FAIL;
 	on = chlb_decap_query(ifindex);
 	if (on < 0) {
-		p_err("couldn't query TC filters on '%s': %s (%d)", argv[0], strerror(-on), on);
+		p_err("couldn't query TC filters on '%s': %s", argv[0], chlb_strerror(on));
 		return CHLBCTL_EXIT_FAIL;
 	}
 	p_done(argv[0], on ? "attached" : "detached");

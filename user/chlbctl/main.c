@@ -13,26 +13,42 @@
 
 #include "chlbctl.h"
 #include "client.h"
+#include "config/grammar_table.h"
 
 static const struct chlbctl_cmd cmds[] = {
 	{ "help", do_help, "this text" },
 	{ "sim", do_sim, "balance and disruption planner (no daemon needed)" },
 	{ "decap", do_decap, "attach|detach|show DEV: backend-side ipip decap (no daemon needed)" },
-	{ "service", do_service, "add|set|del|list: services (VIPs)" },
-	{ "backend", do_backend, "add|set|del|list: a service's backends" },
-	{ "stats", do_stats, "[--watch [SECONDS]] [--reset]: counters; rates with --watch" },
-	{ "which", do_which, "SRC:PORT DST:PORT tcp|udp: where a flow goes, and why" },
-	{ "conns", do_conns, "[VIP] [--backend ADDR] [--json]: the connection table (entries)" },
+	{ "service", do_service, "services (VIPs)" },
+	{ "backend", do_backend, "a service's backends" },
+	{ "stats", do_stats, "counters; rates with --watch" },
+	{ "which", do_which, "where a flow goes, and why" },
+	{ "conns", do_conns, "the connection table (entries)" },
 	{ "save", do_save, "print the state in the grammar (input for apply -f)" },
-	{ "apply", do_apply, "-f FILE [--dry-run]: converge to FILE, atomically" },
-	{ "batch", do_batch, "-f FILE|- [--dry-run]: several changes as one transaction" },
-	{ "shutdown", do_shutdown, "[--detach]: stop chlbd (--detach: also detach, unpin)" },
+	{ "apply", do_apply, "converge to a config file, atomically" },
+	{ "batch", do_batch, "several changes as one transaction" },
+	{ "shutdown", do_shutdown, "stop chlbd" },
 	{ "version", do_version, "this build's version and BPF build id, and the running chlbd's" },
 	{ NULL, NULL, NULL },
 };
 
+/* help --man SECTION: a generated section of the man pages (grammar_table.h; make grammar-docs) */
+static int help_man(int argc, char **argv)
+{
+	if (argc != 2 || chlb_grammar_man(stdout, argv[1])) {
+		fprintf(stderr, "usage: chlbctl help --man SECTION; the sections:");
+		for (const char *const *s = chlb_grammar_man_sections; *s; s++)
+			fprintf(stderr, " %s", *s);
+		fprintf(stderr, "\n");
+		return CHLBCTL_EXIT_USAGE;
+	}
+	return CHLBCTL_EXIT_OK;
+}
+
 int do_help(int argc, char **argv)
 {
+	if (argc >= 1 && !strcmp(argv[0], "--man"))
+		return help_man(argc, argv);
 	printf("Usage: chlbctl [OPTIONS] OBJECT COMMAND [ARGS] [OPTIONS]\n\n"
 	       "Options (before the command or among its words, as bpftool takes them):\n"
 	       "  -j, --json          JSON output; errors as {\"error\": \"...\", \"kind\": ...}\n"

@@ -115,7 +115,7 @@ static int mount_locked(const char *mnt, const char *pin_dir)
 
 	if (fd < 0 || flock(fd, LOCK_EX)) {
 		rc = -errno;
-		pr_err("bpffs: couldn't lock '%s': %s (%d)", mnt, strerror(-rc), rc);
+		pr_err("bpffs: couldn't lock '%s': %s", mnt, chlb_strerror(rc));
 		if (fd >= 0)
 			close(fd);
 		return rc;
@@ -132,7 +132,7 @@ static int mount_locked(const char *mnt, const char *pin_dir)
 	}
 	if (mount("bpf", mnt, "bpf", 0, "mode=0700")) {
 		rc = -errno;
-		pr_err("bpffs: couldn't mount a bpffs on '%s': %s (%d)", mnt, strerror(-rc), rc);
+		pr_err("bpffs: couldn't mount a bpffs on '%s': %s", mnt, chlb_strerror(rc));
 		goto out;
 	}
 	pr_info("bpffs: none was mounted for pin directory %s: mounted one on %s", pin_dir, mnt);
@@ -160,7 +160,7 @@ int chlbd_bpffs_ensure(const char *pin_dir)
 	}
 	rc = chlb_mkdir_p(mnt, 0755, 0755);
 	if (rc) {
-		pr_err("bpffs: couldn't create '%s': %s (%d)", mnt, strerror(-rc), rc);
+		pr_err("bpffs: couldn't create '%s': %s", mnt, chlb_strerror(rc));
 		return rc;
 	}
 	return mount_locked(mnt, pin_dir);

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <syslog.h>
 #include <json-c/json.h>
+#include "base/err.h"
 #include "engine/apply.h"
 #include "dp/dp.h"
 #include "config/state.h"

@@ -265,8 +265,8 @@ char *view_conns(const struct chlb_cmd *c)
 	if (!rc)
 		rc = chlb_dp_conn_size(D.dp, &size, NULL);
 	if (rc) {
-		snprintf(msg, sizeof(msg), "couldn't read the connection table: %s (%d)",
-			 strerror(-rc), rc);
+		snprintf(msg, sizeof(msg), "couldn't read the connection table: %s",
+			 chlb_strerror(rc));
 		chlb_ct_tally_free(&w.t);
 		free(list);
 		return chlbd_reply(chlbd_jerr(msg));

@@ -251,12 +251,11 @@ static int join_netns(const char *name)
 	snprintf(path, sizeof(path), "/var/run/netns/%s", name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		pr_err("couldn't open netns '%s' (%s): %s (-%d)", name, path, strerror(errno),
-		       errno);
+		pr_err("couldn't open netns '%s' (%s): %s", name, path, chlb_strerror(-errno));
 		return -1;
 	}
 	if (setns(fd, CLONE_NEWNET)) {
-		pr_err("couldn't join netns '%s': %s (-%d)", name, strerror(errno), errno);
+		pr_err("couldn't join netns '%s': %s", name, chlb_strerror(-errno));
 		close(fd);
 		return -1;
 	}
@@ -443,8 +442,8 @@ static void finish_resize(void)
 		return;
 	rc = chlb_dp_conns_resize_finish(D.dp);
 	if (rc)
-		pr_warn("connection table: copying the entries written during the restart: %s (%d)",
-			strerror(-rc), rc);
+		pr_warn("connection table: copying the entries written during the restart: %s",
+			chlb_strerror(rc));
 	chlb_dp_conns_resized(D.dp, &rs);
 	pr_info("connection table resized from %u to %u entries (--ct-size): %llu of %llu "
 		"entries copied, %llu more written during the restart",
@@ -516,12 +515,12 @@ static int lock_pin_dir(const char *dir)
 	D.made_pin_dir = access(dir, F_OK) != 0;
 	fd = chlb_mkdir_p(dir, 0755, 0700);
 	if (fd) {
-		pr_err("couldn't create pin directory '%s': %s (%d)", dir, strerror(-fd), fd);
+		pr_err("couldn't create pin directory '%s': %s", dir, chlb_strerror(fd));
 		return -1;
 	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
-		pr_err("couldn't open pin directory '%s': %s (-%d)", dir, strerror(errno), errno);
+		pr_err("couldn't open pin directory '%s': %s", dir, chlb_strerror(-errno));
 		return -1;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
@@ -623,8 +622,7 @@ static int start(struct chlb_state *next)
 	if (D.pid_file) {
 		rc = chlbd_pidfile_write(D.pid_file);
 		if (rc) {
-			pr_err("couldn't write pid file '%s': %s (%d)", D.pid_file, strerror(-rc),
-			       rc);
+			pr_err("couldn't write pid file '%s': %s", D.pid_file, chlb_strerror(rc));
 			return -1;
 		}
 	}
@@ -633,13 +631,13 @@ static int start(struct chlb_state *next)
 		(double)(chlb_now_ns() - D.started_ns) / 1e6);
 	rc = chlbd_daemon_ready();
 	if (rc) {
-		pr_err("daemonizing: %s (%d)", strerror(-rc), rc);
+		pr_err("daemonizing: %s", chlb_strerror(rc));
 		return -1;
 	}
 	/* systemd (Type=notify): started; 0 without NOTIFY_SOCKET */
 	rc = sd_notifyf(0, "READY=1\nSTATUS=serving %u services", D.state.nsvc);
 	if (rc < 0)
-		pr_warn("couldn't notify systemd (NOTIFY_SOCKET): %s (%d)", strerror(-rc), rc);
+		pr_warn("couldn't notify systemd (NOTIFY_SOCKET): %s", chlb_strerror(rc));
 	return 0;
 }
 
@@ -678,7 +676,7 @@ int main(int argc, char **argv)
 		return 2;
 	rc = chlbd_absolute_paths();
 	if (rc) {
-		pr_err("paths: %s (%d)", strerror(-rc), rc);
+		pr_err("paths: %s", chlb_strerror(rc));
 		return 1;
 	}
 	if (D.netns && join_netns(D.netns))
@@ -686,7 +684,7 @@ int main(int argc, char **argv)
 	/* daemon mode: fork now, before any fd exists (daemon.c says why) */
 	rc = D.foreground ? 0 : chlbd_daemon_fork();
 	if (rc) {
-		pr_err("daemonizing: %s (%d)", strerror(-rc), rc);
+		pr_err("daemonizing: %s", chlb_strerror(rc));
 		return 1;
 	}
 	chlb_state_init(&next);

@@ -136,7 +136,7 @@ int metrics_open(void)
 	fd = socket(m_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(fd, (struct sockaddr *)&m_addr, m_addrlen) || listen(fd, 64)) {
-		pr_err("metrics: couldn't listen on %s: %s (-%d)", m_name, strerror(errno), errno);
+		pr_err("metrics: couldn't listen on %s: %s", m_name, chlb_strerror(-errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;

@@ -87,7 +87,7 @@ static int walk(struct scrape *s)
 	s->have_t = true;
 	rc = conns_tally_walk(&s->t);
 	if (rc)
-		pr_warn("metrics: couldn't walk the connection table: %s (%d)", strerror(-rc), rc);
+		pr_warn("metrics: couldn't walk the connection table: %s", chlb_strerror(rc));
 	s->have_ct = !rc;
 	return 0;
 }

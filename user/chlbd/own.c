@@ -95,8 +95,8 @@ int own_lock_beside(const char *path, const char *what)
 		snprintf(lock, sizeof(lock), "%s", path);
 	}
 	if (fd < 0) {
-		pr_err("couldn't open the lock file '%s' of the %s: %s (-%d)", lock, what,
-		       strerror(errno), errno);
+		pr_err("couldn't open the lock file '%s' of the %s: %s", lock, what,
+		       chlb_strerror(-errno));
 		return -1;
 	}
 	if (!flock(fd, LOCK_EX | LOCK_NB)) {

@@ -93,7 +93,7 @@ static int remove_stale(const char *path, const struct sockaddr_un *sa)
 	if (lstat(path, &st)) {
 		if (errno == ENOENT)
 			return 0;
-		pr_err("socket path '%s': %s (-%d)", path, strerror(errno), errno);
+		pr_err("socket path '%s': %s", path, chlb_strerror(-errno));
 		return -1;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
@@ -123,8 +123,7 @@ static int remove_stale(const char *path, const struct sockaddr_un *sa)
 		return -1;
 	}
 	if (unlink(path) && errno != ENOENT) {
-		pr_err("couldn't remove the stale socket '%s': %s (-%d)", path, strerror(errno),
-		       errno);
+		pr_err("couldn't remove the stale socket '%s': %s", path, chlb_strerror(-errno));
 		return -1;
 	}
 	pr_debug("removed the stale socket '%s'", path);
@@ -160,7 +159,7 @@ int server_open(const char *path)
 	}
 	rc = chlb_mkdir_p(dirname(dup), 0755, 0755);
 	if (rc) {
-		pr_err("couldn't create the directory of '%s': %s (%d)", path, strerror(-rc), rc);
+		pr_err("couldn't create the directory of '%s': %s", path, chlb_strerror(rc));
 		free(dup);
 		return -1;
 	}
@@ -180,7 +179,7 @@ int server_open(const char *path)
 	else if (!r)
 		r = chmod(path, 0600);
 	if (r || listen(fd, 64)) {
-		pr_err("couldn't listen on '%s': %s (-%d)", path, strerror(errno), errno);
+		pr_err("couldn't listen on '%s': %s", path, chlb_strerror(-errno));
 		close(fd);
 		return -1;
 	}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Addresses and VIPs (see addr.h). */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,12 +14,12 @@ int chlb_parse_addr(const char *s, struct chlb_addr *a)
 
 	memset(a, 0, sizeof(*a));
 	if (len >= sizeof(buf))
-		return -1;
+		return -EINVAL;
 	if (len > 2 && s[0] == '[' && s[len - 1] == ']') {
 		memcpy(buf, s + 1, len - 2);
 		buf[len - 2] = '\0';
 		if (inet_pton(AF_INET6, buf, a->a) != 1)
-			return -1;
+			return -EINVAL;
 		a->family = CHLB_AF_INET6;
 		return 0;
 	}
@@ -30,7 +31,7 @@ int chlb_parse_addr(const char *s, struct chlb_addr *a)
 		a->family = CHLB_AF_INET6;
 		return 0;
 	}
-	return -1;
+	return -EINVAL;
 }
 
 const char *chlb_proto_name(__u8 proto)

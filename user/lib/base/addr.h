@@ -26,7 +26,7 @@ struct chlb_vip {
 	__u8 proto; /* IPPROTO_TCP / IPPROTO_UDP */
 };
 
-/* "10.1.0.2", "2001:db8::2", "[2001:db8::2]": 0, or -1 (not an address). */
+/* "10.1.0.2", "2001:db8::2", "[2001:db8::2]": 0, or -EINVAL (not an address). */
 int chlb_parse_addr(const char *s, struct chlb_addr *a);
 
 /* Canonical text (inet_ntop, v6 in brackets for VIPs); return buf. */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Option names (see algo.h). */
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 #include "base/algo.h"
@@ -37,7 +38,7 @@ static int value_of(const struct name_val *t, const char *name, __u8 *out)
 			return 0;
 		}
 	}
-	return -1;
+	return -EINVAL;
 }
 
 const char *chlb_algo_name(__u8 algo)

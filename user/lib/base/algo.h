@@ -37,7 +37,7 @@ const char *chlb_algo_name(__u8 algo);
 const char *chlb_fwd_name(__u8 fwd);
 const char *chlb_hash_name(__u8 hash);
 
-/* The value of a name: 0, or -1 when the name is unknown (*out untouched). */
+/* The value of a name: 0, or -EINVAL when the name is unknown (*out untouched). */
 int chlb_algo_parse(const char *name, __u8 *out);
 int chlb_fwd_parse(const char *name, __u8 *out);
 int chlb_hash_parse(const char *name, __u8 *out);

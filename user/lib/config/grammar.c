@@ -41,8 +41,8 @@ int chlb_tokenize(char *line, char **tok, int max, char *err, size_t errlen)
 		if (*p == '\0' || *p == '#')
 			break;
 		if (n == max)
-			return chlb_fail(err, errlen, "'%.32s': too many tokens (at most %d)", p,
-					 max);
+			return chlb_err(err, errlen, -E2BIG,
+					"'%.32s': too many tokens (at most %d)", p, max);
 		tok[n++] = p;
 		while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n' && *p != '#')
 			p++;
@@ -62,7 +62,7 @@ static int parse_u32(const char *s, __u32 lo, __u32 hi, __u32 *out)
 	__u64 v;
 
 	if (strlen(s) > 10 || chlb_parse_u64(s, 10, lo, hi, &v))
-		return -1;
+		return -EINVAL;
 	*out = (__u32)v;
 	return 0;
 }
@@ -74,7 +74,7 @@ static int parse_proto(const char *s, __u8 *proto)
 	else if (!strcmp(s, "udp"))
 		*proto = IPPROTO_UDP;
 	else
-		return -1;
+		return -EINVAL;
 	return 0;
 }
 
@@ -91,33 +91,34 @@ static int split_hostport(const char *s, const char *shown, struct chlb_addr *a,
 		const char *rb = strchr(s, ']');
 
 		if (!rb)
-			return chlb_fail(err, errlen, "'%s': missing ']' after IPv6 address",
-					 shown);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': missing ']' after IPv6 address", shown);
 		if (rb[1] == ':')
 			colon = rb + 1;
 		else if (rb[1] != '\0')
-			return chlb_fail(err, errlen, "'%s': expected ':PORT' after ']'", shown);
+			return chlb_err(err, errlen, -EINVAL, "'%s': expected ':PORT' after ']'",
+					shown);
 		hlen = (size_t)(rb - s) + 1;
 	} else {
 		colon = strchr(s, ':');
 		if (colon && strchr(colon + 1, ':'))
-			return chlb_fail(err, errlen,
-					 "'%s': IPv6 %s must be in brackets: [ADDR]:PORT", s, what);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': IPv6 %s must be in brackets: [ADDR]:PORT", s, what);
 		hlen = colon ? (size_t)(colon - s) : strlen(s);
 	}
 	if (hlen == 0 || hlen >= sizeof(host))
-		return chlb_fail(err, errlen, "'%s': malformed address in %s", shown, what);
+		return chlb_err(err, errlen, -EINVAL, "'%s': malformed address in %s", shown, what);
 	memcpy(host, s, hlen);
 	host[hlen] = '\0';
 	if (chlb_parse_addr(host, a))
-		return chlb_fail(err, errlen, "'%s': malformed address '%s' in %s", shown, host,
-				 what);
+		return chlb_err(err, errlen, -EINVAL, "'%s': malformed address '%s' in %s", shown,
+				host, what);
 	if (colon) {
 		if (parse_u32(colon + 1, 0, 65535, port))
-			return chlb_fail(err, errlen, "'%s': malformed port '%s' (0-65535)", shown,
-					 colon + 1);
+			return chlb_err(err, errlen, -EINVAL, "'%s': malformed port '%s' (0-65535)",
+					shown, colon + 1);
 	} else if (need_port) {
-		return chlb_fail(err, errlen, "'%s': missing ':PORT' in %s", shown, what);
+		return chlb_err(err, errlen, -EINVAL, "'%s': missing ':PORT' in %s", shown, what);
 	}
 	return 0;
 }
@@ -131,22 +132,24 @@ int chlb_parse_vip(const char *s, struct chlb_vip *v, char *err, size_t errlen)
 
 	memset(v, 0, sizeof(*v));
 	if (!slash)
-		return chlb_fail(err, errlen, "'%s': malformed VIP, expected ADDR:PORT/tcp|udp", s);
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s': malformed VIP, expected ADDR:PORT/tcp|udp", s);
 	if (parse_proto(slash + 1, &v->proto))
-		return chlb_fail(err, errlen, "'%s': unknown protocol '%s' (expected tcp or udp)",
-				 s, slash + 1);
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s': unknown protocol '%s' (expected tcp or udp)", s, slash + 1);
 	len = (size_t)(slash - s);
 	if (len == 0 || len >= sizeof(buf))
-		return chlb_fail(err, errlen, "'%s': malformed VIP, expected ADDR:PORT/tcp|udp", s);
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s': malformed VIP, expected ADDR:PORT/tcp|udp", s);
 	memcpy(buf, s, len);
 	buf[len] = '\0';
 	if (split_hostport(buf, s, &v->addr, &port, false, err, errlen, "VIP"))
-		return -1;
+		return -EINVAL;
 	/* every port must be asked for: "10.0.0.10/tcp" is more likely a slip */
 	host_end = buf[0] == '[' ? strchr(buf, ']') : buf;
 	if (host_end && !strchr(host_end, ':'))
-		return chlb_fail(
-		    err, errlen,
+		return chlb_err(
+		    err, errlen, -EINVAL,
 		    "'%s': missing ':PORT' in VIP (every port of the address: '%s:0%s')", s, buf,
 		    slash);
 	v->port = (__u16)port;
@@ -161,53 +164,56 @@ static int parse_svc_opt(const char *key, const char *val, struct chlb_cmd *c, c
 
 	if (!strcmp(key, "algo")) {
 		if (chlb_algo_parse(val, &c->algo))
-			return chlb_fail(
-			    err, errlen,
+			return chlb_err(
+			    err, errlen, -EINVAL,
 			    "'%s': unknown algorithm (expected ring, jump, maglev or jtable)", val);
 		c->set |= CHLB_OPT_ALGO;
 	} else if (!strcmp(key, "vnodes")) {
 		if (parse_u32(val, 1, 65536, &v))
-			return chlb_fail(err, errlen, "'%s': vnodes out of range (1-65536)", val);
+			return chlb_err(err, errlen, -EINVAL, "'%s': vnodes out of range (1-65536)",
+					val);
 		c->vnodes = v;
 		c->set |= CHLB_OPT_VNODES;
 	} else if (!strcmp(key, "table")) {
 		if (parse_u32(val, 2, CHLB_MAGLEV_MAX_M, &v))
-			return chlb_fail(err, errlen, "'%s': table size out of range (2-%u)", val,
-					 CHLB_MAGLEV_MAX_M);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': table size out of range (2-%u)", val,
+					CHLB_MAGLEV_MAX_M);
 		c->table_size = v;
 		c->set |= CHLB_OPT_TABLE;
 	} else if (!strcmp(key, "fwd")) {
 		if (chlb_fwd_parse(val, &c->fwd))
-			return chlb_fail(err, errlen,
-					 "'%s': unknown forwarding mode (expected l2dsr or ipip)",
-					 val);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': unknown forwarding mode (expected l2dsr or ipip)",
+					val);
 		c->set |= CHLB_OPT_FWD;
 	} else if (!strcmp(key, "hash")) {
 		if (chlb_hash_parse(val, &c->hash))
-			return chlb_fail(err, errlen,
-					 "'%s': unknown hash fields (expected 5tuple or src)", val);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': unknown hash fields (expected 5tuple or src)", val);
 		c->set |= CHLB_OPT_HASH;
 	} else if (!strcmp(key, "mtu")) {
 		if (parse_u32(val, 0, 65535, &v) || (v && v < 576))
-			return chlb_fail(err, errlen, "'%s': mtu out of range (0 or 576-65535)",
-					 val);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': mtu out of range (0 or 576-65535)", val);
 		c->mtu = (__u16)v;
 		c->set |= CHLB_OPT_MTU;
 	} else if (!strcmp(key, "encap-src")) {
 		if (chlb_parse_addr(val, &c->encap_src))
-			return chlb_fail(err, errlen, "'%s': malformed address for encap-src", val);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': malformed address for encap-src", val);
 		c->set |= CHLB_OPT_ENCAP_SRC;
 	} else if (!strcmp(key, "buckets")) {
 		if (parse_u32(val, 1, CHLB_JUMP_MAX_BUCKETS, &v))
-			return chlb_fail(err, errlen, "'%s': buckets out of range (1-%u)", val,
-					 CHLB_JUMP_MAX_BUCKETS);
+			return chlb_err(err, errlen, -EINVAL, "'%s': buckets out of range (1-%u)",
+					val, CHLB_JUMP_MAX_BUCKETS);
 		c->buckets = v;
 		c->set |= CHLB_OPT_BUCKETS;
 	} else {
-		return chlb_fail(err, errlen,
-				 "'%s': unknown service option (expected algo, vnodes, table, fwd, "
-				 "hash, mtu, encap-src, force)",
-				 key);
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s': unknown service option (expected algo, vnodes, table, fwd, "
+				"hash, mtu, encap-src, force)",
+				key);
 	}
 	return 0;
 }
@@ -220,13 +226,13 @@ static int parse_bucket_list(const char *val, struct chlb_cmd *c)
 
 	if (strlen(val) >= sizeof(buf) || !*val || *val == ',' || val[strlen(val) - 1] == ',' ||
 	    strstr(val, ",,"))
-		return -1;
+		return -EINVAL;
 	strcpy(buf, val);
 	c->nbucket = 0;
 	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (c->nbucket == CHLB_BE_BUCKETS_MAX ||
 		    parse_u32(t, 0, CHLB_JUMP_MAX_BUCKETS - 1, &c->bucket[c->nbucket]))
-			return -1;
+			return -EINVAL;
 		c->nbucket++;
 	}
 	return c->nbucket ? 0 : -1;
@@ -239,19 +245,19 @@ static int parse_be_opt(const char *key, const char *val, struct chlb_cmd *c, ch
 
 	if (!strcmp(key, "weight")) {
 		if (parse_u32(val, 0, CHLB_WEIGHT_MAX, &v))
-			return chlb_fail(err, errlen, "'%s': weight out of range (0-%u)", val,
-					 CHLB_WEIGHT_MAX);
+			return chlb_err(err, errlen, -EINVAL, "'%s': weight out of range (0-%u)",
+					val, CHLB_WEIGHT_MAX);
 		c->weight = v;
 		c->set |= CHLB_OPT_WEIGHT;
 	} else if (!strcmp(key, "buckets")) {
 		if (parse_bucket_list(val, c))
-			return chlb_fail(err, errlen,
-					 "'%s': malformed bucket list (B1,B2,... each 0-%u)", val,
-					 CHLB_JUMP_MAX_BUCKETS - 1);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': malformed bucket list (B1,B2,... each 0-%u)", val,
+					CHLB_JUMP_MAX_BUCKETS - 1);
 		c->set |= CHLB_OPT_BUCKET;
 	} else {
-		return chlb_fail(err, errlen,
-				 "'%s': unknown backend option (expected weight or buckets)", key);
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s': unknown backend option (expected weight or buckets)", key);
 	}
 	return 0;
 }
@@ -267,7 +273,7 @@ static int parse_opts(int i, int ntok, char *const *tok, opt_fn fn, struct chlb_
 		/* a service's `force`: the one option without a value */
 		if (fn == parse_svc_opt && !strcmp(tok[i], "force")) {
 			if (c->set & CHLB_OPT_FORCE)
-				return chlb_fail(err, errlen, "'force': given twice");
+				return chlb_err(err, errlen, -EINVAL, "'force': given twice");
 			c->set |= CHLB_OPT_FORCE;
 			i--;
 			continue;
@@ -275,14 +281,14 @@ static int parse_opts(int i, int ntok, char *const *tok, opt_fn fn, struct chlb_
 		if (i + 1 >= ntok) {
 			/* let the option parser reject unknown keys first */
 			if (fn(tok[i], "", c, err, errlen) && strstr(err, "option (expected"))
-				return -1;
-			return chlb_fail(err, errlen, "'%s': missing value", tok[i]);
+				return -EINVAL;
+			return chlb_err(err, errlen, -EINVAL, "'%s': missing value", tok[i]);
 		}
 		before = c->set;
 		if (fn(tok[i], tok[i + 1], c, err, errlen))
-			return -1;
+			return -EINVAL;
 		if (before == c->set)
-			return chlb_fail(err, errlen, "'%s': option given twice", tok[i]);
+			return chlb_err(err, errlen, -EINVAL, "'%s': option given twice", tok[i]);
 	}
 	return 0;
 }
@@ -291,7 +297,8 @@ static int need(int i, int ntok, char *const *tok, const char *what, char *err, 
 {
 	if (i < ntok)
 		return 0;
-	return chlb_fail(err, errlen, "'%s %s': missing %s", tok[0], ntok > 1 ? tok[1] : "", what);
+	return chlb_err(err, errlen, -EINVAL, "'%s %s': missing %s", tok[0], ntok > 1 ? tok[1] : "",
+			what);
 }
 
 /* The verbs `service` and `backend` take, with the command each one means. */
@@ -318,17 +325,17 @@ static int parse_verb_vip(int ntok, char *const *tok, const struct obj_verbs *v,
 	const char *verb;
 
 	if (ntok < 2)
-		return chlb_fail(err, errlen, "'%s': missing command (add, set, del, list)",
-				 v->obj);
+		return chlb_err(err, errlen, -EINVAL, "'%s': missing command (add, set, del, list)",
+				v->obj);
 	verb = tok[1];
 	if (!strcmp(verb, "list")) {
 		c->kind = v->list;
 		if (ntok > 3)
-			return chlb_fail(err, errlen, "'%s': unexpected argument", tok[3]);
+			return chlb_err(err, errlen, -EINVAL, "'%s': unexpected argument", tok[3]);
 		if (ntok == 3) {
 			c->has_vip = true;
 			if (chlb_parse_vip(tok[2], &c->vip, err, errlen))
-				return -1;
+				return -EINVAL;
 		}
 		return 1;
 	}
@@ -339,11 +346,11 @@ static int parse_verb_vip(int ntok, char *const *tok, const struct obj_verbs *v,
 	else if (!strcmp(verb, "del"))
 		c->kind = v->del;
 	else
-		return chlb_fail(err, errlen,
-				 "'%s': unknown %s command (expected add, set, del, list)", verb,
-				 v->obj);
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s': unknown %s command (expected add, set, del, list)", verb,
+				v->obj);
 	if (need(2, ntok, tok, "VIP (ADDR:PORT/PROTO)", err, errlen))
-		return -1;
+		return -EINVAL;
 	c->has_vip = true;
 	return chlb_parse_vip(tok[2], &c->vip, err, errlen);
 }
@@ -353,10 +360,10 @@ static int parse_service(int ntok, char *const *tok, struct chlb_cmd *c, char *e
 	int rc = parse_verb_vip(ntok, tok, &service_verbs, c, err, errlen);
 
 	if (rc)
-		return rc < 0 ? -1 : 0;
+		return rc < 0 ? rc : 0;
 	if (c->kind == CHLB_CMD_SERVICE_DEL) {
 		if (ntok > 3)
-			return chlb_fail(err, errlen, "'%s': unexpected argument", tok[3]);
+			return chlb_err(err, errlen, -EINVAL, "'%s': unexpected argument", tok[3]);
 		return 0;
 	}
 	return parse_opts(3, ntok, tok, parse_svc_opt, c, err, errlen);
@@ -367,20 +374,21 @@ static int parse_backend(int ntok, char *const *tok, struct chlb_cmd *c, char *e
 	int rc = parse_verb_vip(ntok, tok, &backend_verbs, c, err, errlen);
 
 	if (rc)
-		return rc < 0 ? -1 : 0;
+		return rc < 0 ? rc : 0;
 	if (need(3, ntok, tok, "backend address", err, errlen))
-		return -1;
+		return -EINVAL;
 	if (chlb_parse_addr(tok[3], &c->backend))
-		return chlb_fail(err, errlen, "'%s': malformed backend address", tok[3]);
+		return chlb_err(err, errlen, -EINVAL, "'%s': malformed backend address", tok[3]);
 	if (c->kind == CHLB_CMD_BACKEND_DEL) {
 		if (ntok > 4)
-			return chlb_fail(err, errlen, "'%s': unexpected argument", tok[4]);
+			return chlb_err(err, errlen, -EINVAL, "'%s': unexpected argument", tok[4]);
 		return 0;
 	}
 	if (parse_opts(4, ntok, tok, parse_be_opt, c, err, errlen))
-		return -1;
+		return -EINVAL;
 	if (c->kind == CHLB_CMD_BACKEND_SET && !(c->set & CHLB_OPT_WEIGHT))
-		return chlb_fail(err, errlen, "'backend set': nothing to set (expected weight W)");
+		return chlb_err(err, errlen, -EINVAL,
+				"'backend set': nothing to set (expected weight W)");
 	return 0;
 }
 
@@ -392,16 +400,17 @@ static int parse_which(int ntok, char *const *tok, struct chlb_cmd *c, char *err
 
 	c->kind = CHLB_CMD_WHICH;
 	if (ntok != 4)
-		return chlb_fail(err, errlen, "'which': expected SRC:PORT DST:PORT tcp|udp");
+		return chlb_err(err, errlen, -EINVAL,
+				"'which': expected SRC:PORT DST:PORT tcp|udp");
 	if (split_hostport(tok[1], tok[1], &src, &sport, true, err, errlen, "source") ||
 	    split_hostport(tok[2], tok[2], &dst, &dport, true, err, errlen, "destination"))
-		return -1;
+		return -EINVAL;
 	if (parse_proto(tok[3], &proto))
-		return chlb_fail(err, errlen, "'%s': unknown protocol (expected tcp or udp)",
-				 tok[3]);
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s': unknown protocol (expected tcp or udp)", tok[3]);
 	if (src.family != dst.family)
-		return chlb_fail(err, errlen, "'%s': address family differs from '%s'", tok[2],
-				 tok[1]);
+		return chlb_err(err, errlen, -EINVAL, "'%s': address family differs from '%s'",
+				tok[2], tok[1]);
 	memcpy(c->flow.src, src.a, 16);
 	memcpy(c->flow.dst, dst.a, 16);
 	c->flow.sport = htons((__u16)sport);
@@ -423,23 +432,24 @@ static int parse_conns(int ntok, char *const *tok, struct chlb_cmd *c, char *err
 	if (i < ntok && strcmp(tok[i], "backend") && strcmp(tok[i], "list")) {
 		c->has_vip = true;
 		if (chlb_parse_vip(tok[i++], &c->vip, err, errlen))
-			return -1;
+			return -EINVAL;
 	}
 	for (; i < ntok; i++) {
 		if (!strcmp(tok[i], "list") && !c->list) {
 			c->list = true;
 		} else if (!strcmp(tok[i], "backend") && !c->backend.family) {
 			if (i + 1 >= ntok)
-				return chlb_fail(err, errlen, "'backend': missing backend address");
+				return chlb_err(err, errlen, -EINVAL,
+						"'backend': missing backend address");
 			if (chlb_parse_addr(tok[++i], &c->backend))
-				return chlb_fail(err, errlen, "'%s': malformed backend address",
-						 tok[i]);
+				return chlb_err(err, errlen, -EINVAL,
+						"'%s': malformed backend address", tok[i]);
 		} else if (!strcmp(tok[i], "list") || !strcmp(tok[i], "backend")) {
-			return chlb_fail(err, errlen, "'%s': given twice", tok[i]);
+			return chlb_err(err, errlen, -EINVAL, "'%s': given twice", tok[i]);
 		} else {
-			return chlb_fail(
-			    err, errlen,
-			    "'%s': unexpected argument (expected backend ADDR or list)", tok[i]);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': unexpected argument (expected backend ADDR or list)",
+					tok[i]);
 		}
 	}
 	return 0;
@@ -448,7 +458,7 @@ static int parse_conns(int ntok, char *const *tok, struct chlb_cmd *c, char *err
 static int no_args(int ntok, char *const *tok, int max, char *err, size_t errlen)
 {
 	if (ntok > max)
-		return chlb_fail(err, errlen, "'%s': unexpected argument", tok[max]);
+		return chlb_err(err, errlen, -EINVAL, "'%s': unexpected argument", tok[max]);
 	return 0;
 }
 
@@ -471,8 +481,8 @@ int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *c, char *err,
 		c->kind = CHLB_CMD_STATS;
 		c->reset = ntok >= 2 && !strcmp(tok[1], "reset"); /* zero the counters first */
 		if (ntok >= 2 && !c->reset)
-			return chlb_fail(err, errlen, "'%s': unexpected argument (expected reset)",
-					 tok[1]);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': unexpected argument (expected reset)", tok[1]);
 		return no_args(ntok, tok, 2, err, errlen);
 	}
 	if (!strcmp(tok[0], "save")) {
@@ -483,8 +493,8 @@ int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *c, char *err,
 		c->kind = CHLB_CMD_APPLY;
 		c->force = ntok >= 2 && !strcmp(tok[1], "force");
 		if (ntok >= 2 && !c->force)
-			return chlb_fail(err, errlen, "'%s': unexpected argument (expected force)",
-					 tok[1]);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': unexpected argument (expected force)", tok[1]);
 		return no_args(ntok, tok, 2, err, errlen);
 	}
 	if (!strcmp(tok[0], "dry-run")) {
@@ -498,12 +508,12 @@ int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *c, char *err,
 			return 0;
 		}
 		if (ntok >= 2)
-			return chlb_fail(err, errlen, "'%s': unexpected argument (expected detach)",
-					 tok[1]);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': unexpected argument (expected detach)", tok[1]);
 		return 0;
 	}
-	return chlb_fail(
-	    err, errlen,
+	return chlb_err(
+	    err, errlen, -EINVAL,
 	    "'%s': unknown object (expected service, backend, stats, which, conns, save, "
 	    "apply, shutdown)",
 	    tok[0]);
@@ -518,13 +528,13 @@ static int parse_len(const char *line, size_t len, struct chlb_cmd *cmd, char *e
 
 	memset(cmd, 0, sizeof(*cmd));
 	if (len >= sizeof(buf))
-		return chlb_fail(err, errlen, "line too long (at most %d bytes)",
-				 CHLB_LINE_MAX - 1);
+		return chlb_err(err, errlen, -E2BIG, "line too long (at most %d bytes)",
+				CHLB_LINE_MAX - 1);
 	memcpy(buf, line, len);
 	buf[len] = '\0';
 	n = chlb_tokenize(buf, tok, CHLB_TOKENS_MAX, err, errlen);
 	if (n < 0)
-		return -1;
+		return n;
 	return chlb_parse_tokens(n, tok, cmd, err, errlen);
 }
 

@@ -99,10 +99,13 @@ struct chlb_cmd {
 /* Is this statement a change of the desired state (add/set/del)? */
 bool chlb_cmd_is_change(enum chlb_cmd_kind kind);
 
-/* Splits a line into tokens in place (whitespace; '#' starts a comment). */
+/* Splits a line into tokens in place (whitespace; '#' starts a comment): their count, or -E2BIG. */
 int chlb_tokenize(char *line, char **tok, int max, char *err, size_t errlen);
 
-/* Parses one statement. Returns 0, or -1 with err naming the offending token. */
+/*
+ * Parses one statement. Returns 0, or -EINVAL (-E2BIG: too many tokens, a
+ * line too long) with err naming the offending token.
+ */
 int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *cmd, char *err, size_t errlen);
 
 /* Tokenize + parse one line (copied; line may be const). */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Dry-run keyspace diff (see plan.h). */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,7 +32,7 @@ static int build(const struct chlb_svc_cfg *s, struct names *ns, struct chlb_tab
 	int r;
 
 	if (!be)
-		return -1;
+		return -ENOMEM;
 	for (__u32 i = 0; i < s->nbe; i++)
 		be[i].slot = name_slot(ns, s->be[i].name);
 	r = chlb_svc_build(s, be, t, err, sizeof(err));

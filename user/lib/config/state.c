@@ -338,22 +338,24 @@ static int check_svc_vn(const struct chlb_svc_cfg *s, const char *vip, __u64 vn,
 {
 	if (chlb_algo_has_table(s->algo)) {
 		if (!is_prime(s->table_size))
-			return chlb_fail(err, errlen,
-					 "'%u': maglev table size must be prime (e.g. 65537)",
-					 s->table_size);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%u': maglev table size must be prime (e.g. 65537)",
+					s->table_size);
 		if (s->table_size <= s->nbe)
-			return chlb_fail(
-			    err, errlen,
+			return chlb_err(
+			    err, errlen, -EINVAL,
 			    "'%u': maglev table size must be larger than the %u backends of %s",
 			    s->table_size, s->nbe, vip);
 	}
 	if (s->algo == CHLB_ALGO_RING && vn > CHLB_RING_MAX_VNODES)
-		return chlb_fail(err, errlen, "'%s': ring would hold %llu vnodes (at most %u)", vip,
-				 (unsigned long long)vn, CHLB_RING_MAX_VNODES);
+		return chlb_err(err, errlen, -E2BIG,
+				"'%s': ring would hold %llu vnodes (at most %u)", vip,
+				(unsigned long long)vn, CHLB_RING_MAX_VNODES);
 	if (s->encap_src.family && s->fwd != CHLB_FWD_IPIP)
-		return chlb_fail(err, errlen, "'%s': encap-src applies to fwd ipip only", vip);
+		return chlb_err(err, errlen, -EINVAL, "'%s': encap-src applies to fwd ipip only",
+				vip);
 	if (s->mtu && s->fwd != CHLB_FWD_IPIP)
-		return chlb_fail(err, errlen, "'%s': mtu applies to fwd ipip only", vip);
+		return chlb_err(err, errlen, -EINVAL, "'%s': mtu applies to fwd ipip only", vip);
 	return 0;
 }
 
@@ -370,16 +372,16 @@ static int check_family(const struct chlb_svc_cfg *s, const struct chlb_addr *be
 	int vf = s->vip.addr.family;
 
 	if (s->fwd == CHLB_FWD_L2DSR && be->family != vf)
-		return chlb_fail(
-		    err, errlen,
+		return chlb_err(
+		    err, errlen, -EINVAL,
 		    "'%s': fwd l2dsr needs an IPv%d backend for an IPv%d VIP (use fwd ipip)", tok,
 		    vf, vf);
 	if (s->fwd == CHLB_FWD_IPIP && vf == CHLB_AF_INET6 && be->family == CHLB_AF_INET)
-		return chlb_fail(err, errlen,
-				 "'%s': IPv6-in-IPv4 is not supported; use an IPv6 backend", tok);
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s': IPv6-in-IPv4 is not supported; use an IPv6 backend", tok);
 	if (s->encap_src.family && s->encap_src.family != be->family)
-		return chlb_fail(err, errlen, "'%s': family differs from the service's encap-src",
-				 tok);
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s': family differs from the service's encap-src", tok);
 	return 0;
 }
 
@@ -390,24 +392,25 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 		s->algo = c->algo;
 	if (c->set & CHLB_OPT_VNODES) {
 		if (s->algo != CHLB_ALGO_RING)
-			return chlb_fail(err, errlen, "'vnodes': applies to algo ring only");
+			return chlb_err(err, errlen, -EINVAL,
+					"'vnodes': applies to algo ring only");
 		s->vnodes = c->vnodes;
 	}
 	if (c->set & CHLB_OPT_TABLE) {
 		if (!chlb_algo_has_table(s->algo))
-			return chlb_fail(err, errlen,
-					 "'table': applies to algo maglev and jtable only");
+			return chlb_err(err, errlen, -EINVAL,
+					"'table': applies to algo maglev and jtable only");
 		s->table_size = c->table_size;
 	}
 	if (c->set & CHLB_OPT_BUCKETS) {
 		if (!chlb_algo_has_order(s->algo))
-			return chlb_fail(err, errlen,
-					 "'buckets': applies to algo jump and jtable only");
+			return chlb_err(err, errlen, -EINVAL,
+					"'buckets': applies to algo jump and jtable only");
 		/* restoring a saved order: start with tombstones, backends fill them */
 		chlb_jump_order_free(&s->order);
 		s->order.name = calloc(c->buckets, sizeof(*s->order.name));
 		if (!s->order.name)
-			return chlb_fail(err, errlen, "out of memory");
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
 		s->order.n = s->order.cap = c->buckets;
 		s->order_explicit = true;
 	}
@@ -422,7 +425,8 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 	if (c->set & CHLB_OPT_ENCAP_SRC) {
 		if (c->encap_src.family != s->vip.addr.family &&
 		    s->vip.addr.family == CHLB_AF_INET6)
-			return chlb_fail(err, errlen, "'encap-src': must be IPv6 for an IPv6 VIP");
+			return chlb_err(err, errlen, -EINVAL,
+					"'encap-src': must be IPv6 for an IPv6 VIP");
 		s->encap_src = c->encap_src;
 	}
 	if (!chlb_algo_has_order(s->algo) && s->order.n) {
@@ -436,13 +440,14 @@ static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const st
 		       const char *vip, char *err, size_t errlen)
 {
 	struct chlb_svc_cfg s = { 0 };
+	int rc;
 
 	if (ix_find_svc(st, ix, &c->vip))
 		return chlb_err(err, errlen, -EEXIST,
 				"'%s': service already exists (use service set)", vip);
 	if (st->nsvc >= CHLB_MAX_SERVICES)
-		return chlb_fail(err, errlen, "'%s': too many services (at most %u)", vip,
-				 CHLB_MAX_SERVICES);
+		return chlb_err(err, errlen, -E2BIG, "'%s': too many services (at most %u)", vip,
+				CHLB_MAX_SERVICES);
 	s.vip = c->vip;
 	s.algo = CHLB_ALGO_RING;
 	s.fwd = CHLB_FWD_IPIP;
@@ -451,9 +456,12 @@ static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	s.table_size = CHLB_MAGLEV_DEFAULT_M;
 	if (c->set & CHLB_OPT_ALGO)
 		s.algo = c->algo;
-	if (apply_svc_opts(&s, c, err, errlen) || check_svc(&s, vip, err, errlen)) {
+	rc = apply_svc_opts(&s, c, err, errlen);
+	if (!rc)
+		rc = check_svc(&s, vip, err, errlen);
+	if (rc) {
 		svc_free(&s);
-		return -1;
+		return rc;
 	}
 	if (st->nsvc == st->cap) {
 		__u32 cap = st->cap ? st->cap * 2 : 16;
@@ -498,18 +506,21 @@ static int service_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 		       const char *vip, char *err, size_t errlen)
 {
 	struct chlb_svc_cfg n;
+	int rc;
 
 	if (svc_copy(&n, s))
 		return chlb_err(err, errlen, -ENOMEM, "out of memory");
-	if (apply_svc_opts(&n, c, err, errlen) || check_svc(&n, vip, err, errlen))
-		goto bad;
-	for (__u32 i = 0; i < n.nbe; i++) {
+	rc = apply_svc_opts(&n, c, err, errlen);
+	if (!rc)
+		rc = check_svc(&n, vip, err, errlen);
+	for (__u32 i = 0; !rc && i < n.nbe; i++) {
 		char tok[CHLB_BE_NAME_LEN];
 
 		snprintf(tok, sizeof(tok), "%s", n.be[i].name);
-		if (check_family(&n, &n.be[i].addr, tok, err, errlen))
-			goto bad;
+		rc = check_family(&n, &n.be[i].addr, tok, err, errlen);
 	}
+	if (rc)
+		goto bad;
 	svc_free(s);
 	*s = n; /* same backends in the same order: the index still holds */
 	if (x)
@@ -517,27 +528,28 @@ static int service_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 	return 0;
 bad:
 	svc_free(&n);
-	return -1;
+	return rc;
 }
 
 static int fill_buckets(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const char *name,
 			char *err, size_t errlen)
 {
 	if (!chlb_algo_has_order(s->algo))
-		return chlb_fail(err, errlen, "'buckets': applies to algo jump and jtable only");
+		return chlb_err(err, errlen, -EINVAL,
+				"'buckets': applies to algo jump and jtable only");
 	if (!s->order_explicit)
-		return chlb_fail(err, errlen,
-				 "'buckets': the service must declare 'buckets N' first");
+		return chlb_err(err, errlen, -EINVAL,
+				"'buckets': the service must declare 'buckets N' first");
 	for (__u32 i = 0; i < c->nbucket; i++) {
 		__u32 b = c->bucket[i];
 
 		if (b >= s->order.n)
-			return chlb_fail(err, errlen,
-					 "'%u': bucket beyond the service's %u buckets", b,
-					 s->order.n);
+			return chlb_err(err, errlen, -EINVAL,
+					"'%u': bucket beyond the service's %u buckets", b,
+					s->order.n);
 		if (s->order.name[b][0])
-			return chlb_fail(err, errlen, "'%u': bucket already held by %s", b,
-					 s->order.name[b]);
+			return chlb_err(err, errlen, -EINVAL, "'%u': bucket already held by %s", b,
+					s->order.name[b]);
 		snprintf(s->order.name[b], CHLB_BE_NAME_LEN, "%s", name);
 	}
 	return 0;
@@ -548,15 +560,18 @@ static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 {
 	struct chlb_be_cfg *b;
 	__u64 vn;
+	int rc;
 
 	if (ix_find_be(s, x, &c->backend))
 		return chlb_err(err, errlen, -EEXIST,
 				"'%s': backend already in the service (use backend set)", tok);
 	if (s->nbe >= CHLB_MAX_SVC_BACKENDS)
-		return chlb_fail(err, errlen, "'%s': too many backends in one service (at most %u)",
-				 tok, CHLB_MAX_SVC_BACKENDS);
-	if (check_family(s, &c->backend, tok, err, errlen))
-		return -1;
+		return chlb_err(err, errlen, -E2BIG,
+				"'%s': too many backends in one service (at most %u)", tok,
+				CHLB_MAX_SVC_BACKENDS);
+	rc = check_family(s, &c->backend, tok, err, errlen);
+	if (rc)
+		return rc;
 	if (s->nbe == s->cap) {
 		__u32 cap = s->cap ? s->cap * 2 : 8;
 		void *p = realloc(s->be, cap * sizeof(*s->be));
@@ -571,13 +586,17 @@ static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 	b->addr = c->backend;
 	chlb_fmt_addr(&c->backend, b->name, sizeof(b->name));
 	b->weight = (c->set & CHLB_OPT_WEIGHT) ? c->weight : CHLB_WEIGHT_DEFAULT;
-	if ((c->set & CHLB_OPT_BUCKET) && fill_buckets(s, c, b->name, err, errlen))
-		return -1;
+	if (c->set & CHLB_OPT_BUCKET) {
+		rc = fill_buckets(s, c, b->name, err, errlen);
+		if (rc)
+			return rc;
+	}
 	s->nbe++;
 	vn = x ? x->vnodes + be_vnodes(s, b->weight) : ring_vnodes(s);
-	if (check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen)) {
+	rc = check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen);
+	if (rc) {
 		s->nbe--;
-		return -1;
+		return rc;
 	}
 	if (x) {
 		if (ht_add(&x->h, s->nbe - 1, be_hash_at, s->be)) {
@@ -595,15 +614,17 @@ static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 	struct chlb_be_cfg *b = ix_find_be(s, x, &c->backend);
 	__u32 old;
 	__u64 vn;
+	int rc;
 
 	if (!b)
 		return chlb_err(err, errlen, -ENOENT, "'%s': no such backend in the service", tok);
 	old = b->weight;
 	b->weight = c->weight;
 	vn = x ? x->vnodes - be_vnodes(s, old) + be_vnodes(s, b->weight) : ring_vnodes(s);
-	if (check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen)) {
+	rc = check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen);
+	if (rc) {
 		b->weight = old;
-		return -1;
+		return rc;
 	}
 	if (x)
 		x->vnodes = vn;
@@ -646,7 +667,7 @@ static int sync_order(struct chlb_svc_cfg *s, char *err, size_t errlen)
 	}
 	r = chlb_jump_order_sync(&s->order, be, s->nbe, err, errlen);
 	free(be);
-	return r < 0 ? -1 : 0;
+	return r < 0 ? r : 0;
 }
 
 /*
@@ -697,7 +718,7 @@ int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	chlb_fmt_vip(&c->vip, vip, sizeof(vip));
 	chlb_fmt_addr(&c->backend, tok, sizeof(tok));
 	if (!chlb_cmd_is_change(c->kind))
-		return chlb_fail(err, errlen, "not a change statement");
+		return chlb_err(err, errlen, -EINVAL, "not a change statement");
 	if (c->kind == CHLB_CMD_SERVICE_ADD)
 		return service_add(st, ix, c, vip, err, errlen);
 	s = ix_find_svc(st, ix, &c->vip);
@@ -733,7 +754,7 @@ int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const st
 		r = backend_del(s, x, c, tok, err, errlen);
 		break;
 	default:
-		return chlb_fail(err, errlen, "not a change statement");
+		return chlb_err(err, errlen, -EINVAL, "not a change statement");
 	}
 	if (r || s->order_explicit || !chlb_algo_has_order(s->algo))
 		return r;
@@ -759,17 +780,19 @@ int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen)
 	for (__u32 i = 0; i < st->nsvc; i++)
 		nbe += st->svc[i].nbe;
 	if (nbe > CHLB_MAX_BACKENDS)
-		return chlb_fail(err, errlen,
-				 "too many backends: %u over all services (at most %u: a backend "
-				 "slot per service and backend)",
-				 nbe, CHLB_MAX_BACKENDS);
+		return chlb_err(err, errlen, -E2BIG,
+				"too many backends: %u over all services (at most %u: a backend "
+				"slot per service and backend)",
+				nbe, CHLB_MAX_BACKENDS);
 	for (__u32 i = 0; i < st->nsvc; i++) {
 		struct chlb_svc_cfg *s = &st->svc[i];
+		int rc;
 
 		if (s->order_explicit) {
 			s->order_explicit = false;
-			if (sync_order(s, err, errlen))
-				return -1;
+			rc = sync_order(s, err, errlen);
+			if (rc)
+				return rc;
 		}
 	}
 	return 0;
@@ -836,7 +859,7 @@ int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_be *be, struct chlb
 					.vnodes = s->vnodes,
 					.table_size = s->table_size };
 	__u32 *idx = NULL;
-	int r = -1;
+	int r;
 
 	for (__u32 i = 0; i < s->nbe; i++) {
 		be[i].weight = s->be[i].weight;
@@ -844,12 +867,14 @@ int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_be *be, struct chlb
 	}
 	if (chlb_algo_has_order(s->algo) && s->order.n) {
 		idx = calloc(s->order.n, sizeof(*idx));
-		if (!idx || chlb_jump_order_map(&s->order, be, s->nbe, idx, err, errlen))
+		r = idx ? chlb_jump_order_map(&s->order, be, s->nbe, idx, err, errlen)
+			: chlb_err(err, errlen, -ENOMEM, "out of memory");
+		if (r)
 			goto out;
 		spec.jump_order = idx;
 		spec.jump_nbuckets = s->order.n;
 	}
-	r = chlb_table_build(&spec, be, s->nbe, t, err, errlen) < 0 ? -1 : 0;
+	r = chlb_table_build(&spec, be, s->nbe, t, err, errlen);
 out:
 	free(idx);
 	return r;

@@ -52,8 +52,9 @@ struct chlb_be_cfg *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struc
 /*
  * Applies one change statement. 0, or an error with err naming the offending
  * token: -ENOENT (no such service or backend) and -EEXIST (already there)
- * when the statement does not fit the state, -ENOMEM, else -1: a bad value,
- * which no state would take (chlb_state_bad_value()).
+ * when the statement does not fit the state, -ENOMEM, else -EINVAL (-E2BIG:
+ * over a limit): a bad value, which no state would take
+ * (chlb_state_bad_value()).
  */
 int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, size_t errlen);
 
@@ -77,7 +78,7 @@ static inline bool chlb_state_bad_value(int rc)
 
 /*
  * After a batch of statements: brings jump orders in line with the backend
- * sets, checks the limits that span services. 0 or -1 with err.
+ * sets, checks the limits that span services. 0 or -errno with err.
  */
 int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen);
 
@@ -92,7 +93,7 @@ bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg
 /*
  * s's table with the real builders: be[i].slot (i < s->nbe) set by the
  * caller, the rest (weight, name, jump bucket order) taken from s.
- * 0, or -1 with err from the builders.
+ * 0, or the builders' -errno with their message in err.
  */
 int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_be *be, struct chlb_table *t,
 		   char *err, size_t errlen);
@@ -104,9 +105,9 @@ char *chlb_state_format(const struct chlb_state *st, bool trailer);
 
 /*
  * Executes every statement of text into st (caller passes a copy). Stops at
- * the first bad line: chlb_state_exec()'s error (-1 for a line that does not
- * parse) and err = "NAME:LINE: message". Only change statements are
- * allowed. Finalizes.
+ * the first bad line: chlb_state_exec()'s error (the grammar's -EINVAL for a
+ * line that does not parse) and err = "NAME:LINE: message". Only change
+ * statements are allowed. Finalizes.
  */
 int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *name, char *err,
 			 size_t errlen);
@@ -143,9 +144,9 @@ void chlb_state_abort(struct chlb_state_pending *p);
 int chlb_state_save_file(const struct chlb_state *st, const char *path, char *err, size_t errlen);
 
 /*
- * PATH's directory, opened O_DIRECTORY|O_NOFOLLOW, or -1 with err if it is
- * not safe to keep the state in: writable by group or others, or owned by
- * neither root nor our uid.
+ * PATH's directory, opened O_DIRECTORY|O_NOFOLLOW, or -errno with err: the
+ * open's, or -EPERM if it is not safe to keep the state in (writable by
+ * group or others, or owned by neither root nor our uid).
  */
 int chlb_state_dir_open(const char *path, char *err, size_t errlen);
 
@@ -153,14 +154,14 @@ int chlb_state_dir_open(const char *path, char *err, size_t errlen);
  * Loads a state file written by chlb_state_save_file. A truncated or corrupt
  * file (missing or wrong checksum trailer) is never taken as empty: the last
  * good copy (PATH.prev) is tried, and *used_prev set. Missing PATH and
- * PATH.prev = first start, empty state. -1 with err when nothing good exists,
+ * PATH.prev = first start, empty state. -errno with err when nothing good exists,
  * naming every file that stands in the way (both, when both are bad). The
  * directory is checked as chlb_state_dir_open() does.
  */
 int chlb_state_load_file(struct chlb_state *st, const char *path, bool *used_prev, char *err,
 			 size_t errlen);
 
-/* Reads a whole file (config) with a size limit; malloc'd text or NULL + err. */
+/* Reads a whole file (config) with a size limit; malloc'd text, or NULL with err and errno. */
 char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen);
 
 /* Is the text's checksum trailer present and right? */

@@ -211,17 +211,18 @@ int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *na
 		struct chlb_cmd c;
 
 		lineno++;
-		if (chlb_parse_next(&p, &c, msg, sizeof(msg))) {
-			r = chlb_fail(err, errlen, "%s:%u: %s", name, lineno, msg);
+		r = chlb_parse_next(&p, &c, msg, sizeof(msg));
+		if (r) {
+			r = chlb_err(err, errlen, r, "%s:%u: %s", name, lineno, msg);
 			break;
 		}
 		if (c.kind == CHLB_CMD_NONE)
 			continue;
 		if (!chlb_cmd_is_change(c.kind)) {
-			r = chlb_fail(err, errlen,
-				      "%s:%u: only service/backend add, set, del belong in a "
-				      "config file",
-				      name, lineno);
+			r = chlb_err(err, errlen, -EINVAL,
+				     "%s:%u: only service/backend add, set, del belong in a "
+				     "config file",
+				     name, lineno);
 			break;
 		}
 		r = chlb_state_exec_ix(st, ix, &c, msg, sizeof(msg));
@@ -231,24 +232,28 @@ int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *na
 		}
 	}
 	chlb_state_ix_free(ix);
-	if (!r && chlb_state_finalize(st, msg, sizeof(msg)))
-		r = chlb_fail(err, errlen, "%s: %s", name, msg);
+	if (!r) {
+		r = chlb_state_finalize(st, msg, sizeof(msg));
+		if (r)
+			r = chlb_err(err, errlen, r, "%s: %s", name, msg);
+	}
 	return r;
 }
 
-char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen)
+/* The whole file at path into *out (malloc'd, NUL-terminated): 0 or -errno with err. */
+static int read_file(const char *path, size_t max, char **out, char *err, size_t errlen)
 {
 	size_t got = 0, cap = 4096;
 	char *buf = malloc(cap + 1);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
 
+	*out = NULL;
 	if (fd < 0 || !buf) {
-		chlb_fail(err, errlen, "couldn't open '%s': %s (-%d)", path, strerror(errno),
-			  errno);
+		rc = chlb_syserr(err, errlen, buf ? -errno : -ENOMEM, "couldn't open '%s'", path);
 		free(buf);
 		if (fd >= 0)
 			close(fd);
-		return NULL;
+		return rc;
 	}
 	/* read to EOF: pipes (batch -f -) have no size */
 	for (;;) {
@@ -258,10 +263,10 @@ char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen)
 			char *p = cap >= max ? NULL : realloc(buf, cap * 2 + 1);
 
 			if (!p) {
-				chlb_fail(err, errlen, "'%s': larger than %zu bytes", path, max);
 				free(buf);
 				close(fd);
-				return NULL;
+				return chlb_err(err, errlen, cap >= max ? -EFBIG : -ENOMEM,
+						"'%s': larger than %zu bytes", path, max);
 			}
 			buf = p;
 			cap *= 2;
@@ -276,11 +281,21 @@ char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen)
 	close(fd);
 	buf[got] = '\0';
 	if (strlen(buf) != got) {
-		chlb_fail(err, errlen, "'%s': contains a NUL byte", path);
 		free(buf);
-		return NULL;
+		return chlb_err(err, errlen, -EINVAL, "'%s': contains a NUL byte", path);
 	}
-	return buf;
+	*out = buf;
+	return 0;
+}
+
+char *chlb_read_file(const char *path, size_t max, char *err, size_t errlen)
+{
+	char *text;
+	int rc = read_file(path, max, &text, err, errlen);
+
+	if (rc)
+		errno = -rc;
+	return text;
 }
 
 static int write_all(int fd, const char *p, size_t len)
@@ -291,7 +306,7 @@ static int write_all(int fd, const char *p, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -1;
+			return -errno;
 		}
 		p += n;
 		len -= (size_t)n;
@@ -312,13 +327,13 @@ static int split_path(const char *path, char *dir, size_t dlen, char *base, size
 		size_t d = slash == path ? 1 : (size_t)(slash - path);
 
 		if (d >= dlen)
-			return -1;
+			return -ENAMETOOLONG;
 		memcpy(dir, path, d);
 		dir[d] = '\0';
 		n = (size_t)snprintf(base, blen, "%s", slash + 1);
 	}
 	/* room for ".prev" and ".tmp" */
-	return !base[0] || n + 6 > blen ? -1 : 0;
+	return !base[0] ? -EINVAL : n + 6 > blen ? -ENAMETOOLONG : 0;
 }
 
 int chlb_state_dir_open(const char *path, char *err, size_t errlen)
@@ -328,24 +343,22 @@ int chlb_state_dir_open(const char *path, char *err, size_t errlen)
 	int fd, e;
 
 	if (split_path(path, dir, sizeof(dir), base, sizeof(base)))
-		return chlb_fail(err, errlen, "'%s': not a usable state file name", path);
+		return chlb_err(err, errlen, -EINVAL, "'%s': not a usable state file name", path);
 	/* the directory itself may not be a symlink someone swapped in */
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		e = errno;
 		if (e == ELOOP || e == ENOTDIR)
-			return chlb_fail(err, errlen,
-					 "state directory '%s' is not a directory (a symlink is "
-					 "refused)",
-					 dir);
-		return chlb_fail(err, errlen, "couldn't open state directory '%s': %s (-%d)", dir,
-				 strerror(e), e);
+			return chlb_err(err, errlen, -ENOTDIR,
+					"state directory '%s' is not a directory (a symlink is "
+					"refused)",
+					dir);
+		return chlb_syserr(err, errlen, -e, "couldn't open state directory '%s'", dir);
 	}
 	if (fstat(fd, &sb)) {
 		e = errno;
 		close(fd);
-		return chlb_fail(err, errlen, "state directory '%s': %s (-%d)", dir, strerror(e),
-				 e);
+		return chlb_syserr(err, errlen, -e, "state directory '%s'", dir);
 	}
 	/*
 	 * Whoever can create files here can plant STATE.tmp (a symlink to a file
@@ -354,18 +367,18 @@ int chlb_state_dir_open(const char *path, char *err, size_t errlen)
 	 */
 	if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
 		close(fd);
-		return chlb_fail(err, errlen,
-				 "state directory '%s' is owned by uid %u, not root or chlbd's uid "
-				 "%u: refusing to use it (chown it, or choose another --state)",
-				 dir, (unsigned int)sb.st_uid, (unsigned int)geteuid());
+		return chlb_err(err, errlen, -EPERM,
+				"state directory '%s' is owned by uid %u, not root or chlbd's uid "
+				"%u: refusing to use it (chown it, or choose another --state)",
+				dir, (unsigned int)sb.st_uid, (unsigned int)geteuid());
 	}
 	if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
 		close(fd);
-		return chlb_fail(err, errlen,
-				 "state directory '%s' is writable by %s (mode %04o): refusing to "
-				 "use it (chmod go-w '%s', or choose another --state)",
-				 dir, sb.st_mode & S_IWOTH ? "others" : "its group",
-				 (unsigned int)(sb.st_mode & 07777), dir);
+		return chlb_err(err, errlen, -EPERM,
+				"state directory '%s' is writable by %s (mode %04o): refusing to "
+				"use it (chmod go-w '%s', or choose another --state)",
+				dir, sb.st_mode & S_IWOTH ? "others" : "its group",
+				(unsigned int)(sb.st_mode & 07777), dir);
 	}
 	return fd;
 }
@@ -379,10 +392,10 @@ static int write_error(const char *dir, const char *what, int e, char *err, size
 						      : NULL;
 
 	if (why)
-		return chlb_fail(err, errlen, "state directory '%s' %s (%s: %s)", dir, why, what,
-				 strerror(e));
-	return chlb_fail(err, errlen, "couldn't write the state in '%s' (%s: %s (-%d))", dir, what,
-			 strerror(e), e);
+		return chlb_err(err, errlen, -e, "state directory '%s' %s (%s: %s)", dir, why, what,
+				strerror(e));
+	return chlb_err(err, errlen, -e, "couldn't write the state in '%s' (%s: %s)", dir, what,
+			chlb_strerror(-e));
 }
 
 void chlb_state_pending_init(struct chlb_state_pending *p)
@@ -399,16 +412,16 @@ int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chl
 
 	chlb_state_pending_init(p);
 	if (split_path(path, p->dir, sizeof(p->dir), p->base, sizeof(p->base)))
-		return chlb_fail(err, errlen, "'%s': not a usable state file name", path);
+		return chlb_err(err, errlen, -EINVAL, "'%s': not a usable state file name", path);
 	snprintf(p->tmp, sizeof(p->tmp), "%s.tmp", p->base);
 	snprintf(p->prev, sizeof(p->prev), "%s.prev", p->base);
 	p->dirfd = chlb_state_dir_open(path, err, errlen);
 	if (p->dirfd < 0)
-		return -1;
+		return p->dirfd;
 	text = chlb_state_format(st, true);
 	if (!text) {
 		chlb_state_abort(p);
-		return chlb_fail(err, errlen, "out of memory");
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
 	}
 	/*
 	 * Never opened through whatever is at the name: O_EXCL fails on anything
@@ -484,30 +497,31 @@ void chlb_state_abort(struct chlb_state_pending *p)
 int chlb_state_save_file(const struct chlb_state *st, const char *path, char *err, size_t errlen)
 {
 	struct chlb_state_pending p;
+	int rc = chlb_state_prepare(st, path, &p, err, errlen);
 
-	if (chlb_state_prepare(st, path, &p, err, errlen))
-		return -1;
-	return chlb_state_publish(&p, err, errlen);
+	return rc ? rc : chlb_state_publish(&p, err, errlen);
 }
 
 static int load_one(struct chlb_state *st, const char *path, char *err, size_t errlen)
 {
 	struct chlb_state n;
-	char *text = chlb_read_file(path, CHLB_STATE_MAX_BYTES, err, errlen);
+	char *text;
+	int rc = read_file(path, CHLB_STATE_MAX_BYTES, &text, err, errlen);
 
-	if (!text)
-		return -1;
+	if (rc)
+		return rc;
 	if (!chlb_state_text_intact(text)) {
 		free(text);
-		return chlb_fail(err, errlen,
-				 "'%s': truncated or corrupt (checksum trailer missing or wrong)",
-				 path);
+		return chlb_err(err, errlen, -EBADMSG,
+				"'%s': truncated or corrupt (checksum trailer missing or wrong)",
+				path);
 	}
 	chlb_state_init(&n);
-	if (chlb_state_exec_text(&n, text, path, err, errlen)) {
+	rc = chlb_state_exec_text(&n, text, path, err, errlen);
+	if (rc) {
 		free(text);
 		chlb_state_free(&n);
-		return -1;
+		return rc;
 	}
 	free(text);
 	chlb_state_free(st);
@@ -520,14 +534,14 @@ int chlb_state_load_file(struct chlb_state *st, const char *path, bool *used_pre
 {
 	char prev[4096], first[CHLB_ERR_MAX], second[CHLB_ERR_MAX];
 	bool have, have_prev;
-	int dirfd;
+	int dirfd, rc1 = 0, rc2 = 0;
 
 	*used_prev = false;
 	snprintf(prev, sizeof(prev), "%s.prev", path);
 	/* a directory others can write to could have handed us any state */
 	dirfd = chlb_state_dir_open(path, err, errlen);
 	if (dirfd < 0)
-		return -1;
+		return dirfd;
 	close(dirfd);
 	have = !access(path, F_OK);
 	have_prev = !access(prev, F_OK);
@@ -535,32 +549,29 @@ int chlb_state_load_file(struct chlb_state *st, const char *path, bool *used_pre
 		chlb_state_free(st);
 		return 0;
 	}
-	if (have && !load_one(st, path, first, sizeof(first)))
+	if (have && !(rc1 = load_one(st, path, first, sizeof(first))))
 		return 0;
-	if (have_prev && !load_one(st, prev, second, sizeof(second))) {
+	if (have_prev && !(rc2 = load_one(st, prev, second, sizeof(second)))) {
 		*used_prev = true;
 		/* report why the newer copy was skipped */
 		if (have)
-			snprintf(err, errlen, "%s", first);
-		else
-			snprintf(err, errlen, "'%s': missing", path);
-		return 0;
+			return chlb_err(err, errlen, 0, "%s", first);
+		return chlb_err(err, errlen, 0, "'%s': missing", path);
 	}
 	/*
 	 * Nothing good. Say which files stand in the way: removing only the
 	 * state file would leave the bad last good copy, which is read next.
 	 */
 	if (!have)
-		return chlb_fail(
-		    err, errlen,
-		    "'%s' is missing and its last good copy '%s' is bad (remove it too "
-		    "to start with no services): %s",
-		    path, prev, second);
+		return chlb_err(err, errlen, rc2,
+				"'%s' is missing and its last good copy '%s' is bad (remove it too "
+				"to start with no services): %s",
+				path, prev, second);
 	if (!have_prev)
-		return chlb_fail(err, errlen, "%s, and there is no last good copy '%s'", first,
-				 prev);
-	return chlb_fail(err, errlen,
-			 "'%s' and its last good copy '%s' are both bad (remove both files to "
-			 "start with no services): %s; %s",
-			 path, prev, first, second);
+		return chlb_err(err, errlen, rc1, "%s, and there is no last good copy '%s'", first,
+				prev);
+	return chlb_err(err, errlen, rc1,
+			"'%s' and its last good copy '%s' are both bad (remove both files to "
+			"start with no services): %s; %s",
+			path, prev, first, second);
 }

@@ -202,21 +202,6 @@ static bool chlb_prog_name(const char *name)
 	return !strcmp(name, "chlb_xdp") || !strcmp(name, "chlb_tc");
 }
 
-static int refuse(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int refuse(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EBUSY;
-}
-
 /*
  * What ifindex carries that is not ours: another chlbd's program (XDP, or
  * TC at chlb's handle), a program at chlb's TC handle, and, when we attach
@@ -238,16 +223,16 @@ static int check_iface(const struct owner *ow, int ifindex, enum chlb_attach_mod
 			if (!ids[i] || prog_ours(ow, ifindex, ids[i], name))
 				continue;
 			if (chlb_prog_name(name))
-				return refuse(
-				    err, errlen,
+				return chlb_err(
+				    err, errlen, -EBUSY,
 				    "'%s' carries chlb's XDP program (prog id %u) of another "
 				    "chlbd, whose maps are not those pinned in %s: stop that "
 				    "chlbd (`chlbctl -s ITS_SOCKET shutdown --detach`) or start "
 				    "this one with its --pin-dir (bpftool net show dev %s)",
 				    ifn, ids[i], where, ifn);
 			if (mode != CHLB_ATTACH_TC)
-				return refuse(
-				    err, errlen,
+				return chlb_err(
+				    err, errlen, -EBUSY,
 				    "'%s' already has an XDP program that is not chlb's (prog "
 				    "id %u, '%s'): remove it first, or use -m tc",
 				    ifn, ids[i], name);
@@ -256,15 +241,15 @@ static int check_iface(const struct owner *ow, int ifindex, enum chlb_attach_mod
 	id = tc_prog_id(ifindex);
 	if (id && !prog_ours(ow, ifindex, id, name)) {
 		if (chlb_prog_name(name))
-			return refuse(
-			    err, errlen,
+			return chlb_err(
+			    err, errlen, -EBUSY,
 			    "'%s' carries chlb's TC filter (clsact ingress, handle 0x%x, prog id "
 			    "%u) of another chlbd, whose maps are not those pinned in %s: stop "
 			    "that chlbd (`chlbctl -s ITS_SOCKET shutdown --detach`) or start "
 			    "this one with its --pin-dir (tc filter show dev %s ingress)",
 			    ifn, CHLB_DP_TC_HANDLE, id, where, ifn);
-		return refuse(
-		    err, errlen,
+		return chlb_err(
+		    err, errlen, -EBUSY,
 		    "'%s': a TC filter that is not chlb's (prog id %u, '%s') holds chlb's "
 		    "handle and priority 0x%x on clsact ingress: remove it first",
 		    ifn, id, name, CHLB_DP_TC_HANDLE);
@@ -319,8 +304,8 @@ static int detach_xdp(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
 		}
 	}
 	if (rc)
-		return dp_err(err, errlen, rc, "couldn't detach XDP from '%s'",
-			      ifname(ifindex, name));
+		return chlb_syserr(err, errlen, rc, "couldn't detach XDP from '%s'",
+				   ifname(ifindex, name));
 	return 0;
 }
 
@@ -337,20 +322,20 @@ static int detach_tc(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
 	dp_owner(dp, &ow);
 	id = tc_prog_id(ifindex);
 	if (id && !prog_ours(&ow, ifindex, id, pname))
-		rc = refuse(
-		    err, errlen,
+		rc = chlb_err(
+		    err, errlen, -EBUSY,
 		    "the TC filter at chlb's handle on '%s' runs prog id %u ('%s'), not this "
 		    "data plane's: left alone",
 		    ifname(ifindex, name), id, pname);
 	else if (!id)
-		rc = dp_err(err, errlen, -ENOENT, "couldn't detach TC program from '%s'",
-			    ifname(ifindex, name));
+		rc = chlb_syserr(err, errlen, -ENOENT, "couldn't detach TC program from '%s'",
+				 ifname(ifindex, name));
 	else {
 		tc_target(ifindex, &hook, &topts);
 		rc = bpf_tc_detach(&hook, &topts);
 		if (rc)
-			dp_err(err, errlen, rc, "couldn't detach TC program from '%s'",
-			       ifname(ifindex, name));
+			chlb_syserr(err, errlen, rc, "couldn't detach TC program from '%s'",
+				    ifname(ifindex, name));
 	}
 	if (dp->pin_dir[0] && !rec_path(dp->pin_dir, TC_PREFIX, ifindex, "", path, sizeof(path)))
 		unlink(path);
@@ -375,7 +360,8 @@ static int record_tc(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
 	if (bpf_obj_pin(chlb_dp_prog_fd(dp, CHLB_PROG_TC), tmp) || rename(tmp, path)) {
 		rc = -errno;
 		unlink(tmp);
-		return dp_err(err, errlen, rc, "couldn't record the TC attachment as '%s'", path);
+		return chlb_syserr(err, errlen, rc, "couldn't record the TC attachment as '%s'",
+				   path);
 	}
 	return 0;
 }
@@ -390,14 +376,14 @@ static int attach_tc(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
 	tc_target(ifindex, &hook, &topts);
 	rc = bpf_tc_hook_create(&hook);
 	if (rc && rc != -EEXIST)
-		return dp_err(err, errlen, rc, "couldn't create clsact on '%s'",
-			      ifname(ifindex, name));
+		return chlb_syserr(err, errlen, rc, "couldn't create clsact on '%s'",
+				   ifname(ifindex, name));
 	topts.flags = BPF_TC_F_REPLACE;
 	topts.prog_fd = chlb_dp_prog_fd(dp, CHLB_PROG_TC);
 	rc = bpf_tc_attach(&hook, &topts);
 	if (rc)
-		return dp_err(err, errlen, rc, "couldn't attach TC program on '%s'",
-			      ifname(ifindex, name));
+		return chlb_syserr(err, errlen, rc, "couldn't attach TC program on '%s'",
+				   ifname(ifindex, name));
 	return record_tc(dp, ifindex, err, errlen);
 }
 
@@ -412,15 +398,15 @@ static int create_xdp(struct chlb_dp *dp, int ifindex, bool generic, const char 
 
 	fd = bpf_link_create(prog_fd, ifindex, BPF_XDP, &lopts);
 	if (fd < 0)
-		return dp_err(err, errlen, -errno, "couldn't attach XDP%s program on '%s'",
-			      generic ? " (generic)" : "", ifname(ifindex, name));
+		return chlb_syserr(err, errlen, -errno, "couldn't attach XDP%s program on '%s'",
+				   generic ? " (generic)" : "", ifname(ifindex, name));
 	if (dp->pin_dir[0]) {
 		if (bpf_obj_pin(fd, path)) {
 			int rc = -errno;
 
 			bpf_link_detach(fd);
 			close(fd);
-			return dp_err(err, errlen, rc, "couldn't pin XDP link '%s'", path);
+			return chlb_syserr(err, errlen, rc, "couldn't pin XDP link '%s'", path);
 		}
 		close(fd); /* the pin holds the link */
 		return 0;
@@ -434,7 +420,7 @@ static int create_xdp(struct chlb_dp *dp, int ifindex, bool generic, const char 
 	}
 	bpf_link_detach(fd);
 	close(fd);
-	return dp_err(err, errlen, -ENOSPC, "too many unpinned XDP links");
+	return chlb_syserr(err, errlen, -ENOSPC, "too many unpinned XDP links");
 }
 
 static int attach_xdp(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, char *err,
@@ -457,9 +443,9 @@ static int attach_xdp(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mod
 				rc = bpf_link_update(fd, chlb_dp_prog_fd(dp, CHLB_PROG_XDP), NULL);
 				close(fd);
 				if (rc)
-					return dp_err(err, errlen, -errno,
-						      "couldn't update XDP link on '%s'",
-						      ifname(ifindex, name));
+					return chlb_syserr(err, errlen, -errno,
+							   "couldn't update XDP link on '%s'",
+							   ifname(ifindex, name));
 				goto drop_tc;
 			}
 			/* the other XDP mode: TC handles the packets while the link is replaced */
@@ -478,7 +464,7 @@ static int attach_xdp(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mod
 	}
 	rc = create_xdp(dp, ifindex, generic, path, err, errlen);
 	if (rc) {
-		if (bridged) /* leave TC in place: the interface keeps chlb's program */
+		if (bridged && err && errlen) /* TC stays: the interface keeps chlb's program */
 			snprintf(err + strlen(err), errlen - strlen(err),
 				 "; '%s' keeps chlb's TC program meanwhile", ifname(ifindex, name));
 		return rc;
@@ -505,7 +491,7 @@ int chlb_dp_attach(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, 
 	int rc, fd;
 
 	if (mode != CHLB_ATTACH_XDP && mode != CHLB_ATTACH_XDP_GENERIC && mode != CHLB_ATTACH_TC)
-		return dp_err(err, errlen, -EINVAL, "unknown attach mode %d", mode);
+		return chlb_syserr(err, errlen, -EINVAL, "unknown attach mode %d", mode);
 	dp_owner(dp, &ow);
 	rc = check_iface(&ow, ifindex, mode, err, errlen);
 	if (rc)
@@ -536,7 +522,7 @@ int chlb_dp_detach(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, 
 	case CHLB_ATTACH_TC:
 		return detach_tc(dp, ifindex, err, errlen);
 	default:
-		return dp_err(err, errlen, -EINVAL, "unknown attach mode %d", mode);
+		return chlb_syserr(err, errlen, -EINVAL, "unknown attach mode %d", mode);
 	}
 }
 

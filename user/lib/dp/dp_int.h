@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "base/err.h"
 #include "dp/dp.h"
 #include "chlb.skel.h"
 
@@ -47,24 +48,6 @@ void dp_views_close(struct chlb_dp *dp);
 int dp_views_set(struct chlb_dp *dp, const struct chlb_vip_key *key,
 		 const struct chlb_service *svc);
 int dp_views_del(struct chlb_dp *dp, const struct chlb_vip_key *key);
-
-static inline int dp_err(char *err, size_t len, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static inline int dp_err(char *err, size_t len, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (!err || !len)
-		return rc;
-	va_start(ap, fmt);
-	n = vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	if (n >= 0 && (size_t)n < len && rc < 0)
-		snprintf(err + n, len - n, ": %s (%d)", strerror(-rc), rc);
-	return rc;
-}
 
 /* dp_filter.c: the connection filter, mapped at open. */
 int dp_filter_open(struct chlb_dp *dp);

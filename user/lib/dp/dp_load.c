@@ -56,7 +56,7 @@ static int unpin_legacy_filters(struct chlb_dp *dp, char *err, size_t errlen)
 		if (pin_path(dp, legacy_filter_pins[i], path, sizeof(path)))
 			return -ENAMETOOLONG;
 		if (unlink(path) && errno != ENOENT)
-			return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
+			return chlb_syserr(err, errlen, -errno, "couldn't unpin '%s'", path);
 	}
 	return 0;
 }
@@ -121,19 +121,21 @@ static int adopt_pinned(struct chlb_dp *dp, __u32 conn_max, char *err, size_t er
 			continue;
 		fd = bpf_obj_get(path);
 		if (fd < 0)
-			return dp_err(err, errlen, -errno, "couldn't open pinned map '%s'", path);
+			return chlb_syserr(err, errlen, -errno, "couldn't open pinned map '%s'",
+					   path);
 		if (m == CHLB_MAP_CONNS && resize_conns(dp, fd, conn_max))
 			continue;
 		if (recreatable(m) && !same_shape(fd, dp_map(dp, m))) {
 			close(fd);
 			if (unlink(path))
-				return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
+				return chlb_syserr(err, errlen, -errno, "couldn't unpin '%s'",
+						   path);
 			continue;
 		}
 		rc = bpf_map__reuse_fd(dp_map(dp, m), fd);
 		close(fd);
 		if (rc)
-			return dp_err(err, errlen, rc, "couldn't reuse pinned map '%s'", path);
+			return chlb_syserr(err, errlen, rc, "couldn't reuse pinned map '%s'", path);
 		dp->map_adopted[m] = true;
 		found++;
 	}
@@ -147,17 +149,18 @@ int chlb_dp_pin(struct chlb_dp *dp, char *err, size_t errlen)
 	int m, rc;
 
 	if (!dp->pin_dir[0])
-		return dp_err(err, errlen, -EINVAL, "no pin directory configured");
+		return chlb_syserr(err, errlen, -EINVAL, "no pin directory configured");
 	rc = chlb_mkdir_p(dp->pin_dir, 0700, 0700);
 	if (rc)
-		return dp_err(err, errlen, rc, "couldn't create pin directory '%s'", dp->pin_dir);
+		return chlb_syserr(err, errlen, rc, "couldn't create pin directory '%s'",
+				   dp->pin_dir);
 	for (m = 0; m < CHLB_MAP_COUNT; m++) {
 		if (map_pin_path(dp, m, path, sizeof(path)))
 			return -ENAMETOOLONG;
 		if (!access(path, F_OK))
 			continue; /* adopted, or pinned earlier */
 		if (bpf_obj_pin(chlb_dp_map_fd(dp, m), path))
-			return dp_err(err, errlen, -errno, "couldn't pin map '%s'", path);
+			return chlb_syserr(err, errlen, -errno, "couldn't pin map '%s'", path);
 	}
 	return 0;
 }
@@ -175,8 +178,8 @@ static int repin_conns(struct chlb_dp *dp, char *err, size_t errlen)
 	if (bpf_obj_pin(chlb_dp_map_fd(dp, CHLB_MAP_CONNS), tmp) || rename(tmp, path)) {
 		rc = -errno;
 		unlink(tmp);
-		return dp_err(err, errlen, rc, "couldn't pin the resized connection table '%s'",
-			      path);
+		return chlb_syserr(err, errlen, rc,
+				   "couldn't pin the resized connection table '%s'", path);
 	}
 	return 0;
 }
@@ -192,7 +195,7 @@ int chlb_dp_unpin(struct chlb_dp *dp, char *err, size_t errlen)
 		if (map_pin_path(dp, m, path, sizeof(path)))
 			return -ENAMETOOLONG;
 		if (unlink(path) && errno != ENOENT)
-			return dp_err(err, errlen, -errno, "couldn't unpin '%s'", path);
+			return chlb_syserr(err, errlen, -errno, "couldn't unpin '%s'", path);
 	}
 	rmdir(dp->pin_dir); /* fails harmlessly while links are still pinned there */
 	return 0;
@@ -226,24 +229,24 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 	libbpf_set_print(opts->verbose ? libbpf_print_verbose : libbpf_print_quiet);
 	dp = calloc(1, sizeof(*dp));
 	if (!dp)
-		return dp_err(err, errlen, -ENOMEM, "couldn't allocate data plane state");
+		return chlb_syserr(err, errlen, -ENOMEM, "couldn't allocate data plane state");
 	for (i = 0; i < 16; i++)
 		dp->link_fd[i] = -1;
 	dp->rs.old_fd = -1;
 	n = libbpf_num_possible_cpus();
 	if (n <= 0) {
-		rc = dp_err(err, errlen, n ? n : -EINVAL, "couldn't count possible CPUs");
+		rc = chlb_syserr(err, errlen, n ? n : -EINVAL, "couldn't count possible CPUs");
 		goto fail;
 	}
 	dp->ncpus = n;
 	if (opts->pin_dir && snprintf(dp->pin_dir, sizeof(dp->pin_dir), "%s", opts->pin_dir) >=
 				 (int)sizeof(dp->pin_dir)) {
-		rc = dp_err(err, errlen, -ENAMETOOLONG, "pin directory '%s'", opts->pin_dir);
+		rc = chlb_syserr(err, errlen, -ENAMETOOLONG, "pin directory '%s'", opts->pin_dir);
 		goto fail;
 	}
 	dp->skel = chlb_bpf__open();
 	if (!dp->skel) {
-		rc = dp_err(err, errlen, -errno, "couldn't open the data plane BPF object");
+		rc = chlb_syserr(err, errlen, -errno, "couldn't open the data plane BPF object");
 		goto fail;
 	}
 	dp->skel->rodata->cfg_udp_idle_ns =
@@ -253,7 +256,7 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 	rc = bpf_map__set_max_entries(dp->skel->maps.conns,
 				      opts->conn_max ? opts->conn_max : CHLB_DP_DEFAULT_CONN_MAX);
 	if (rc) {
-		rc = dp_err(err, errlen, rc, "couldn't size the connection table");
+		rc = chlb_syserr(err, errlen, rc, "couldn't size the connection table");
 		goto fail;
 	}
 	if (dp->pin_dir[0]) {
@@ -263,35 +266,36 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 	}
 	rc = chlb_bpf__load(dp->skel);
 	if (rc) {
-		rc = dp_err(err, errlen, rc,
-			    "couldn't load the data plane (run with -v for the verifier log)");
+		rc = chlb_syserr(err, errlen, rc,
+				 "couldn't load the data plane (run with -v for the verifier log)");
 		goto fail;
 	}
 	rc = dp_filter_open(dp);
 	if (rc) {
-		rc = dp_err(err, errlen, rc, "couldn't map the connection filter");
+		rc = chlb_syserr(err, errlen, rc, "couldn't map the connection filter");
 		goto fail;
 	}
 	if (dp->rs.old_fd >= 0) {
 		rc = dp_conns_resize_begin(dp);
 		if (rc) {
-			rc =
-			    dp_err(err, errlen, rc,
-				   "couldn't copy the connection table (%u entries) into one of %u",
-				   dp->rs.old_max, dp->rs.new_max);
+			rc = chlb_syserr(
+			    err, errlen, rc,
+			    "couldn't copy the connection table (%u entries) into one of %u",
+			    dp->rs.old_max, dp->rs.new_max);
 			goto fail;
 		}
 	}
 	if (dp->map_adopted[CHLB_MAP_CONNS] && !dp->map_adopted[CHLB_MAP_CONN_FILTER]) {
 		rc = rebuild_conn_filter(dp);
 		if (rc) {
-			rc = dp_err(err, errlen, rc, "couldn't rebuild the connection filter");
+			rc = chlb_syserr(err, errlen, rc, "couldn't rebuild the connection filter");
 			goto fail;
 		}
 	}
 	rc = dp_views_open(dp);
 	if (rc) {
-		rc = dp_err(err, errlen, rc, "couldn't bring the VIP index in step with 'vips'");
+		rc = chlb_syserr(err, errlen, rc,
+				 "couldn't bring the VIP index in step with 'vips'");
 		goto fail;
 	}
 	if (dp->pin_dir[0]) {

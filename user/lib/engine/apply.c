@@ -78,32 +78,33 @@ static int build_table(struct chlb_rt *rt, int id, const struct chlb_svc_cfg *s,
 	struct chlb_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
 	__u32 *list = calloc(s->nbe ? s->nbe : 1, sizeof(*list));
 	char vip[CHLB_ADDRSTR];
-	int r = -1;
+	int r;
 
 	chlb_fmt_vip(&s->vip, vip, sizeof(vip));
 	if (!be || !list) {
-		chlb_fail(err, errlen, "%s: out of memory", vip);
+		r = chlb_err(err, errlen, -ENOMEM, "%s: out of memory", vip);
 		goto out;
 	}
 	for (__u32 i = 0; i < s->nbe; i++) {
 		int slot = chlb_be_acquire(rt, id, &s->be[i].addr, now);
 
-		if (slot == -2) {
-			chlb_fail(err, errlen,
-				  "'%s': no free backend slot (%u in all, one per service and "
-				  "backend; removed ones are held while tables still name them)",
-				  s->be[i].name, CHLB_MAX_BACKENDS);
+		if (slot == -ENOSPC) {
+			r = chlb_err(err, errlen, slot,
+				     "'%s': no free backend slot (%u in all, one per service and "
+				     "backend; removed ones are held while tables still name them)",
+				     s->be[i].name, CHLB_MAX_BACKENDS);
 			goto out;
 		}
 		if (slot < 0) {
-			chlb_fail(err, errlen, "'%s': couldn't write the backend slot",
-				  s->be[i].name);
+			r = chlb_syserr(err, errlen, slot, "'%s': couldn't write the backend slot",
+					s->be[i].name);
 			goto out;
 		}
 		be[i].slot = (__u32)slot;
 		list[i] = (__u32)slot;
 	}
-	if (chlb_svc_build(s, be, t, err, errlen))
+	r = chlb_svc_build(s, be, t, err, errlen);
+	if (r)
 		goto out;
 	*bes = list;
 	*nbes = s->nbe;
@@ -210,7 +211,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	struct chlb_table t = { 0 };
 	__u32 *bes = NULL, nbes = 0;
 	char vip[CHLB_ADDRSTR];
-	int id, k;
+	int id, k, rc;
 
 	chlb_fmt_vip(&c->vip, vip, sizeof(vip));
 	if (s)
@@ -218,7 +219,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	if (!s) {
 		id = alloc_id(rt);
 		if (id < 0)
-			return chlb_fail(err, errlen, "'%s': no free service id", vip);
+			return chlb_err(err, errlen, -ENOSPC, "'%s': no free service id", vip);
 		s = &rt->svc[id];
 		memset(s, 0, sizeof(*s));
 		s->vip = c->vip;
@@ -229,14 +230,16 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 			       vip, id);
 	}
 	if (!table_changed) {
-		if (publish(rt, s, c))
-			return chlb_fail(err, errlen, "'%s': couldn't update the service view",
-					 vip);
+		rc = publish(rt, s, c);
+		if (rc)
+			return chlb_syserr(err, errlen, rc,
+					   "'%s': couldn't update the service view", vip);
 		rt_log(rt, LOG_INFO, "service %s: options updated (no table change)", vip);
 		return 0;
 	}
-	if (build_table(rt, (int)(s - rt->svc), c, &t, &bes, &nbes, t0, err, errlen))
-		return -1;
+	rc = build_table(rt, (int)(s - rt->svc), c, &t, &bes, &nbes, t0, err, errlen);
+	if (rc)
+		return rc;
 	t_built = chlb_now_ns();
 	if (s->adopted && s->nview &&
 	    !memcmp(&s->adopted_hdr, chlb_table_header(&t), sizeof(s->adopted_hdr))) {
@@ -252,21 +255,24 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 		cur->prealloc = t.nwords;
 		for (__u32 i = 0; i < nbes; i++)
 			rt->be[bes[i]].trefs++;
-		if (publish(rt, s, c))
-			return chlb_fail(err, errlen, "'%s': couldn't update the service view",
-					 vip);
+		rc = publish(rt, s, c);
+		if (rc)
+			return chlb_syserr(err, errlen, rc,
+					   "'%s': couldn't update the service view", vip);
 		rt_log(rt, LOG_DEBUG, "service %s: adopted table slot %u (fingerprint %08x)", vip,
 		       s->view[0], chlb_table_header(&t)->fingerprint);
 		return 0;
 	}
 	s->adopted = false;
 	k = free_slot(rt, s);
-	if (k < 0 || rt->ops.write_table(rt->ops.ctx,
+	rc = k < 0 ? -EBUSY
+		   : rt->ops.write_table(rt->ops.ctx,
 					 (__u32)(s - rt->svc) * CHLB_SLOTS_PER_SERVICE + (__u32)k,
-					 t.words, t.nwords)) {
+					 t.words, t.nwords);
+	if (rc) {
 		chlb_table_free(&t);
 		free(bes);
-		return chlb_fail(err, errlen, "'%s': couldn't write table slot %d", vip, k);
+		return chlb_syserr(err, errlen, rc, "'%s': couldn't write table slot %d", vip, k);
 	}
 	t_written = chlb_now_ns();
 	s->slot[k].used = true;
@@ -292,7 +298,8 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	s->replaced[0] = 0;
 	s->nview++;
 	s->used = true;
-	if (publish(rt, s, c)) {
+	rc = publish(rt, s, c);
+	if (rc) {
 		/* the view still names the old tables; undo our bookkeeping */
 		s->nview--;
 		memmove(&s->view[0], &s->view[1], s->nview * sizeof(s->view[0]));
@@ -300,7 +307,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 		slot_release(rt, &s->slot[k]);
 		if (!s->nview)
 			s->used = false;
-		return chlb_fail(err, errlen, "'%s': couldn't publish the service view", vip);
+		return chlb_syserr(err, errlen, rc, "'%s': couldn't publish the service view", vip);
 	}
 	s->swaps++;
 	s->last_swap_ms = (double)(chlb_now_ns() - t0) / 1e6;
@@ -432,20 +439,20 @@ int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *next, ch
 		}
 	}
 	if (newsvc > freeids)
-		return chlb_fail(
-		    err, errlen,
+		return chlb_err(
+		    err, errlen, -ENOSPC,
 		    "not enough service ids: the change adds %u services and %u ids are "
 		    "free (%u in all; a deleted service keeps its id until its tables' "
 		    "grace period ends)",
 		    newsvc, freeids, CHLB_MAX_SERVICES);
 	if (need > nfree)
-		return chlb_fail(
-		    err, errlen,
-		    "not enough backend slots: the change needs %u new (service, "
-		    "backend) slots and %u are free (%u in all: %u kept by backends "
-		    "that stay, %u held by removed backends that tables in the history "
-		    "window or grace period still name)",
-		    need, nfree, CHLB_MAX_BACKENDS, mine, CHLB_MAX_BACKENDS - nfree - mine);
+		return chlb_err(err, errlen, -ENOSPC,
+				"not enough backend slots: the change needs %u new (service, "
+				"backend) slots and %u are free (%u in all: %u kept by backends "
+				"that stay, %u held by removed backends that tables in the history "
+				"window or grace period still name)",
+				need, nfree, CHLB_MAX_BACKENDS, mine,
+				CHLB_MAX_BACKENDS - nfree - mine);
 	return 0;
 }
 
@@ -454,7 +461,7 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 {
 	char first[CHLB_ERR_MAX] = "", msg[CHLB_ERR_MAX];
 	static struct chlb_vip failed[CHLB_MAX_SERVICES + 1];
-	int bad = 0;
+	int bad = 0, rc, first_rc = 0;
 
 	/* deletions first: frees ids and slots for the additions */
 	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
@@ -490,9 +497,12 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 			tmp.encap_src = n->encap_src;
 			table_changed = !chlb_svc_equal(&tmp, n);
 		}
-		if (swap_service(rt, n, table_changed, msg, sizeof(msg))) {
-			if (!bad)
+		rc = swap_service(rt, n, table_changed, msg, sizeof(msg));
+		if (rc) {
+			if (!bad) {
 				snprintf(first, sizeof(first), "%s", msg);
+				first_rc = rc;
+			}
 			failed[bad++] = n->vip;
 			rt_log(rt, LOG_ERR, "%s", msg);
 		}
@@ -520,8 +530,8 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 		}
 	}
 	if (bad)
-		return chlb_fail(err, errlen, "%s%s", first,
-				 bad > 1 ? " (and more; see the log)" : "");
+		return chlb_err(err, errlen, first_rc, "%s%s", first,
+				bad > 1 ? " (and more; see the log)" : "");
 	return 0;
 }
 

@@ -122,8 +122,8 @@ void chlb_rt_free(struct chlb_rt *rt);
 /*
  * Converge the data plane from `cur` (what is applied) to `next`. Services
  * that fail to apply are put back to their `cur` form in `next` (or removed
- * from it), so `next` always describes what serves. Returns 0, or -1 with
- * err (the first failure) when any service failed.
+ * from it), so `next` always describes what serves. Returns 0, or the first
+ * failure's -errno with its message in err when any service failed.
  */
 int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_state *next,
 		  char *err, size_t errlen);
@@ -138,7 +138,7 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
  * Slots of backends a change removes stay held while a table in the view
  * (the history window, --history-ms) or in its grace period names them, so
  * replacing every backend of a service needs old + new slots at once.
- * 0, or -1 with err ("not enough backend slots: ...").
+ * 0, or -ENOSPC with err ("not enough backend slots: ...").
  */
 int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *next, char *err,
 		     size_t errlen);

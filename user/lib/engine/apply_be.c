@@ -193,7 +193,7 @@ static void new_occupant(struct chlb_rt *rt, __u32 slot)
  */
 int chlb_be_acquire(struct chlb_rt *rt, int svc, const struct chlb_addr *a, __u64 now)
 {
-	int i = chlb_be_find(rt, svc, a), free_slot = -1;
+	int i = chlb_be_find(rt, svc, a), free_slot = -1, rc;
 
 	if (i >= 0) {
 		struct chlb_rt_be *b = &rt->be[i];
@@ -207,7 +207,8 @@ int chlb_be_acquire(struct chlb_rt *rt, int svc, const struct chlb_addr *a, __u6
 		} else if (!claim) {
 			return i;
 		}
-		return chlb_be_write(rt, (__u32)i) ? -1 : i;
+		rc = chlb_be_write(rt, (__u32)i);
+		return rc ? rc : i;
 	}
 	for (__u32 k = 0; k < CHLB_MAX_BACKENDS; k++) {
 		__u32 j = (rt->free_hint + k) % CHLB_MAX_BACKENDS;
@@ -219,7 +220,7 @@ int chlb_be_acquire(struct chlb_rt *rt, int svc, const struct chlb_addr *a, __u6
 		}
 	}
 	if (free_slot < 0)
-		return -2;
+		return -ENOSPC;
 	rt->free_hint = (__u32)free_slot + 1;
 	be_unlink(rt, (__u32)free_slot);
 	rt->be[free_slot].addr = *a;
@@ -230,9 +231,8 @@ int chlb_be_acquire(struct chlb_rt *rt, int svc, const struct chlb_addr *a, __u6
 	rt->be[free_slot].state = CHLB_BE_LIVE;
 	new_occupant(rt, (__u32)free_slot);
 	rt->be[free_slot].wanted = true;
-	if (chlb_be_write(rt, (__u32)free_slot))
-		return -1;
-	return free_slot;
+	rc = chlb_be_write(rt, (__u32)free_slot);
+	return rc ? rc : free_slot;
 }
 
 /*

@@ -20,7 +20,8 @@ int chlb_be_write(struct chlb_rt *rt, __u32 slot);
 /*
  * Slot for addr in service svc, LIVE: the one the pair holds (a DEAD one
  * comes back with gen + 1), else a free one (gen + 1); either way a new
- * occupant starts with zeroed counters. -2 when none is free.
+ * occupant starts with zeroed counters. -ENOSPC when none is free, or the
+ * write's -errno.
  */
 int chlb_be_acquire(struct chlb_rt *rt, int svc, const struct chlb_addr *a, __u64 now);
 /* A round of next-hop re-resolution, at most once a second. */

@@ -19,26 +19,26 @@
 static int validate(const struct chlb_be *be, __u32 n, __u32 *byname, char *err, size_t errlen)
 {
 	if (n > CHLB_MAX_SVC_BACKENDS)
-		return build_err(err, errlen, -E2BIG, "%u backends: a service holds at most %u", n,
-				 CHLB_MAX_SVC_BACKENDS);
+		return chlb_err(err, errlen, -E2BIG, "%u backends: a service holds at most %u", n,
+				CHLB_MAX_SVC_BACKENDS);
 	if (n && !be)
-		return build_err(err, errlen, -EINVAL, "no backend array");
+		return chlb_err(err, errlen, -EINVAL, "no backend array");
 	for (__u32 i = 0; i < n; i++) {
 		if (memchr(be[i].name, 0, sizeof(be[i].name)) == NULL || !be[i].name[0])
-			return build_err(err, errlen, -EINVAL,
-					 "backend %u: empty or unterminated name", i);
+			return chlb_err(err, errlen, -EINVAL,
+					"backend %u: empty or unterminated name", i);
 		if (be[i].weight > CHLB_WEIGHT_MAX)
-			return build_err(err, errlen, -EINVAL, "backend %s: weight %u > %u",
-					 be[i].name, be[i].weight, CHLB_WEIGHT_MAX);
+			return chlb_err(err, errlen, -EINVAL, "backend %s: weight %u > %u",
+					be[i].name, be[i].weight, CHLB_WEIGHT_MAX);
 		if (be[i].slot == CHLB_TOMBSTONE)
-			return build_err(err, errlen, -EINVAL, "backend %s: slot %#x is reserved",
-					 be[i].name, be[i].slot);
+			return chlb_err(err, errlen, -EINVAL, "backend %s: slot %#x is reserved",
+					be[i].name, be[i].slot);
 	}
 	build_sort_by_name(be, n, byname);
 	for (__u32 i = 1; i < n; i++)
 		if (!strcmp(be[byname[i - 1]].name, be[byname[i]].name))
-			return build_err(err, errlen, -EINVAL, "backend %s listed twice",
-					 be[byname[i]].name);
+			return chlb_err(err, errlen, -EINVAL, "backend %s listed twice",
+					be[byname[i]].name);
 	return 0;
 }
 
@@ -52,13 +52,13 @@ int chlb_table_build(const struct chlb_table_spec *spec, const struct chlb_be *b
 	out->words = NULL;
 	out->nwords = 0;
 	if (!spec)
-		return build_err(err, errlen, -EINVAL, "no table spec");
+		return chlb_err(err, errlen, -EINVAL, "no table spec");
 	if (n > CHLB_MAX_SVC_BACKENDS)
-		return build_err(err, errlen, -E2BIG, "%u backends: a service holds at most %u", n,
-				 CHLB_MAX_SVC_BACKENDS);
+		return chlb_err(err, errlen, -E2BIG, "%u backends: a service holds at most %u", n,
+				CHLB_MAX_SVC_BACKENDS);
 	byname = malloc((n ? n : 1) * sizeof(*byname));
 	if (!byname)
-		return build_err(err, errlen, -ENOMEM, "out of memory");
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
 	rc = validate(be, n, byname, err, errlen);
 	if (rc) {
 		free(byname);
@@ -78,7 +78,7 @@ int chlb_table_build(const struct chlb_table_spec *spec, const struct chlb_be *b
 		rc = build_jtable(spec, be, n, out, err, errlen);
 		break;
 	default:
-		rc = build_err(err, errlen, -EINVAL, "unknown algorithm %u", spec->algo);
+		rc = chlb_err(err, errlen, -EINVAL, "unknown algorithm %u", spec->algo);
 		break;
 	}
 	free(byname);

@@ -7,9 +7,6 @@
 #include "base/err.h"
 #include "table/build.h"
 
-/* Errors read `return build_err(...)`: base/err.h's chlb_err under the builders' name. */
-#define build_err chlb_err
-
 /* A zeroed table of nwords words with magic, algo and words filled in. */
 int build_alloc(struct chlb_table *out, __u32 algo, __u32 nwords, char *err, size_t errlen);
 /* The same with only words [0, zero_words) zeroed: the builder writes all the rest. */

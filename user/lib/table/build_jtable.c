@@ -171,22 +171,22 @@ int build_jtable(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 		goto out;
 	}
 	if (nb >= m) {
-		rc = build_err(err, errlen, -EINVAL,
-			       "jtable: %u buckets need a table larger than %u", nb, m);
+		rc = chlb_err(err, errlen, -EINVAL,
+			      "jtable: %u buckets need a table larger than %u", nb, m);
 		goto out;
 	}
 	for (__u32 b = 0; b < nb; b++)
 		nlive += order[b] != CHLB_TOMBSTONE;
 	owner = malloc((size_t)m * sizeof(*owner));
 	if (!owner || build_t(&s, m, nb)) {
-		rc = build_err(err, errlen, -ENOMEM, "out of memory");
+		rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (__u32 b = 0; b < nb; b++)
 		for (__u32 i = 0; i < s.len[b]; i++)
 			owner[s.pool[s.start[b] + i]] = b;
 	if (nlive < nb && deal(&s, order, m, nb, nlive, owner)) {
-		rc = build_err(err, errlen, -ENOMEM, "out of memory");
+		rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	rc = build_alloc_direct(out, m, live, &entry, err, errlen);

@@ -27,14 +27,14 @@ int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_be 
 			nb += chlb_jump_multiplicity(be[i].weight);
 	}
 	if (nb > CHLB_JUMP_MAX_BUCKETS)
-		return build_err(err, errlen, -E2BIG, "%u jump buckets: at most %u", nb,
-				 CHLB_JUMP_MAX_BUCKETS);
+		return chlb_err(err, errlen, -E2BIG, "%u jump buckets: at most %u", nb,
+				CHLB_JUMP_MAX_BUCKETS);
 	order = malloc((nb ? nb : 1) * sizeof(*order));
 	seen = calloc(n ? n : 1, sizeof(*seen));
 	if (!order || !seen) {
 		free(order);
 		free(seen);
-		return build_err(err, errlen, -ENOMEM, "out of memory");
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
 	}
 	if (spec->jump_order) {
 		for (__u32 b = 0; b < nb; b++) {
@@ -43,8 +43,8 @@ int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_be 
 			if (x != CHLB_TOMBSTONE && x >= n) {
 				free(order);
 				free(seen);
-				return build_err(err, errlen, -EINVAL,
-						 "jump bucket %u names backend %u of %u", b, x, n);
+				return chlb_err(err, errlen, -EINVAL,
+						"jump bucket %u names backend %u of %u", b, x, n);
 			}
 			/* a drained backend keeps its buckets as tombstones */
 			order[b] = (x != CHLB_TOMBSTONE && be[x].weight) ? x : CHLB_TOMBSTONE;
@@ -164,7 +164,7 @@ int chlb_jump_order_map(const struct chlb_jump_order *o, const struct chlb_be *b
 	int rc = 0;
 
 	if (!byname)
-		return build_err(err, errlen, -ENOMEM, "out of memory");
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
 	build_sort_by_name(be, n, byname);
 	for (__u32 b = 0; b < o->n && !rc; b++) {
 		if (!o->name[b][0])
@@ -172,8 +172,8 @@ int chlb_jump_order_map(const struct chlb_jump_order *o, const struct chlb_be *b
 		else if (find_be(be, byname, n, o->name[b], &pos))
 			idx[b] = byname[pos];
 		else
-			rc = build_err(err, errlen, -EINVAL,
-				       "jump bucket %u names unknown backend %s", b, o->name[b]);
+			rc = chlb_err(err, errlen, -EINVAL,
+				      "jump bucket %u names unknown backend %s", b, o->name[b]);
 	}
 	free(byname);
 	return rc;
@@ -191,28 +191,28 @@ int chlb_jump_order_sync(struct chlb_jump_order *o, const struct chlb_be *be, __
 	for (__u32 i = 0; i < n; i++)
 		want_total += chlb_jump_multiplicity(be[i].weight);
 	if (want_total > CHLB_JUMP_MAX_BUCKETS)
-		return build_err(err, errlen, -E2BIG, "%llu jump buckets wanted: at most %u",
-				 (unsigned long long)want_total, CHLB_JUMP_MAX_BUCKETS);
+		return chlb_err(err, errlen, -E2BIG, "%llu jump buckets wanted: at most %u",
+				(unsigned long long)want_total, CHLB_JUMP_MAX_BUCKETS);
 	/* work on a copy: on any error o stays as it was */
 	byname = malloc((n ? n : 1) * sizeof(*byname));
 	have = calloc(n ? n : 1, sizeof(*have));
 	name = malloc(((size_t)nb + want_total + 1) * sizeof(*name));
 	created = calloc(nb + want_total + 1, 1);
 	if (!byname || !have || !name || !created) {
-		rc = build_err(err, errlen, -ENOMEM, "out of memory");
+		rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (__u32 i = 0; i < n; i++)
 		if (memchr(be[i].name, 0, sizeof(be[i].name)) == NULL || !be[i].name[0]) {
-			rc = build_err(err, errlen, -EINVAL,
-				       "backend %u: empty or unterminated name", i);
+			rc = chlb_err(err, errlen, -EINVAL,
+				      "backend %u: empty or unterminated name", i);
 			goto out;
 		}
 	build_sort_by_name(be, n, byname);
 	for (__u32 i = 1; i < n; i++)
 		if (!strcmp(be[byname[i - 1]].name, be[byname[i]].name)) {
-			rc = build_err(err, errlen, -EINVAL, "backend %s listed twice",
-				       be[byname[i]].name);
+			rc = chlb_err(err, errlen, -EINVAL, "backend %s listed twice",
+				      be[byname[i]].name);
 			goto out;
 		}
 	if (nb)
@@ -274,7 +274,7 @@ int chlb_jump_order_sync(struct chlb_jump_order *o, const struct chlb_be *be, __
 		rc = 1;
 	}
 	if (order_reserve(o, nb)) {
-		rc = build_err(err, errlen, -ENOMEM, "out of memory");
+		rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	if (nb)

@@ -28,9 +28,8 @@ static int is_prime(__u32 m)
 int build_check_m(__u32 m, char *err, size_t errlen)
 {
 	if (m > CHLB_MAGLEV_MAX_M || !is_prime(m))
-		return build_err(err, errlen, -EINVAL,
-				 "maglev table size %u: must be a prime <= %u", m,
-				 CHLB_MAGLEV_MAX_M);
+		return chlb_err(err, errlen, -EINVAL, "maglev table size %u: must be a prime <= %u",
+				m, CHLB_MAGLEV_MAX_M);
 	return 0;
 }
 
@@ -67,14 +66,14 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 	for (__u32 i = 0; i < n; i++)
 		live += be[i].weight > 0;
 	if (live && m <= live)
-		return build_err(err, errlen, -EINVAL,
-				 "maglev table size %u: must exceed the %u backends", m, live);
+		return chlb_err(err, errlen, -EINVAL,
+				"maglev table size %u: must exceed the %u backends", m, live);
 	if (!live)
 		return build_alloc(out, CHLB_ALGO_MAGLEV, CHLB_TBL_HDR_WORDS, err, errlen);
 
 	p = calloc(live, sizeof(*p));
 	if (!p) {
-		rc = build_err(err, errlen, -ENOMEM, "out of memory");
+		rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	live = 0;
@@ -94,7 +93,7 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 	/* which entries are taken: m bits (8 KB at the default M) stay in L1 while probing */
 	used = calloc((m + 63) / 64, sizeof(*used));
 	if (!used) {
-		rc = build_err(err, errlen, -ENOMEM, "out of memory");
+		rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	rc = build_alloc_direct(out, m, live, &entry, err, errlen);

@@ -76,7 +76,7 @@ static int grow(void *arrp, __u32 *have, __u32 want, size_t size)
 		return 0;
 	p = realloc(*(void **)arrp, want * size);
 	if (!p)
-		return -1;
+		return -ENOMEM;
 	*(void **)arrp = p;
 	*have = want;
 	return 0;
@@ -218,14 +218,14 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	int rc;
 
 	if (vnodes > CHLB_RING_MAX_VNODES)
-		return build_err(err, errlen, -E2BIG, "%u vnodes per backend: at most %u", vnodes,
-				 CHLB_RING_MAX_VNODES);
+		return chlb_err(err, errlen, -E2BIG, "%u vnodes per backend: at most %u", vnodes,
+				CHLB_RING_MAX_VNODES);
 	for (__u32 i = 0; i < n; i++)
 		total += vnode_count(vnodes, be[i].weight);
 	if (total > CHLB_RING_MAX_VNODES)
-		return build_err(err, errlen, -E2BIG,
-				 "ring of %llu vnodes: at most %u (lower --vnodes or weights)",
-				 (unsigned long long)total, CHLB_RING_MAX_VNODES);
+		return chlb_err(err, errlen, -E2BIG,
+				"ring of %llu vnodes: at most %u (lower --vnodes or weights)",
+				(unsigned long long)total, CHLB_RING_MAX_VNODES);
 	if (total == 0)
 		return build_alloc(out, CHLB_ALGO_RING, CHLB_TBL_HDR_WORDS, err, errlen);
 
@@ -243,7 +243,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	if (grow(&scratch.hash, &scratch.nhash, count, 4) ||
 	    grow(&scratch.part, &scratch.npart, count, 8) ||
 	    grow(&scratch.per_line, &scratch.nlines, 1u << lbits, sizeof(*scratch.per_line)))
-		return build_err(err, errlen, -ENOMEM, "out of memory for %u vnodes", count);
+		return chlb_err(err, errlen, -ENOMEM, "out of memory for %u vnodes", count);
 	hash = scratch.hash;
 	part = scratch.part;
 	per_line = scratch.per_line;
@@ -271,7 +271,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	}
 	if (grow(&scratch.pair, &scratch.npair, biggest + LINE_READ, 8) ||
 	    grow(&scratch.dir, &scratch.ndir, (1u << (bits - pb)) + 2, 4))
-		return build_err(err, errlen, -ENOMEM, "out of memory for %u vnodes", count);
+		return chlb_err(err, errlen, -ENOMEM, "out of memory for %u vnodes", count);
 	memcpy(pcur, pstart, sizeof(pcur));
 	/* partitioned, stably: {hash, slot} */
 	g = 0;

@@ -448,7 +448,7 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 			rc = chlb_jump_order_set(&rem.order, names, base.order.n);
 		free(names);
 		if (rc) {
-			rc = chlb_err(err, errlen, rc, "jump order: %s", strerror(-rc));
+			rc = chlb_syserr(err, errlen, rc, "jump order");
 			goto out;
 		}
 	}
@@ -471,7 +471,7 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 	}
 	if ((rc = shares(o, &base.t, sb, nslots)) < 0 || (rc = shares(o, &add.t, sa, nslots)) < 0 ||
 	    (rc = shares(o, &rem.t, sr, nslots)) < 0) {
-		rc = chlb_err(err, errlen, rc, "keyspace shares: %s", strerror(-rc));
+		rc = chlb_syserr(err, errlen, rc, "keyspace shares");
 		goto out;
 	}
 	r->jump_model = o->algo == CHLB_ALGO_JUMP ? rc : 0;
@@ -479,7 +479,7 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 
 	rc = measure_flows(o, &base, &add, &rem, sr, nslots, r);
 	if (rc) {
-		rc = chlb_err(err, errlen, rc, "a flow found no backend: %s", strerror(-rc));
+		rc = chlb_syserr(err, errlen, rc, "a flow found no backend");
 		goto out;
 	}
 	rc = keyspace_moved(o, &base, &add, sb, sa, n, 1, &r->disruption_add);
@@ -495,7 +495,7 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 	rc = 0;
 	goto out;
 moved_err:
-	rc = chlb_err(err, errlen, rc, "disruption: %s", strerror(-rc));
+	rc = chlb_syserr(err, errlen, rc, "disruption");
 out:
 	free(sb);
 	free(sa);

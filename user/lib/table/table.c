@@ -17,7 +17,7 @@ static int alloc_words(struct chlb_table *out, __u32 algo, __u32 nwords, char *e
 	struct chlb_table_hdr *hdr;
 
 	if (!out->words)
-		return build_err(err, errlen, -ENOMEM, "out of memory for a %u-word table", nwords);
+		return chlb_err(err, errlen, -ENOMEM, "out of memory for a %u-word table", nwords);
 	out->nwords = nwords;
 	hdr = (struct chlb_table_hdr *)out->words;
 	hdr->magic = CHLB_TABLE_MAGIC;
