@@ -66,7 +66,7 @@ DEB_PACKAGES := gcc libc6-dev clang llvm libbpf-dev bpftool libelf-dev zlib1g-de
 	libjson-c-dev linux-libc-dev pkg-config iproute2 ethtool socat procps jq python3 \
 	clang-format cppcheck libclang-rt-14-dev libsystemd-dev prometheus curl
 
-.PHONY: all deps test check-root lint bench demo clean help fuzz install uninstall FORCE
+.PHONY: all deps test check-root lint bench demo clean help fuzz install uninstall grammar-docs FORCE
 
 all: $(PROGS) $(UNIT_BINS) $(ASAN_UNIT_BINS) $(BPFTEST_BINS) $(TOOL_BINS) $(BENCH_BINS)
 
@@ -81,6 +81,8 @@ help:
 	@echo '  bench  benchmarks; JSON reports under $(BUILD)/bench/'
 	@echo '  demo   deps + all, then show chlb balancing real TCP in network namespaces'
 	@echo '  fuzz   fuzz the command parser (libFuzzer)'
+	@echo '  grammar-docs  rewrite the sections of docs/chlb.5 and docs/chlbctl.8 generated from'
+	@echo '         the grammar table (user/lib/config/grammar_table.c); make check fails until then'
 	@echo '  install    binaries, man pages, systemd unit, example config, bash completion'
 	@echo '             (PREFIX=$(PREFIX), DESTDIR=; see the Install section of README.md)'
 	@echo '  uninstall  remove what install put there (a config you changed stays)'
@@ -196,7 +198,8 @@ FORCE:
 FUZZ_TIME ?= 60
 FUZZ_LIB_SRCS := $(filter-out %/json_out.c %/stats_rates.c,$(wildcard user/lib/base/*.c)) \
 	$(filter-out %/sim.c,$(wildcard user/lib/table/*.c)) \
-	user/lib/config/grammar.c user/lib/config/state.c user/lib/config/state_io.c
+	user/lib/config/grammar.c user/lib/config/grammar_table.c user/lib/config/state.c \
+	user/lib/config/state_io.c
 
 $(BUILD)/fuzz/fuzz_grammar: tests/fuzz/fuzz_grammar.c $(FUZZ_LIB_SRCS) $(USER_HDRS)
 	$(call msg,FUZZ-CC,$@)
@@ -208,6 +211,13 @@ fuzz: $(BUILD)/fuzz/fuzz_grammar
 	$(Q)mkdir -p $(BUILD)/fuzz/corpus && cp -n tests/fuzz/corpus/* $(BUILD)/fuzz/corpus/
 	$(Q)$(BUILD)/fuzz/fuzz_grammar -max_total_time=$(FUZZ_TIME) -max_len=4096 \
 		$(BUILD)/fuzz/corpus
+
+# ---- the man pages' sections generated from the grammar table ----
+# Between `.\" BEGIN GENERATED NAME` and `.\" END GENERATED NAME`: what
+# `chlbctl help --man NAME` prints. tests/unit/test_grammar_table.c fails
+# while they differ.
+grammar-docs: $(BUILD)/chlbctl
+	$(Q)BUILD=$(BUILD) tests/tools/grammar_docs.sh
 
 # ---- checks ----
 FORMAT_SRCS = $(filter-out include/chlb_crc32c_table.h,$(wildcard bpf/*.c bpf/*.h include/*.h user/*/*.c user/*/*.h user/lib/*/*.c user/lib/*/*.h tests/*/*.c tests/*/*.h))

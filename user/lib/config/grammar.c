@@ -12,22 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config/grammar.h"
+#include "config/grammar_table.h"
 #include "base/err.h"
 #include "base/util.h"
 
+/* The changes are the statements a file takes. */
 bool chlb_cmd_is_change(enum chlb_cmd_kind kind)
 {
-	switch (kind) {
-	case CHLB_CMD_SERVICE_ADD:
-	case CHLB_CMD_SERVICE_SET:
-	case CHLB_CMD_SERVICE_DEL:
-	case CHLB_CMD_BACKEND_ADD:
-	case CHLB_CMD_BACKEND_SET:
-	case CHLB_CMD_BACKEND_DEL:
-		return true;
-	default:
-		return false;
-	}
+	for (const struct chlb_gstmt *s = chlb_grammar; s->obj; s++)
+		if (s->kind == kind && kind != CHLB_CMD_NONE)
+			return (s->where & CHLB_GW_FILE) != 0;
+	return false;
 }
 
 int chlb_tokenize(char *line, char **tok, int max, char *err, size_t errlen)
@@ -156,70 +151,8 @@ int chlb_parse_vip(const char *s, struct chlb_vip *v, char *err, size_t errlen)
 	return 0;
 }
 
-/* Numeric option ranges; semantic checks (prime, > backends) live in state.c. */
-static int parse_svc_opt(const char *key, const char *val, struct chlb_cmd *c, char *err,
-			 size_t errlen)
-{
-	__u32 v;
-
-	if (!strcmp(key, "algo")) {
-		if (chlb_algo_parse(val, &c->algo))
-			return chlb_err(
-			    err, errlen, -EINVAL,
-			    "'%s': unknown algorithm (expected ring, jump, maglev or jtable)", val);
-		c->set |= CHLB_OPT_ALGO;
-	} else if (!strcmp(key, "vnodes")) {
-		if (parse_u32(val, 1, 65536, &v))
-			return chlb_err(err, errlen, -EINVAL, "'%s': vnodes out of range (1-65536)",
-					val);
-		c->vnodes = v;
-		c->set |= CHLB_OPT_VNODES;
-	} else if (!strcmp(key, "table")) {
-		if (parse_u32(val, 2, CHLB_MAGLEV_MAX_M, &v))
-			return chlb_err(err, errlen, -EINVAL,
-					"'%s': table size out of range (2-%u)", val,
-					CHLB_MAGLEV_MAX_M);
-		c->table_size = v;
-		c->set |= CHLB_OPT_TABLE;
-	} else if (!strcmp(key, "fwd")) {
-		if (chlb_fwd_parse(val, &c->fwd))
-			return chlb_err(err, errlen, -EINVAL,
-					"'%s': unknown forwarding mode (expected l2dsr or ipip)",
-					val);
-		c->set |= CHLB_OPT_FWD;
-	} else if (!strcmp(key, "hash")) {
-		if (chlb_hash_parse(val, &c->hash))
-			return chlb_err(err, errlen, -EINVAL,
-					"'%s': unknown hash fields (expected 5tuple or src)", val);
-		c->set |= CHLB_OPT_HASH;
-	} else if (!strcmp(key, "mtu")) {
-		if (parse_u32(val, 0, 65535, &v) || (v && v < 576))
-			return chlb_err(err, errlen, -EINVAL,
-					"'%s': mtu out of range (0 or 576-65535)", val);
-		c->mtu = (__u16)v;
-		c->set |= CHLB_OPT_MTU;
-	} else if (!strcmp(key, "encap-src")) {
-		if (chlb_parse_addr(val, &c->encap_src))
-			return chlb_err(err, errlen, -EINVAL,
-					"'%s': malformed address for encap-src", val);
-		c->set |= CHLB_OPT_ENCAP_SRC;
-	} else if (!strcmp(key, "buckets")) {
-		if (parse_u32(val, 1, CHLB_JUMP_MAX_BUCKETS, &v))
-			return chlb_err(err, errlen, -EINVAL, "'%s': buckets out of range (1-%u)",
-					val, CHLB_JUMP_MAX_BUCKETS);
-		c->buckets = v;
-		c->set |= CHLB_OPT_BUCKETS;
-	} else {
-		return chlb_err(err, errlen, -EINVAL,
-				"'%s': unknown service option (expected algo, vnodes, table, fwd, "
-				"hash, mtu, encap-src, force)",
-				key);
-	}
-	return 0;
-}
-
-/* "3,17,42": a jump backend's buckets, as the state file saves them. */
-static int parse_bucket_list(const char *val, struct chlb_cmd *c)
+/* "3,17,42": a jump backend's buckets, as the state file saves them; each in [lo, hi]. */
+static int parse_bucket_list(const char *val, __u32 lo, __u32 hi, struct chlb_cmd *c)
 {
 	char buf[CHLB_LINE_MAX];
 	char *save = NULL, *t;
@@ -231,165 +164,161 @@ static int parse_bucket_list(const char *val, struct chlb_cmd *c)
 	c->nbucket = 0;
 	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (c->nbucket == CHLB_BE_BUCKETS_MAX ||
-		    parse_u32(t, 0, CHLB_JUMP_MAX_BUCKETS - 1, &c->bucket[c->nbucket]))
+		    parse_u32(t, lo, hi, &c->bucket[c->nbucket]))
 			return -EINVAL;
 		c->nbucket++;
 	}
-	return c->nbucket ? 0 : -1;
+	return c->nbucket ? 0 : -EINVAL;
 }
 
-static int parse_be_opt(const char *key, const char *val, struct chlb_cmd *c, char *err,
-			size_t errlen)
+/* Where an option's value goes: v (UINT), n (NAME), a (ADDR); a list is parsed in place. */
+static void store_opt(const struct chlb_gopt *o, __u32 v, __u8 n, const struct chlb_addr *a,
+		      struct chlb_cmd *c)
 {
-	__u32 v;
-
-	if (!strcmp(key, "weight")) {
-		if (parse_u32(val, 0, CHLB_WEIGHT_MAX, &v))
-			return chlb_err(err, errlen, -EINVAL, "'%s': weight out of range (0-%u)",
-					val, CHLB_WEIGHT_MAX);
+	switch (o->bit) {
+	case CHLB_OPT_ALGO:
+		c->algo = n;
+		break;
+	case CHLB_OPT_FWD:
+		c->fwd = n;
+		break;
+	case CHLB_OPT_HASH:
+		c->hash = n;
+		break;
+	case CHLB_OPT_VNODES:
+		c->vnodes = v;
+		break;
+	case CHLB_OPT_TABLE:
+		c->table_size = v;
+		break;
+	case CHLB_OPT_MTU:
+		c->mtu = (__u16)v;
+		break;
+	case CHLB_OPT_BUCKETS:
+		c->buckets = v;
+		break;
+	case CHLB_OPT_WEIGHT:
 		c->weight = v;
-		c->set |= CHLB_OPT_WEIGHT;
-	} else if (!strcmp(key, "buckets")) {
-		if (parse_bucket_list(val, c))
-			return chlb_err(err, errlen, -EINVAL,
-					"'%s': malformed bucket list (B1,B2,... each 0-%u)", val,
-					CHLB_JUMP_MAX_BUCKETS - 1);
-		c->set |= CHLB_OPT_BUCKET;
-	} else {
-		return chlb_err(err, errlen, -EINVAL,
-				"'%s': unknown backend option (expected weight or buckets)", key);
+		break;
+	case CHLB_OPT_ENCAP_SRC:
+		c->encap_src = *a;
+		break;
+	default: /* CHLB_OPT_FORCE: the bit alone; CHLB_OPT_BUCKET: in c->bucket already */
+		break;
 	}
-	return 0;
+	c->set |= o->bit;
 }
-
-typedef int (*opt_fn)(const char *, const char *, struct chlb_cmd *, char *, size_t);
-
-static int parse_opts(int i, int ntok, char *const *tok, opt_fn fn, struct chlb_cmd *c, char *err,
-		      size_t errlen)
-{
-	__u32 before;
-
-	for (; i < ntok; i += 2) {
-		/* a service's `force`: the one option without a value */
-		if (fn == parse_svc_opt && !strcmp(tok[i], "force")) {
-			if (c->set & CHLB_OPT_FORCE)
-				return chlb_err(err, errlen, -EINVAL, "'force': given twice");
-			c->set |= CHLB_OPT_FORCE;
-			i--;
-			continue;
-		}
-		if (i + 1 >= ntok) {
-			/* let the option parser reject unknown keys first */
-			if (fn(tok[i], "", c, err, errlen) && strstr(err, "option (expected"))
-				return -EINVAL;
-			return chlb_err(err, errlen, -EINVAL, "'%s': missing value", tok[i]);
-		}
-		before = c->set;
-		if (fn(tok[i], tok[i + 1], c, err, errlen))
-			return -EINVAL;
-		if (before == c->set)
-			return chlb_err(err, errlen, -EINVAL, "'%s': option given twice", tok[i]);
-	}
-	return 0;
-}
-
-static int need(int i, int ntok, char *const *tok, const char *what, char *err, size_t errlen)
-{
-	if (i < ntok)
-		return 0;
-	return chlb_err(err, errlen, -EINVAL, "'%s %s': missing %s", tok[0], ntok > 1 ? tok[1] : "",
-			what);
-}
-
-/* The verbs `service` and `backend` take, with the command each one means. */
-struct obj_verbs {
-	const char *obj;
-	enum chlb_cmd_kind add, set, del, list;
-};
-
-static const struct obj_verbs service_verbs = { "service", CHLB_CMD_SERVICE_ADD,
-						CHLB_CMD_SERVICE_SET, CHLB_CMD_SERVICE_DEL,
-						CHLB_CMD_SERVICE_LIST },
-			      backend_verbs = { "backend", CHLB_CMD_BACKEND_ADD,
-						CHLB_CMD_BACKEND_SET, CHLB_CMD_BACKEND_DEL,
-						CHLB_CMD_BACKEND_LIST };
 
 /*
- * What `service` and `backend` share: the verb, then the VIP (optional for
- * list). Returns 1 when the command is complete (list), 0 when the caller
- * goes on parsing at tok[3], -1 on error.
+ * An option's value, checked as the table says (kind, range, names):
+ * semantic checks (prime, > backends, algo jump only) live in state.c.
  */
-static int parse_verb_vip(int ntok, char *const *tok, const struct obj_verbs *v, struct chlb_cmd *c,
-			  char *err, size_t errlen)
+static int parse_opt(const struct chlb_gopt *o, const char *val, struct chlb_cmd *c, char *err,
+		     size_t errlen)
 {
-	const char *verb;
+	struct chlb_addr a = { 0 };
+	char names[128];
+	__u32 v = 0;
+	__u8 n = 0;
 
-	if (ntok < 2)
-		return chlb_err(err, errlen, -EINVAL, "'%s': missing command (add, set, del, list)",
-				v->obj);
-	verb = tok[1];
-	if (!strcmp(verb, "list")) {
-		c->kind = v->list;
-		if (ntok > 3)
-			return chlb_err(err, errlen, -EINVAL, "'%s': unexpected argument", tok[3]);
-		if (ntok == 3) {
-			c->has_vip = true;
-			if (chlb_parse_vip(tok[2], &c->vip, err, errlen))
-				return -EINVAL;
-		}
-		return 1;
+	switch (o->val) {
+	case CHLB_GV_FLAG:
+		break;
+	case CHLB_GV_NAME:
+		if (o->parse(val, &n))
+			return chlb_err(err, errlen, -EINVAL, "'%s': unknown %s (expected %s)", val,
+					o->what,
+					chlb_gopt_names(o, ", ", " or ", names, sizeof(names)));
+		break;
+	case CHLB_GV_UINT:
+		if (parse_u32(val, o->zero_off ? 0 : o->lo, o->hi, &v) || (v && v < o->lo))
+			return chlb_err(err, errlen, -EINVAL, "'%s': %s out of range (%s%u-%u)",
+					val, o->what, o->zero_off ? "0 or " : "", o->lo, o->hi);
+		break;
+	case CHLB_GV_UINT_LIST:
+		if (parse_bucket_list(val, o->lo, o->hi, c))
+			return chlb_err(err, errlen, -EINVAL, "'%s': malformed %s (%s each %u-%u)",
+					val, o->what, o->meta, o->lo, o->hi);
+		break;
+	case CHLB_GV_ADDR:
+		if (chlb_parse_addr(val, &a))
+			return chlb_err(err, errlen, -EINVAL, "'%s': malformed %s", val, o->what);
+		break;
+	default:
+		return chlb_err(err, errlen, -EINVAL, "'%s': no value of this kind here", o->word);
 	}
-	if (!strcmp(verb, "add"))
-		c->kind = v->add;
-	else if (!strcmp(verb, "set"))
-		c->kind = v->set;
-	else if (!strcmp(verb, "del"))
-		c->kind = v->del;
-	else
-		return chlb_err(err, errlen, -EINVAL,
-				"'%s': unknown %s command (expected add, set, del, list)", verb,
-				v->obj);
-	if (need(2, ntok, tok, "VIP (ADDR:PORT/PROTO)", err, errlen))
-		return -EINVAL;
-	c->has_vip = true;
-	return chlb_parse_vip(tok[2], &c->vip, err, errlen);
-}
-
-static int parse_service(int ntok, char *const *tok, struct chlb_cmd *c, char *err, size_t errlen)
-{
-	int rc = parse_verb_vip(ntok, tok, &service_verbs, c, err, errlen);
-
-	if (rc)
-		return rc < 0 ? rc : 0;
-	if (c->kind == CHLB_CMD_SERVICE_DEL) {
-		if (ntok > 3)
-			return chlb_err(err, errlen, -EINVAL, "'%s': unexpected argument", tok[3]);
-		return 0;
-	}
-	return parse_opts(3, ntok, tok, parse_svc_opt, c, err, errlen);
-}
-
-static int parse_backend(int ntok, char *const *tok, struct chlb_cmd *c, char *err, size_t errlen)
-{
-	int rc = parse_verb_vip(ntok, tok, &backend_verbs, c, err, errlen);
-
-	if (rc)
-		return rc < 0 ? rc : 0;
-	if (need(3, ntok, tok, "backend address", err, errlen))
-		return -EINVAL;
-	if (chlb_parse_addr(tok[3], &c->backend))
-		return chlb_err(err, errlen, -EINVAL, "'%s': malformed backend address", tok[3]);
-	if (c->kind == CHLB_CMD_BACKEND_DEL) {
-		if (ntok > 4)
-			return chlb_err(err, errlen, -EINVAL, "'%s': unexpected argument", tok[4]);
-		return 0;
-	}
-	if (parse_opts(4, ntok, tok, parse_be_opt, c, err, errlen))
-		return -EINVAL;
-	if (c->kind == CHLB_CMD_BACKEND_SET && !(c->set & CHLB_OPT_WEIGHT))
-		return chlb_err(err, errlen, -EINVAL,
-				"'backend set': nothing to set (expected weight W)");
+	store_opt(o, v, n, &a, c);
 	return 0;
+}
+
+/* [OPTION [VALUE]]... from tok[i]: the keywords and values the table gives statement s. */
+static int parse_opts(const struct chlb_gstmt *s, int i, int ntok, char *const *tok,
+		      struct chlb_cmd *c, char *err, size_t errlen)
+{
+	char words[160];
+
+	for (; i < ntok; i++) {
+		const struct chlb_gopt *o = chlb_gopt_find(s, tok[i], CHLB_GW_GRAMMAR);
+
+		if (!o && !*chlb_gopt_words(s, CHLB_GW_GRAMMAR, words, sizeof(words)))
+			return chlb_err(err, errlen, -EINVAL, "'%s': unexpected argument", tok[i]);
+		if (!o)
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': unknown %s option (expected %s)", tok[i], s->obj,
+					words);
+		if (c->set & o->bit)
+			return chlb_err(err, errlen, -EINVAL, "'%s': given twice", tok[i]);
+		if (o->val != CHLB_GV_FLAG && i + 1 >= ntok)
+			return chlb_err(err, errlen, -EINVAL, "'%s': missing value", tok[i]);
+		if (parse_opt(o, o->val == CHLB_GV_FLAG ? "" : tok[++i], c, err, errlen))
+			return -EINVAL;
+	}
+	for (const struct chlb_gopt *o = s->opts; o && o->word; o++)
+		if ((s->need & o->bit) && !(c->set & o->bit))
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s %s': nothing to set (expected %s %s)", s->obj, s->verb,
+					o->word, o->meta);
+	return 0;
+}
+
+/*
+ * `service` and `backend`: COMMAND, its positional arguments (VIP, a
+ * backend's ADDR), then its options, all as the table says.
+ */
+static int parse_object(int ntok, char *const *tok, struct chlb_cmd *c, char *err, size_t errlen)
+{
+	const struct chlb_gstmt *s;
+	char verbs[64];
+	int i = 2;
+
+	chlb_grammar_verbs(tok[0], CHLB_GW_GRAMMAR, verbs, sizeof(verbs));
+	if (ntok < 2)
+		return chlb_err(err, errlen, -EINVAL, "'%s': missing command (%s)", tok[0], verbs);
+	s = chlb_grammar_find(tok[0], tok[1], CHLB_GW_GRAMMAR);
+	if (!s)
+		return chlb_err(err, errlen, -EINVAL, "'%s': unknown %s command (expected %s)",
+				tok[1], tok[0], verbs);
+	c->kind = s->kind;
+	for (const struct chlb_garg *a = s->args; a->meta; a++) {
+		if (!(a->where & CHLB_GW_GRAMMAR))
+			continue;
+		if (i >= ntok) {
+			if (a->optional)
+				break;
+			return chlb_err(err, errlen, -EINVAL, "'%s %s': missing %s", tok[0], tok[1],
+					a->what);
+		}
+		if (a->val == CHLB_GV_VIP) {
+			c->has_vip = true;
+			if (chlb_parse_vip(tok[i], &c->vip, err, errlen))
+				return -EINVAL;
+		} else if (chlb_parse_addr(tok[i], &c->backend)) { /* CHLB_GV_ADDR */
+			return chlb_err(err, errlen, -EINVAL, "'%s': malformed %s", tok[i],
+					a->what);
+		}
+		i++;
+	}
+	return parse_opts(s, i, ntok, tok, c, err, errlen);
 }
 
 static int parse_which(int ntok, char *const *tok, struct chlb_cmd *c, char *err, size_t errlen)
@@ -462,61 +391,51 @@ static int no_args(int ntok, char *const *tok, int max, char *err, size_t errlen
 	return 0;
 }
 
+/* A word without a value after the object (stats reset, apply force, shutdown detach), or none. */
+static int parse_flag(const struct chlb_gstmt *s, int ntok, char *const *tok, bool *flag, char *err,
+		      size_t errlen)
+{
+	char words[64];
+
+	if (ntok >= 2 && !chlb_gopt_find(s, tok[1], CHLB_GW_GRAMMAR))
+		return chlb_err(err, errlen, -EINVAL, "'%s': unexpected argument (expected %s)",
+				tok[1], chlb_gopt_words(s, CHLB_GW_GRAMMAR, words, sizeof(words)));
+	*flag = ntok >= 2;
+	return no_args(ntok, tok, 2, err, errlen);
+}
+
 int chlb_parse_tokens(int ntok, char *const *tok, struct chlb_cmd *c, char *err, size_t errlen)
 {
+	const struct chlb_gstmt *s;
+	char words[128];
+
 	memset(c, 0, sizeof(*c));
 	if (err && errlen)
 		err[0] = '\0';
 	if (ntok <= 0)
 		return 0;
-	if (!strcmp(tok[0], "service"))
-		return parse_service(ntok, tok, c, err, errlen);
-	if (!strcmp(tok[0], "backend"))
-		return parse_backend(ntok, tok, c, err, errlen);
-	if (!strcmp(tok[0], "which"))
+	/* objects with commands: service, backend */
+	if (*chlb_grammar_verbs(tok[0], CHLB_GW_GRAMMAR, words, sizeof(words)))
+		return parse_object(ntok, tok, c, err, errlen);
+	s = chlb_grammar_find(tok[0], NULL, CHLB_GW_GRAMMAR);
+	if (!s)
+		return chlb_err(err, errlen, -EINVAL, "'%s': unknown object (expected %s)", tok[0],
+				chlb_grammar_objects(CHLB_GW_GRAMMAR, words, sizeof(words)));
+	c->kind = s->kind;
+	switch (s->kind) {
+	case CHLB_CMD_WHICH:
 		return parse_which(ntok, tok, c, err, errlen);
-	if (!strcmp(tok[0], "conns"))
+	case CHLB_CMD_CONNS:
 		return parse_conns(ntok, tok, c, err, errlen);
-	if (!strcmp(tok[0], "stats")) {
-		c->kind = CHLB_CMD_STATS;
-		c->reset = ntok >= 2 && !strcmp(tok[1], "reset"); /* zero the counters first */
-		if (ntok >= 2 && !c->reset)
-			return chlb_err(err, errlen, -EINVAL,
-					"'%s': unexpected argument (expected reset)", tok[1]);
-		return no_args(ntok, tok, 2, err, errlen);
-	}
-	if (!strcmp(tok[0], "save")) {
-		c->kind = CHLB_CMD_SAVE;
+	case CHLB_CMD_STATS: /* reset: zero the counters first */
+		return parse_flag(s, ntok, tok, &c->reset, err, errlen);
+	case CHLB_CMD_APPLY:
+		return parse_flag(s, ntok, tok, &c->force, err, errlen);
+	case CHLB_CMD_SHUTDOWN:
+		return parse_flag(s, ntok, tok, &c->detach, err, errlen);
+	default: /* save, dry-run */
 		return no_args(ntok, tok, 1, err, errlen);
 	}
-	if (!strcmp(tok[0], "apply")) {
-		c->kind = CHLB_CMD_APPLY;
-		c->force = ntok >= 2 && !strcmp(tok[1], "force");
-		if (ntok >= 2 && !c->force)
-			return chlb_err(err, errlen, -EINVAL,
-					"'%s': unexpected argument (expected force)", tok[1]);
-		return no_args(ntok, tok, 2, err, errlen);
-	}
-	if (!strcmp(tok[0], "dry-run")) {
-		c->kind = CHLB_CMD_DRY_RUN;
-		return no_args(ntok, tok, 1, err, errlen);
-	}
-	if (!strcmp(tok[0], "shutdown")) {
-		c->kind = CHLB_CMD_SHUTDOWN;
-		if (ntok == 2 && !strcmp(tok[1], "detach")) {
-			c->detach = true;
-			return 0;
-		}
-		if (ntok >= 2)
-			return chlb_err(err, errlen, -EINVAL,
-					"'%s': unexpected argument (expected detach)", tok[1]);
-		return 0;
-	}
-	return chlb_err(
-	    err, errlen, -EINVAL,
-	    "'%s': unknown object (expected service, backend, stats, which, conns, save, "
-	    "apply, shutdown)",
-	    tok[0]);
 }
 
 /* Tokenize + parse the len bytes at line (a copy: line stays as it is). */

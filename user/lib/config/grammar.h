@@ -4,25 +4,18 @@
  * config file (-c, `apply -f`) and the saved state file are all sequences of
  * these statements, parsed by chlb_parse_tokens(); errors name the token.
  *
- *   service add|set VIP [algo ring|jump|maglev] [vnodes K] [table M] [fwd l2dsr|ipip]
- *                       [hash 5tuple|src] [mtu N] [encap-src ADDR] [buckets N] [force]
- *   service del VIP
- *   service list [VIP]
- *   backend add|set VIP ADDR [weight W] [buckets B1,B2,...]
- *   backend del VIP ADDR
- *   backend list [VIP]
- *   stats [reset] | save | shutdown [detach] | dry-run | apply [force]
- *   which SRC:PORT DST:PORT tcp|udp
- *   conns [VIP] [backend ADDR] [list]
+ * The statements, their arguments, options, values and ranges are written
+ * once, in the keyword table (config/grammar_table.c): the parser takes its
+ * keywords and value checks from there, and `chlbctl help` and docs/chlb.5
+ * (`man -l docs/chlb.5`) are generated from it. For example
  *
- * VIP = ADDR:PORT/PROTO, IPv6 in brackets: 10.0.0.10:80/tcp, [2001:db8::10]:443/udp;
- * port 0 means every port of the address, and must be written: 10.0.0.10/tcp
- * is an error naming 10.0.0.10:0/tcp.
+ *   service add 10.0.0.10:80/tcp algo maglev table 65537 fwd ipip
+ *   backend add 10.0.0.10:80/tcp 10.1.0.2 weight 100
+ *   service add [2001:db8::10]:0/udp force
  *
- * `force` (a word without a value) on a service: its VIP may be one of
- * chlbd's own addresses (refused otherwise: it would capture the host's own
- * traffic, SSH included); kept in the state, so `save` writes it. On
- * `apply`: the file may delete every service.
+ * VIP = ADDR:PORT/PROTO, IPv6 in brackets; port 0 means every port of the
+ * address, and must be written: 10.0.0.10/tcp is an error naming
+ * 10.0.0.10:0/tcp.
  */
 #ifndef CHLB_GRAMMAR_H
 #define CHLB_GRAMMAR_H

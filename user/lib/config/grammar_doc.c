@@ -315,7 +315,8 @@ void chlb_grammar_help(FILE *f)
 			if (!(o->where & CHLB_GW_CLI) || shown_before(o, CHLB_GW_CLI))
 				continue;
 			if (!header)
-				fprintf(f, "Options of %s:\n", sharing(s, CHLB_GW_CLI, buf, sizeof(buf)));
+				fprintf(f, "Options of %s:\n",
+					sharing(s, CHLB_GW_CLI, buf, sizeof(buf)));
 			header = true;
 			put_opt(&p, o, CHLB_GW_CLI, true);
 			range_note(o, note, sizeof(note));
@@ -352,7 +353,8 @@ static void man_statements(FILE *f)
 	struct piece pc[MAX_PIECES];
 
 	for (int file = 1; file >= 0; file--) {
-		fputs(file ? ".SS \"Changes: in files and requests\"\n" : ".SS \"In requests only\"\n",
+		fputs(file ? ".SS \"Changes: in files and requests\"\n"
+			   : ".SS \"In requests only\"\n",
 		      f);
 		for (const struct chlb_gstmt *s = chlb_grammar; s->obj; s++) {
 			if (!(s->where & CHLB_GW_GRAMMAR) || !(s->where & CHLB_GW_FILE) != !file)
@@ -374,7 +376,8 @@ static void man_options(FILE *f)
 	char buf[256], note[96];
 
 	for (const struct chlb_gstmt *s = chlb_grammar; s->obj; s++) {
-		if (!(s->where & CHLB_GW_GRAMMAR) || !s->opts || !first_with_opts(s, CHLB_GW_GRAMMAR))
+		if (!(s->where & CHLB_GW_GRAMMAR) || !s->opts ||
+		    !first_with_opts(s, CHLB_GW_GRAMMAR))
 			continue;
 		bool header = false;
 

@@ -15,47 +15,103 @@
 #define GW_REQUEST (CHLB_GW_SOCKET | CHLB_GW_CLI) /* a request, not a file's line */
 
 /* chlbctl's --dry-run, on every change (the request's `dry-run` line) */
-#define DRY_RUN_OPT                                                                              \
-	{ .word = "--dry-run", .where = CHLB_GW_CLI, .val = CHLB_GV_FLAG,                         \
-	  .desc = "any change: print what it would move (keyspace, running flows), change "    \
-		  "nothing; -n too" }
+#define DRY_RUN_OPT                                                                               \
+	{                                                                                         \
+		.word = "--dry-run", .where = CHLB_GW_CLI, .val = CHLB_GV_FLAG,                   \
+		.desc = "any change: print what it would move (keyspace, running flows), change " \
+			"nothing; -n too"                                                         \
+	}
 
 /* service add and set */
 static const struct chlb_gopt svc_opts[] = {
-	{ .word = "algo", .where = GW_ALL, .val = CHLB_GV_NAME, .what = "algorithm",
-	  .name = chlb_algo_name, .parse = chlb_algo_parse, .has_dflt = true,
-	  .dflt = CHLB_ALGO_RING, .bit = CHLB_OPT_ALGO,
+	{ .word = "algo",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_NAME,
+	  .what = "algorithm",
+	  .name = chlb_algo_name,
+	  .parse = chlb_algo_parse,
+	  .has_dflt = true,
+	  .dflt = CHLB_ALGO_RING,
+	  .bit = CHLB_OPT_ALGO,
 	  .desc = "the table's algorithm; jtable is jump's bucket order compiled into a "
 		  "Maglev-format table: O(1) lookup, jump's disruption" },
-	{ .word = "vnodes", .where = GW_ALL, .val = CHLB_GV_UINT, .meta = "K", .what = "vnodes",
-	  .lo = 1, .hi = 65536, .has_dflt = true, .dflt = CHLB_RING_DEFAULT_VNODES,
-	  .bit = CHLB_OPT_VNODES, .desc = "ring: points on the ring per backend at weight 100" },
-	{ .word = "table", .where = GW_ALL, .val = CHLB_GV_UINT, .meta = "M", .what = "table size",
-	  .lo = 2, .hi = CHLB_MAGLEV_MAX_M, .has_dflt = true, .dflt = CHLB_MAGLEV_DEFAULT_M,
+	{ .word = "vnodes",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_UINT,
+	  .meta = "K",
+	  .what = "vnodes",
+	  .lo = 1,
+	  .hi = 65536,
+	  .has_dflt = true,
+	  .dflt = CHLB_RING_DEFAULT_VNODES,
+	  .bit = CHLB_OPT_VNODES,
+	  .desc = "ring: points on the ring per backend at weight 100" },
+	{ .word = "table",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_UINT,
+	  .meta = "M",
+	  .what = "table size",
+	  .lo = 2,
+	  .hi = CHLB_MAGLEV_MAX_M,
+	  .has_dflt = true,
+	  .dflt = CHLB_MAGLEV_DEFAULT_M,
 	  .bit = CHLB_OPT_TABLE,
 	  .desc = "maglev and jtable: the table size, a prime larger than the backend count" },
-	{ .word = "fwd", .where = GW_ALL, .val = CHLB_GV_NAME, .what = "forwarding mode",
-	  .name = chlb_fwd_name, .parse = chlb_fwd_parse, .has_dflt = true, .dflt = CHLB_FWD_IPIP,
+	{ .word = "fwd",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_NAME,
+	  .what = "forwarding mode",
+	  .name = chlb_fwd_name,
+	  .parse = chlb_fwd_parse,
+	  .has_dflt = true,
+	  .dflt = CHLB_FWD_IPIP,
 	  .bit = CHLB_OPT_FWD,
 	  .desc = "ipip: encapsulate to the backend (anywhere routable; it decapsulates); "
 		  "l2dsr: rewrite the MAC only (backends on this L2 segment)" },
-	{ .word = "hash", .where = GW_ALL, .val = CHLB_GV_NAME, .what = "hash fields",
-	  .name = chlb_hash_name, .parse = chlb_hash_parse, .has_dflt = true,
-	  .dflt = CHLB_HASH_5TUPLE, .bit = CHLB_OPT_HASH,
+	{ .word = "hash",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_NAME,
+	  .what = "hash fields",
+	  .name = chlb_hash_name,
+	  .parse = chlb_hash_parse,
+	  .has_dflt = true,
+	  .dflt = CHLB_HASH_5TUPLE,
+	  .bit = CHLB_OPT_HASH,
 	  .desc = "what the flow hash covers: the 5-tuple, or the source address alone "
 		  "(a client's flows go to one backend)" },
-	{ .word = "mtu", .where = GW_ALL, .val = CHLB_GV_UINT, .meta = "N", .what = "mtu",
-	  .lo = 576, .hi = 65535, .zero_off = true, .has_dflt = true, .dflt = 0,
+	{ .word = "mtu",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_UINT,
+	  .meta = "N",
+	  .what = "mtu",
+	  .lo = 576,
+	  .hi = 65535,
+	  .zero_off = true,
+	  .has_dflt = true,
+	  .dflt = 0,
 	  .bit = CHLB_OPT_MTU,
 	  .desc = "fwd ipip: a packet whose encapsulation would exceed N is answered with "
 		  "ICMP too-big; 0: no check" },
-	{ .word = "encap-src", .where = GW_ALL, .val = CHLB_GV_ADDR, .meta = "ADDR",
-	  .what = "encap-src address", .bit = CHLB_OPT_ENCAP_SRC,
+	{ .word = "encap-src",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_ADDR,
+	  .meta = "ADDR",
+	  .what = "address for encap-src",
+	  .bit = CHLB_OPT_ENCAP_SRC,
 	  .desc = "fwd ipip: the outer source address (default: derived from each flow's hash)" },
-	{ .word = "buckets", .where = GW_ALL, .val = CHLB_GV_UINT, .meta = "N", .what = "buckets",
-	  .lo = 1, .hi = CHLB_JUMP_MAX_BUCKETS, .bit = CHLB_OPT_BUCKETS,
+	{ .word = "buckets",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_UINT,
+	  .meta = "N",
+	  .what = "buckets",
+	  .lo = 1,
+	  .hi = CHLB_JUMP_MAX_BUCKETS,
+	  .bit = CHLB_OPT_BUCKETS,
 	  .desc = "jump and jtable: the bucket count of the saved bucket order (save writes it)" },
-	{ .word = "force", .where = GW_ALL, .val = CHLB_GV_FLAG, .bit = CHLB_OPT_FORCE,
+	{ .word = "force",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_FLAG,
+	  .bit = CHLB_OPT_FORCE,
 	  .desc = "the VIP may be one of chlbd's own addresses (refused otherwise: it would take "
 		  "the host's own traffic); kept in the state; --force too" },
 	DRY_RUN_OPT,
@@ -64,13 +120,26 @@ static const struct chlb_gopt svc_opts[] = {
 
 /* backend add and set */
 static const struct chlb_gopt be_opts[] = {
-	{ .word = "weight", .where = GW_ALL, .val = CHLB_GV_UINT, .meta = "W", .what = "weight",
-	  .lo = 0, .hi = CHLB_WEIGHT_MAX, .has_dflt = true, .dflt = CHLB_WEIGHT_DEFAULT,
+	{ .word = "weight",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_UINT,
+	  .meta = "W",
+	  .what = "weight",
+	  .lo = 0,
+	  .hi = CHLB_WEIGHT_MAX,
+	  .has_dflt = true,
+	  .dflt = CHLB_WEIGHT_DEFAULT,
 	  .bit = CHLB_OPT_WEIGHT,
 	  .desc = "the backend's share relative to the others; 0 drains it (its connections "
 		  "stay, new ones go elsewhere)" },
-	{ .word = "buckets", .where = GW_ALL, .val = CHLB_GV_UINT_LIST, .meta = "B1,B2,...",
-	  .what = "bucket list", .lo = 0, .hi = CHLB_JUMP_MAX_BUCKETS - 1, .bit = CHLB_OPT_BUCKET,
+	{ .word = "buckets",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_UINT_LIST,
+	  .meta = "B1,B2,...",
+	  .what = "bucket list",
+	  .lo = 0,
+	  .hi = CHLB_JUMP_MAX_BUCKETS - 1,
+	  .bit = CHLB_OPT_BUCKET,
 	  .desc = "jump and jtable: the backend's buckets in the saved order (save writes them)" },
 	DRY_RUN_OPT,
 	{ 0 },
@@ -79,49 +148,75 @@ static const struct chlb_gopt be_opts[] = {
 static const struct chlb_gopt dry_run_opts[] = { DRY_RUN_OPT, { 0 } };
 
 static const struct chlb_gopt stats_opts[] = {
-	{ .word = "--watch", .where = CHLB_GW_CLI, .val = CHLB_GV_SECONDS, .meta = "SECONDS",
+	{ .word = "--watch",
+	  .where = CHLB_GW_CLI,
+	  .val = CHLB_GV_SECONDS,
+	  .meta = "SECONDS",
 	  .val_optional = true,
 	  .desc = "a frame every SECONDS (default 1) with this reader's rates, until Ctrl-C" },
-	{ .word = "reset", .cli = "--reset", .where = GW_ALL, .val = CHLB_GV_FLAG,
+	{ .word = "reset",
+	  .cli = "--reset",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_FLAG,
 	  .desc = "zero the data plane's counters first (ct_insert kept)" },
 	{ 0 },
 };
 
 static const struct chlb_gopt conns_opts[] = {
-	{ .word = "backend", .cli = "--backend", .where = GW_ALL, .val = CHLB_GV_ADDR,
-	  .meta = "ADDR", .desc = "only this backend's entries, in every service that has it" },
-	{ .word = "list", .cli = "--json", .where = GW_ALL, .val = CHLB_GV_FLAG,
+	{ .word = "backend",
+	  .cli = "--backend",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_ADDR,
+	  .meta = "ADDR",
+	  .what = "backend address",
+	  .desc = "only this backend's entries, in every service that has it" },
+	{ .word = "list",
+	  .cli = "--json",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_FLAG,
 	  .desc = "the entries too, not only their counts (at most 100000)" },
 	{ 0 },
 };
 
 static const struct chlb_gopt apply_opts[] = {
 	DRY_RUN_OPT,
-	{ .word = "force", .cli = "--force", .where = GW_ALL, .val = CHLB_GV_FLAG,
+	{ .word = "force",
+	  .cli = "--force",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_FLAG,
 	  .desc = "the file may delete every service (refused otherwise)" },
 	{ 0 },
 };
 
 static const struct chlb_gopt shutdown_opts[] = {
-	{ .word = "detach", .cli = "--detach", .where = GW_ALL, .val = CHLB_GV_FLAG,
+	{ .word = "detach",
+	  .cli = "--detach",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_FLAG,
 	  .desc = "also detach the program and unpin its maps (else it keeps forwarding)" },
 	{ 0 },
 };
 
-static const struct chlb_garg no_args[] = { { 0 } },
-			      vip_arg[] = { { "VIP", CHLB_GV_VIP, false, GW_ALL, NULL }, { 0 } },
-			      opt_vip_arg[] = { { "VIP", CHLB_GV_VIP, true, GW_ALL, NULL }, { 0 } },
-			      vip_addr_args[] = { { "VIP", CHLB_GV_VIP, false, GW_ALL, NULL },
-						  { "ADDR", CHLB_GV_ADDR, false, GW_ALL, NULL },
-						  { 0 } },
-			      which_args[] = { { "SRC:PORT", CHLB_GV_ENDPOINT, false, GW_ALL, NULL },
-					       { "DST:PORT", CHLB_GV_ENDPOINT, false, GW_ALL, NULL },
-					       { "PROTO", CHLB_GV_PROTO, false, GW_ALL, NULL },
-					       { 0 } },
-			      file_arg[] = { { "FILE", CHLB_GV_FILE, false, CHLB_GW_CLI, "-f" },
-					     { 0 } },
-			      batch_arg[] = { { "FILE|-", CHLB_GV_FILE, false, CHLB_GW_CLI, "-f" },
-					      { 0 } };
+#define VIP_ARG(opt)                                                           \
+	{                                                                      \
+		"VIP", CHLB_GV_VIP, opt, GW_ALL, NULL, "VIP (ADDR:PORT/PROTO)" \
+	}
+#define FILE_ARG(m)                                                  \
+	{                                                            \
+		m, CHLB_GV_FILE, false, CHLB_GW_CLI, "-f", "-f FILE" \
+	}
+
+static const struct chlb_garg
+    no_args[] = { { 0 } },
+    vip_arg[] = { VIP_ARG(false), { 0 } }, opt_vip_arg[] = { VIP_ARG(true), { 0 } },
+    vip_addr_args[] = { VIP_ARG(false),
+			{ "ADDR", CHLB_GV_ADDR, false, GW_ALL, NULL, "backend address" },
+			{ 0 } },
+    which_args[] = { { "SRC:PORT", CHLB_GV_ENDPOINT, false, GW_ALL, NULL, "source" },
+		     { "DST:PORT", CHLB_GV_ENDPOINT, false, GW_ALL, NULL, "destination" },
+		     { "PROTO", CHLB_GV_PROTO, false, GW_ALL, NULL, "protocol" },
+		     { 0 } },
+    file_arg[] = { FILE_ARG("FILE"), { 0 } }, batch_arg[] = { FILE_ARG("FILE|-"), { 0 } };
 
 const struct chlb_gstmt chlb_grammar[] = {
 	{ "service", "add", CHLB_CMD_SERVICE_ADD, GW_ALL, vip_arg, svc_opts, 0, false,
@@ -232,7 +327,7 @@ static struct word_list wl_start(char *buf, size_t len, const char *sep, const c
 {
 	if (len)
 		buf[0] = '\0';
-	return (struct word_list){ .buf = buf, .len = len, .sep = sep, .and = and };
+	return (struct word_list){ .buf = buf, .len = len, .sep = sep, .and = and};
 }
 
 const char *chlb_grammar_objects(unsigned int where, char *buf, size_t len)

@@ -51,6 +51,7 @@ struct chlb_garg {
 	bool optional;
 	unsigned int where; /* CHLB_GW_* */
 	const char *flag;   /* written before it ("-f" FILE), or NULL */
+	const char *what;   /* in messages: "'backend add': missing backend address" */
 };
 
 /* An option: a keyword, with a value unless CHLB_GV_FLAG. */
@@ -74,8 +75,8 @@ struct chlb_gopt {
 
 /* A statement form. */
 struct chlb_gstmt {
-	const char *obj;  /* the first word: "service", "stats"; NULL ends the table */
-	const char *verb; /* the second word for objects with commands ("add"), else NULL */
+	const char *obj;	 /* the first word: "service", "stats"; NULL ends the table */
+	const char *verb;	 /* the second word for objects with commands ("add"), else NULL */
 	enum chlb_cmd_kind kind; /* what the parser returns; CHLB_CMD_NONE: chlbctl's alone */
 	unsigned int where;	 /* CHLB_GW_* */
 	const struct chlb_garg *args;
@@ -108,8 +109,7 @@ const struct chlb_gopt *chlb_gopt_find(const struct chlb_gstmt *s, const char *w
  */
 const char *chlb_grammar_objects(unsigned int where, char *buf, size_t len);
 const char *chlb_grammar_verbs(const char *obj, unsigned int where, char *buf, size_t len);
-const char *chlb_gopt_words(const struct chlb_gstmt *s, unsigned int where, char *buf,
-			    size_t len);
+const char *chlb_gopt_words(const struct chlb_gstmt *s, unsigned int where, char *buf, size_t len);
 const char *chlb_gopt_names(const struct chlb_gopt *o, const char *sep, const char *last, char *buf,
 			    size_t len);
 
