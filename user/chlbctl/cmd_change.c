@@ -13,6 +13,7 @@
 #include "chlbctl.h"
 #include "client.h"
 #include "config/grammar.h"
+#include "config/grammar_table.h"
 #include "config/state.h"
 #include "show.h"
 
@@ -68,23 +69,23 @@ static int send_read(const char *line, void (*show)(json_object *))
 
 static int object_cmd(const char *obj, int argc, char **argv, void (*show)(json_object *))
 {
-	static const char *const verbs[] = { "add", "set", "del", "list" };
 	bool dry_run = ctl_take_flag(&argc, argv, "--dry-run", "-n");
 	bool force = ctl_take_flag(&argc, argv, "--force", NULL);
 	const char *verb = NULL;
-	char head[64];
+	char head[64], verbs[64];
 	char *line;
 	int rc;
 
+	chlb_grammar_verbs(obj, CHLB_GW_CLI, verbs, sizeof(verbs));
 	if (argc < 1)
-		return p_usage("'%s': missing command (add, set, del, list)", obj);
-	/* unambiguous prefixes, as for the top level */
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		if (!strncmp(verbs[i], argv[0], strlen(argv[0])) && argv[0][0])
-			verb = verb ? "" : verbs[i];
+		return p_usage("'%s': missing command (%s)", obj, verbs);
+	/* the table's commands of obj, by unambiguous prefix as for the top level */
+	for (const struct chlb_gstmt *s = chlb_grammar; s->obj; s++)
+		if ((s->where & CHLB_GW_CLI) && s->verb && !strcmp(s->obj, obj) && argv[0][0] &&
+		    !strncmp(s->verb, argv[0], strlen(argv[0])))
+			verb = verb ? "" : s->verb;
 	if (!verb || !*verb)
-		return p_usage("'%s': unknown %s command (expected add, set, del, list)", argv[0],
-			       obj);
+		return p_usage("'%s': unknown %s command (expected %s)", argv[0], obj, verbs);
 	if (force && (strcmp(obj, "service") || (strcmp(verb, "add") && strcmp(verb, "set"))))
 		return p_usage("--force applies to service add and service set only");
 	snprintf(head, sizeof(head), "%s %s", obj, verb);
