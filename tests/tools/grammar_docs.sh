@@ -3,7 +3,7 @@
 # `make grammar-docs`: rewrites the sections of the man pages generated from
 # the grammar table (user/lib/config/grammar_table.c). A section is the
 # lines between
-#   .\" BEGIN GENERATED NAME ...
+#   .\" BEGIN GENERATED NAME[: anything]
 #   .\" END GENERATED NAME
 # and holds what `chlbctl help --man NAME` prints. tests/unit/test_grammar_table.c
 # fails while a section differs from the table; this script is how to
@@ -19,8 +19,9 @@ END='.\" END GENERATED '
 	echo "grammar_docs: no $CHLBCTL (make $CHLBCTL first)" >&2
 	exit 1
 }
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 for f in docs/chlb.5 docs/chlbctl.8; do
-	out=$(mktemp)
 	skip=0
 	while IFS= read -r line; do
 		[[ $line == "$END"* ]] && skip=0
@@ -29,18 +30,16 @@ for f in docs/chlb.5 docs/chlbctl.8; do
 		if [[ $line == "$BEGIN"* ]]; then
 			name=${line#"$BEGIN"}
 			name=${name%% *}
+			name=${name%:}
 			"$CHLBCTL" help --man "$name" || {
-				rm -f "$out"
 				echo "grammar_docs: $f: no section '$name'" >&2
 				exit 1
 			}
 			skip=1
 		fi
 	done <"$f" >"$out"
-	if cmp -s "$out" "$f"; then
-		rm -f "$out"
-	else
-		cat "$out" >"$f" && rm -f "$out"
+	if ! cmp -s "$out" "$f"; then
+		cat "$out" >"$f"
 		printf '  %-8s %s\n' GEN "$f"
 	fi
 done

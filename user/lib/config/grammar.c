@@ -328,6 +328,8 @@ static int parse_which(int ntok, char *const *tok, struct chlb_cmd *c, char *err
 	__u8 proto;
 
 	c->kind = CHLB_CMD_WHICH;
+	if (ntok > 4)
+		return chlb_err(err, errlen, -EINVAL, "'%s': unexpected argument", tok[4]);
 	if (ntok != 4)
 		return chlb_err(err, errlen, -EINVAL,
 				"'which': expected SRC:PORT DST:PORT tcp|udp");

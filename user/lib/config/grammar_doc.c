@@ -285,6 +285,21 @@ static bool shown_before(const struct chlb_gopt *o, unsigned int where)
 	return false;
 }
 
+const char *chlb_grammar_form(const struct chlb_gstmt *s, unsigned int where, char *buf, size_t len)
+{
+	struct piece pc[MAX_PIECES];
+	int n = form(s, where, pc);
+
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (i)
+			cat(buf, len, " ");
+		cat(buf, len, pc[i].plain);
+	}
+	return buf;
+}
+
 void chlb_grammar_help(FILE *f)
 {
 	struct piece pc[MAX_PIECES];

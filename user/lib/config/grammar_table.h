@@ -113,6 +113,13 @@ const char *chlb_gopt_words(const struct chlb_gstmt *s, unsigned int where, char
 const char *chlb_gopt_names(const struct chlb_gopt *o, const char *sep, const char *last, char *buf,
 			    size_t len);
 
+/*
+ * s as `where` takes it, on one line: "stats [reset]" (CHLB_GW_GRAMMAR),
+ * "stats [--watch [SECONDS]] [--reset]" (CHLB_GW_CLI). Returns buf.
+ */
+const char *chlb_grammar_form(const struct chlb_gstmt *s, unsigned int where, char *buf,
+			      size_t len);
+
 /* `chlbctl help`: the daemon commands as chlbctl takes them, their options, the values. */
 void chlb_grammar_help(FILE *f);
 
