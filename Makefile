@@ -177,7 +177,7 @@ $(BUILD):
 # header is rewritten only when its text changes, so a build with nothing
 # new recompiles nothing.
 VERSION := 0.1.0
-VERSION_OBJS := $(BUILD)/user/chlbd/version.o $(BUILD)/user/chlbctl/version.o
+VERSION_OBJS := $(BUILD)/user/chlbd/version.o $(BUILD)/user/chlbctl/cmd_version.o
 
 $(VERSION_OBJS): $(BUILD)/chlb_version.h
 $(BUILD)/user/chlbd/metrics_text.o: $(BUILD)/chlb_version.h # chlb_build_info{version}

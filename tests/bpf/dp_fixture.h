@@ -115,7 +115,7 @@ static inline int fx_table(struct chlb_dp *dp, __u32 tslot, __u32 algo, const __
 {
 	struct chlb_table_spec spec = { .algo = algo,
 					.table_size = algo == CHLB_ALGO_MAGLEV ? 4099 : 0 };
-	struct chlb_be *be = calloc(n ? n : 1, sizeof(*be));
+	struct chlb_table_be *be = calloc(n ? n : 1, sizeof(*be));
 	char err[256];
 	__u32 i;
 	int rc;

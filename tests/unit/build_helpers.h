@@ -19,9 +19,9 @@ static inline __u64 t_rand(__u64 *s)
 }
 
 /* n backends "10.9.<i/250>.<i%250+1>", slot 1000 + i, weight w (0: 100) */
-static inline struct chlb_be *t_backends(__u32 n, __u32 w)
+static inline struct chlb_table_be *t_backends(__u32 n, __u32 w)
 {
-	struct chlb_be *be = calloc(n ? n : 1, sizeof(*be));
+	struct chlb_table_be *be = calloc(n ? n : 1, sizeof(*be));
 
 	for (__u32 i = 0; i < n; i++) {
 		snprintf(be[i].name, sizeof(be[i].name), "10.9.%u.%u", i / 250, i % 250 + 1);
@@ -31,11 +31,11 @@ static inline struct chlb_be *t_backends(__u32 n, __u32 w)
 	return be;
 }
 
-static inline void t_shuffle(struct chlb_be *be, __u32 n, __u64 *seed)
+static inline void t_shuffle(struct chlb_table_be *be, __u32 n, __u64 *seed)
 {
 	for (__u32 i = n; i > 1; i--) {
 		__u32 j = t_rand(seed) % i;
-		struct chlb_be tmp = be[i - 1];
+		struct chlb_table_be tmp = be[i - 1];
 
 		be[i - 1] = be[j];
 		be[j] = tmp;
@@ -47,7 +47,7 @@ static inline const struct chlb_table_hdr *t_hdr(const struct chlb_table *t)
 	return (const struct chlb_table_hdr *)t->words;
 }
 
-static inline struct chlb_table t_build(__u32 algo, const struct chlb_be *be, __u32 n)
+static inline struct chlb_table t_build(__u32 algo, const struct chlb_table_be *be, __u32 n)
 {
 	struct chlb_table_spec spec = { .algo = algo };
 	struct chlb_table t;

@@ -76,9 +76,9 @@ static const struct golden cases[] = {
 	  0, 0x2601c38a },
 };
 
-static struct chlb_be *make_set(const struct golden *g)
+static struct chlb_table_be *make_set(const struct golden *g)
 {
-	struct chlb_be *be = calloc(g->n ? g->n : 1, sizeof(*be));
+	struct chlb_table_be *be = calloc(g->n ? g->n : 1, sizeof(*be));
 	__u64 s = g->seed;
 
 	for (__u32 i = 0; i < g->n; i++) {
@@ -115,7 +115,7 @@ static void test_golden(void **state)
 		struct chlb_table_spec spec = { .algo = g->algo,
 						.vnodes = g->vnodes,
 						.table_size = g->m };
-		struct chlb_be *be = make_set(g);
+		struct chlb_table_be *be = make_set(g);
 		struct chlb_table t, again;
 		struct chlb_table_hdr h;
 		char err[256] = "";

@@ -13,8 +13,8 @@
 
 #include "build_helpers.h"
 
-static struct chlb_table build(__u32 m, const __u32 *order, __u32 nb, const struct chlb_be *be,
-			       __u32 n)
+static struct chlb_table build(__u32 m, const __u32 *order, __u32 nb,
+			       const struct chlb_table_be *be, __u32 n)
 {
 	struct chlb_table_spec spec = {
 		.algo = CHLB_ALGO_JTABLE, .table_size = m, .jump_order = order, .jump_nbuckets = nb
@@ -53,7 +53,7 @@ static void check_quotas(const struct chlb_table *t, __u32 m, __u32 n)
 static void test_quotas_and_append(void **state)
 {
 	const __u32 m = 1009;
-	struct chlb_be *be = t_backends(80, 0);
+	struct chlb_table_be *be = t_backends(80, 0);
 	struct chlb_table prev = build(m, NULL, 0, be, 1), t;
 
 	check_quotas(&prev, m, 1);
@@ -78,7 +78,7 @@ static void test_quotas_and_append(void **state)
 
 static void test_lookup_is_maglev(void **state)
 {
-	struct chlb_be *be = t_backends(300, 0);
+	struct chlb_table_be *be = t_backends(300, 0);
 	struct chlb_table t = build(CHLB_MAGLEV_DEFAULT_M, NULL, 0, be, 300);
 	__u64 seed = 6;
 	__u32 got;
@@ -98,7 +98,7 @@ static void test_lookup_is_maglev(void **state)
 static void test_remove_and_refill(void **state)
 {
 	const __u32 n = 1000, m = CHLB_MAGLEV_DEFAULT_M;
-	struct chlb_be *be = t_backends(n + 1, 0);
+	struct chlb_table_be *be = t_backends(n + 1, 0);
 	__u32 *order = malloc(n * sizeof(*order)), cap = (m + n - 2) / (n - 1);
 	struct chlb_table base, rem, refill;
 	__u64 seed = 17;
@@ -149,7 +149,7 @@ static void test_remove_and_refill(void **state)
 static void test_drift_over_many_changes(void **state)
 {
 	const __u32 n0 = 1000, m = 655373;
-	struct chlb_be *be = t_backends(n0 + 40, 0), *cur = calloc(n0 + 40, sizeof(*cur));
+	struct chlb_table_be *be = t_backends(n0 + 40, 0), *cur = calloc(n0 + 40, sizeof(*cur));
 	struct chlb_jump_order o = { 0 };
 	__u32 n = n0, *idx = malloc((n0 + 40) * sizeof(*idx)), next = n0;
 	struct chlb_table prev, t;
@@ -201,7 +201,7 @@ static void test_drift_over_many_changes(void **state)
 
 static void test_weights_and_errors(void **state)
 {
-	struct chlb_be *be = t_backends(3, 0);
+	struct chlb_table_be *be = t_backends(3, 0);
 	struct chlb_table_spec spec = { .algo = CHLB_ALGO_JTABLE, .table_size = 1009 };
 	struct chlb_table t;
 	__u32 cnt[3] = { 0 }, got;

@@ -144,8 +144,8 @@ static void test_float_disagrees_only_on_rounding(void **state)
 		      (unsigned long long)diff);
 }
 
-static struct chlb_table build_order(const struct chlb_jump_order *o, const struct chlb_be *be,
-				     __u32 n)
+static struct chlb_table build_order(const struct chlb_jump_order *o,
+				     const struct chlb_table_be *be, __u32 n)
 {
 	__u32 *idx = malloc((o->n + 1) * sizeof(*idx));
 	struct chlb_table_spec spec = { .algo = CHLB_ALGO_JUMP, .jump_order = idx };
@@ -177,7 +177,7 @@ static const char *order_str(const struct chlb_jump_order *o)
 
 static void test_fresh_table_layout(void **state)
 {
-	struct chlb_be *be = t_backends(4, 0);
+	struct chlb_table_be *be = t_backends(4, 0);
 	struct chlb_table t;
 	const struct chlb_table_hdr *h;
 
@@ -201,7 +201,7 @@ static void test_fresh_table_layout(void **state)
 
 static void test_order_rules(void **state)
 {
-	struct chlb_be *be = t_backends(8, 0), cur[8];
+	struct chlb_table_be *be = t_backends(8, 0), cur[8];
 
 	struct chlb_jump_order o = { 0 };
 	char err[256];
@@ -217,31 +217,34 @@ static void test_order_rules(void **state)
 	assert_int_equal(chlb_jump_order_sync(&o, cur, 3, err, sizeof(err)), 0);
 	assert_string_equal(order_str(&o), "1,-,3,4");
 	/* a new backend takes the lowest tombstone, the next one appends */
-	assert_int_equal(chlb_jump_order_sync(&o, (struct chlb_be[]){ be[0], be[2], be[3], be[4] },
-					      4, err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    chlb_jump_order_sync(&o, (struct chlb_table_be[]){ be[0], be[2], be[3], be[4] }, 4, err,
+				 sizeof(err)),
+	    0);
 	assert_string_equal(order_str(&o), "1,5,3,4");
 	assert_int_equal(
-	    chlb_jump_order_sync(&o, (struct chlb_be[]){ be[0], be[2], be[3], be[4], be[5] }, 5,
-				 err, sizeof(err)),
+	    chlb_jump_order_sync(&o, (struct chlb_table_be[]){ be[0], be[2], be[3], be[4], be[5] },
+				 5, err, sizeof(err)),
 	    0);
 	assert_string_equal(order_str(&o), "1,5,3,4,6");
 	/* removing the last bucket trims it (free) */
-	assert_int_equal(chlb_jump_order_sync(&o, (struct chlb_be[]){ be[0], be[2], be[3], be[4] },
-					      4, err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    chlb_jump_order_sync(&o, (struct chlb_table_be[]){ be[0], be[2], be[3], be[4] }, 4, err,
+				 sizeof(err)),
+	    0);
 	assert_string_equal(order_str(&o), "1,5,3,4");
-	assert_int_equal(chlb_jump_order_sync(&o, (struct chlb_be[]){ be[0], be[3], be[4] }, 3, err,
-					      sizeof(err)),
+	assert_int_equal(chlb_jump_order_sync(&o, (struct chlb_table_be[]){ be[0], be[3], be[4] },
+					      3, err, sizeof(err)),
 			 0);
 	assert_string_equal(order_str(&o), "1,5,-,4");
 	/* the new trailing tombstone goes, the older one before it stays */
 	assert_int_equal(
-	    chlb_jump_order_sync(&o, (struct chlb_be[]){ be[0], be[4] }, 2, err, sizeof(err)), 0);
+	    chlb_jump_order_sync(&o, (struct chlb_table_be[]){ be[0], be[4] }, 2, err, sizeof(err)),
+	    0);
 	assert_string_equal(order_str(&o), "1,5,-");
 	/* weight up: one more bucket; drain: tombstones; too many tombstones: compaction */
 	{
-		struct chlb_be s[3] = { be[0], be[4], be[6] };
+		struct chlb_table_be s[3] = { be[0], be[4], be[6] };
 
 		s[0].weight = 200;
 		assert_int_equal(chlb_jump_order_sync(&o, s, 3, err, sizeof(err)), 0);
@@ -260,7 +263,7 @@ static void test_order_rules(void **state)
 	/* errors leave the order as it was */
 	assert_int_equal(chlb_jump_order_sync(&o, be, 4, err, sizeof(err)), 0);
 	assert_int_equal(
-	    chlb_jump_order_sync(&o, (struct chlb_be[]){ be[0], be[0] }, 2, err, sizeof(err)),
+	    chlb_jump_order_sync(&o, (struct chlb_table_be[]){ be[0], be[0] }, 2, err, sizeof(err)),
 	    -EINVAL);
 	assert_non_null(strstr(err, "twice"));
 	assert_string_equal(order_str(&o), "1,2,3,4");
@@ -271,7 +274,7 @@ static void test_order_rules(void **state)
 static void test_order_set_and_map(void **state)
 {
 	static const char *const names[] = { "10.9.0.2", "-", "", "10.9.0.1" };
-	struct chlb_be *be = t_backends(3, 0);
+	struct chlb_table_be *be = t_backends(3, 0);
 	struct chlb_jump_order o = { 0 };
 	__u32 idx[4];
 	char err[256];
@@ -299,7 +302,7 @@ static void test_order_set_and_map(void **state)
 static void test_disruption_only_the_changed_backend(void **state)
 {
 	const __u32 n = 100, flows = 200000;
-	struct chlb_be *be = t_backends(n + 1, 0), *rem = calloc(n, sizeof(*be));
+	struct chlb_table_be *be = t_backends(n + 1, 0), *rem = calloc(n, sizeof(*be));
 	struct chlb_jump_order o = { 0 }, o2 = { 0 }, o3 = { 0 };
 	struct chlb_table base, add, del;
 	__u32 moved_add = 0, moved_del = 0;
@@ -353,7 +356,7 @@ static void test_disruption_only_the_changed_backend(void **state)
 
 static void test_weights_as_multiplicity(void **state)
 {
-	struct chlb_be *be = t_backends(4, 0);
+	struct chlb_table_be *be = t_backends(4, 0);
 	struct chlb_table t;
 	__u64 seed = 3, hits[4] = { 0 };
 	const int flows = 300000;
@@ -380,7 +383,7 @@ static void test_weights_as_multiplicity(void **state)
 
 static void test_empty_and_drained(void **state)
 {
-	struct chlb_be *be = t_backends(2, 0);
+	struct chlb_table_be *be = t_backends(2, 0);
 	struct chlb_table t;
 	__u32 got, order[3] = { 0, CHLB_TOMBSTONE, 1 };
 	struct chlb_table_spec spec = { .algo = CHLB_ALGO_JUMP,

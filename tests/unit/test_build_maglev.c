@@ -21,7 +21,7 @@ static __u32 name_hash(const char *name, const char *suffix)
  * The paper's Populate() for equal weights, written out independently:
  * backends in name order take turns claiming their next free preference.
  */
-static void ref_populate(const struct chlb_be *sorted, __u32 n, __u32 m, __u32 *entry)
+static void ref_populate(const struct chlb_table_be *sorted, __u32 n, __u32 m, __u32 *entry)
 {
 	__u32 *next = calloc(n, sizeof(*next)), filled = 0;
 
@@ -49,7 +49,8 @@ static void ref_populate(const struct chlb_be *sorted, __u32 n, __u32 m, __u32 *
 
 static int cmp_name(const void *a, const void *b)
 {
-	return strcmp(((const struct chlb_be *)a)->name, ((const struct chlb_be *)b)->name);
+	return strcmp(((const struct chlb_table_be *)a)->name,
+		      ((const struct chlb_table_be *)b)->name);
 }
 
 static void test_matches_reference_fill(void **state)
@@ -58,7 +59,7 @@ static void test_matches_reference_fill(void **state)
 
 	for (unsigned s = 0; s < 4; s++) {
 		__u32 n = sizes[s], m = 1009, *ref = malloc(m * 4);
-		struct chlb_be *be = t_backends(n, 0), *sorted = malloc(n * sizeof(*be));
+		struct chlb_table_be *be = t_backends(n, 0), *sorted = malloc(n * sizeof(*be));
 		struct chlb_table_spec spec = { .algo = CHLB_ALGO_MAGLEV, .table_size = m };
 		struct chlb_table t;
 		__u64 seed = 9;
@@ -88,7 +89,7 @@ static void test_matches_reference_fill(void **state)
 
 static void test_insertion_order_independent_and_full(void **state)
 {
-	struct chlb_be *be = t_backends(300, 0);
+	struct chlb_table_be *be = t_backends(300, 0);
 	struct chlb_table a, b;
 	__u64 seed = 12;
 
@@ -110,7 +111,7 @@ static void test_insertion_order_independent_and_full(void **state)
 static void test_weights_are_turn_frequency(void **state)
 {
 	static const __u32 w[5] = { 100, 200, 300, 0, 1 };
-	struct chlb_be *be = t_backends(5, 0);
+	struct chlb_table_be *be = t_backends(5, 0);
 	struct chlb_table t;
 	__u32 cnt[5] = { 0 }, m = CHLB_MAGLEV_DEFAULT_M;
 	double total = 601;
@@ -135,7 +136,7 @@ static void test_weights_are_turn_frequency(void **state)
 
 static void test_limits_and_errors(void **state)
 {
-	struct chlb_be *be = t_backends(10, 0);
+	struct chlb_table_be *be = t_backends(10, 0);
 	struct chlb_table_spec spec = { .algo = CHLB_ALGO_MAGLEV, .table_size = 1000 };
 	struct chlb_table t;
 	char err[256];
@@ -155,7 +156,7 @@ static void test_limits_and_errors(void **state)
 
 static void test_empty_drained_single(void **state)
 {
-	struct chlb_be *be = t_backends(2, 0);
+	struct chlb_table_be *be = t_backends(2, 0);
 	struct chlb_table t;
 	__u32 got;
 	__u64 seed = 1;

@@ -29,7 +29,8 @@ static int cmp_ref(const void *a, const void *b)
 }
 
 /* The ring, computed independently of build_ring.c: sorted vnode list. */
-static struct ref_vnode *ref_ring(const struct chlb_be *be, __u32 n, __u32 vnodes, __u32 *count)
+static struct ref_vnode *ref_ring(const struct chlb_table_be *be, __u32 n, __u32 vnodes,
+				  __u32 *count)
 {
 	struct ref_vnode *v = NULL;
 	__u32 c = 0;
@@ -88,7 +89,7 @@ static void check_lines(const struct chlb_table *t, const struct ref_vnode *ref,
 
 static void test_vnode_position_vector(void **state)
 {
-	struct chlb_be be = { .slot = 3, .weight = 1, .name = "10.1.0.7" };
+	struct chlb_table_be be = { .slot = 3, .weight = 1, .name = "10.1.0.7" };
 	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING, .vnodes = 100 };
 	struct chlb_table t;
 	__u32 *hash, *slot;
@@ -111,7 +112,7 @@ static void test_layout_and_brute_force(void **state)
 
 	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		__u32 n = sizes[s], count;
-		struct chlb_be *be = t_backends(n, 0);
+		struct chlb_table_be *be = t_backends(n, 0);
 		struct chlb_table t;
 		const struct chlb_table_hdr *h;
 		struct ref_vnode *ref;
@@ -163,10 +164,10 @@ static void test_layout_and_brute_force(void **state)
  */
 static void test_tie_sorts_by_name(void **state)
 {
-	struct chlb_be be[2] = { { .slot = 1, .weight = 100, .name = "2001:db8::7cb412ab" },
-				 { .slot = 2, .weight = 100, .name = "2001:db8::2c14f630" } };
+	struct chlb_table_be be[2] = { { .slot = 1, .weight = 100, .name = "2001:db8::7cb412ab" },
+				       { .slot = 2, .weight = 100, .name = "2001:db8::2c14f630" } };
 	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING, .vnodes = 1 };
-	struct chlb_be swapped[2] = { be[1], be[0] };
+	struct chlb_table_be swapped[2] = { be[1], be[0] };
 	struct chlb_table a, b;
 	__u32 *hash, *slot, got;
 	__u64 seed = 2;
@@ -195,7 +196,7 @@ static void test_tie_sorts_by_name(void **state)
 /* Big rings: every vnode where the reference puts it; ties (if any) go to the first. */
 static void test_ties_are_deterministic(void **state)
 {
-	struct chlb_be *be = t_backends(1000, 0);
+	struct chlb_table_be *be = t_backends(1000, 0);
 	struct chlb_table t = t_build(CHLB_ALGO_RING, be, 1000);
 	__u32 count, ties = 0;
 	struct ref_vnode *ref = ref_ring(be, 1000, CHLB_RING_DEFAULT_VNODES, &count);
@@ -223,7 +224,7 @@ static void test_ties_are_deterministic(void **state)
 
 static void test_insertion_order_independent(void **state)
 {
-	struct chlb_be *be = t_backends(200, 0);
+	struct chlb_table_be *be = t_backends(200, 0);
 	struct chlb_table a, b;
 	__u64 seed = 99;
 
@@ -243,7 +244,7 @@ static void test_insertion_order_independent(void **state)
 
 static void test_weights_scale_vnodes_and_share(void **state)
 {
-	struct chlb_be *be = t_backends(4, 0);
+	struct chlb_table_be *be = t_backends(4, 0);
 	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING, .vnodes = 1000 };
 	__u32 cnt[4] = { 0 }, count = 0, got, *hash, *slot;
 	struct chlb_table t;
@@ -281,7 +282,7 @@ static void test_weights_scale_vnodes_and_share(void **state)
 
 static void test_empty_and_drained(void **state)
 {
-	struct chlb_be *be = t_backends(3, 0);
+	struct chlb_table_be *be = t_backends(3, 0);
 	struct chlb_table t;
 	__u32 got = 12345;
 
@@ -301,7 +302,7 @@ static void test_empty_and_drained(void **state)
 
 static void test_single_backend_takes_everything(void **state)
 {
-	struct chlb_be *be = t_backends(1, 0);
+	struct chlb_table_be *be = t_backends(1, 0);
 	struct chlb_table t = t_build(CHLB_ALGO_RING, be, 1);
 	__u64 seed = 8;
 	__u32 got;
@@ -316,7 +317,7 @@ static void test_single_backend_takes_everything(void **state)
 
 static void test_rejects_bad_input(void **state)
 {
-	struct chlb_be *be = t_backends(3, 0);
+	struct chlb_table_be *be = t_backends(3, 0);
 	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING };
 	struct chlb_table t;
 	char err[256];
@@ -342,7 +343,7 @@ static void test_rejects_bad_input(void **state)
 
 static void test_fingerprint_tracks_content(void **state)
 {
-	struct chlb_be *be = t_backends(10, 0);
+	struct chlb_table_be *be = t_backends(10, 0);
 	struct chlb_table a = t_build(CHLB_ALGO_RING, be, 10), b;
 
 	be[4].weight = 101;

@@ -90,7 +90,7 @@ static void test_flush_when_full(void **state)
 /* A ring built from a warm cache (after weight and membership changes) is the cold one. */
 static void test_ring_warm_equals_cold(void **state)
 {
-	struct chlb_be *be = t_backends(300, 0);
+	struct chlb_table_be *be = t_backends(300, 0);
 	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING, .vnodes = 160 };
 	struct chlb_table warm, cold;
 	__u64 seed = 5;

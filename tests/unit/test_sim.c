@@ -203,6 +203,38 @@ static void test_chlbctl_sim_json(void **state)
 	assert_non_null(strstr(out, "moved, add 1 backend"));
 }
 
+/* Removes "build_ms":N, from a reply: the one number two identical runs differ in. */
+static void drop_build_ms(char *s)
+{
+	char *k = strstr(s, "\"build_ms\":"), *end;
+
+	assert_non_null(k);
+	end = strchr(k, ',');
+	assert_non_null(end);
+	memmove(k, end + 1, strlen(end + 1) + 1);
+}
+
+/* sim takes the service options as service add writes them, or as flags: one result */
+static void test_chlbctl_sim_grammar_words(void **state)
+{
+	static char flags[8192], words[8192];
+
+	assert_int_equal(chlbctl("-j sim --algo maglev --table-size 5003 --backends 40 --flows "
+				 "20000 --seed 7",
+				 flags, sizeof(flags)),
+			 0);
+	assert_int_equal(chlbctl("-j sim algo maglev table 5003 --backends 40 --flows 20000 "
+				 "--seed 7",
+				 words, sizeof(words)),
+			 0);
+	/* the same tables and flows; only the build time may differ */
+	drop_build_ms(flags);
+	drop_build_ms(words);
+	assert_string_equal(flags, words);
+	assert_int_equal(chlbctl("sim algo fnv --backends 5", words, sizeof(words)), 2);
+	assert_int_equal(chlbctl("sim --backends 5 algo", words, sizeof(words)), 2);
+}
+
 static void test_chlbctl_errors_and_exit_codes(void **state)
 {
 	static char out[65536]; /* the whole help text must fit: a short read is a SIGPIPE */
@@ -239,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_weighted_sets),
 		cmocka_unit_test(test_sim_rejects_bad_input),
 		cmocka_unit_test(test_chlbctl_sim_json),
+		cmocka_unit_test(test_chlbctl_sim_grammar_words),
 		cmocka_unit_test(test_chlbctl_errors_and_exit_codes),
 	};
 

@@ -167,7 +167,7 @@ static const char *be_slot_state(__u32 slot)
 	const struct chlb_rt_be *r = &D.rt->be[slot];
 	const struct chlb_rt_svc *o = be_owner(slot);
 	const struct chlb_svc_cfg *cfg = o ? chlb_state_find(&D.state, &o->vip) : NULL;
-	const struct chlb_be_cfg *b = cfg ? chlb_svc_find_be(cfg, &r->addr) : NULL;
+	const struct chlb_cfg_be *b = cfg ? chlb_svc_find_be(cfg, &r->addr) : NULL;
 
 	if (r->state == CHLB_BE_LIVE && b && !b->weight)
 		return "draining";

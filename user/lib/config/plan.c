@@ -27,7 +27,7 @@ static __u32 name_slot(struct names *ns, const char *name)
 
 static int build(const struct chlb_svc_cfg *s, struct names *ns, struct chlb_table *t)
 {
-	struct chlb_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
+	struct chlb_table_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
 	char err[CHLB_ERR_MAX];
 	int r;
 
@@ -310,10 +310,10 @@ static bool undoes_svc(const struct chlb_svc_cfg *base, const struct chlb_svc_cf
 	return svc_opts_equal(base, next);
 }
 
-static bool undoes_be(const struct chlb_svc_cfg *bsvc, const struct chlb_be_cfg *next,
+static bool undoes_be(const struct chlb_svc_cfg *bsvc, const struct chlb_cfg_be *next,
 		      const struct chlb_addr *addr, bool base_known)
 {
-	const struct chlb_be_cfg *b;
+	const struct chlb_cfg_be *b;
 
 	if (!base_known)
 		return false;
@@ -328,7 +328,7 @@ static void diff_backends(struct diff *d, const char *vip, const struct chlb_svc
 			  bool base_known)
 {
 	for (__u32 i = 0; i < s->nbe; i++) {
-		const struct chlb_be_cfg *n = &s->be[i],
+		const struct chlb_cfg_be *n = &s->be[i],
 					 *c = o ? chlb_svc_find_be(o, &n->addr) : NULL;
 		bool u = undoes_be(bsvc, n, &n->addr, base_known);
 

@@ -90,7 +90,7 @@ struct chlb_svc_cfg *chlb_state_find(const struct chlb_state *st, const struct c
 	return NULL;
 }
 
-struct chlb_be_cfg *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struct chlb_addr *a)
+struct chlb_cfg_be *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struct chlb_addr *a)
 {
 	for (__u32 i = 0; i < svc->nbe; i++)
 		if (!chlb_addr_cmp(&svc->be[i].addr, a))
@@ -219,7 +219,7 @@ static __u32 svc_hash_at(const void *arr, __u32 i)
 
 static __u32 be_hash_at(const void *arr, __u32 i)
 {
-	return hash_addr(&((const struct chlb_be_cfg *)arr)[i].addr);
+	return hash_addr(&((const struct chlb_cfg_be *)arr)[i].addr);
 }
 
 /* Index i of arr (n entries) was appended: link it, growing the table past half full. */
@@ -302,7 +302,7 @@ static struct chlb_svc_cfg *ix_find_svc(const struct chlb_state *st, const struc
 	return NULL;
 }
 
-static struct chlb_be_cfg *ix_find_be(const struct chlb_svc_cfg *s, const struct be_ix *x,
+static struct chlb_cfg_be *ix_find_be(const struct chlb_svc_cfg *s, const struct be_ix *x,
 				      const struct chlb_addr *a)
 {
 	if (!x)
@@ -558,7 +558,7 @@ static int fill_buckets(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const 
 static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
 		       const char *tok, char *err, size_t errlen)
 {
-	struct chlb_be_cfg *b;
+	struct chlb_cfg_be *b;
 	__u64 vn;
 	int rc;
 
@@ -611,7 +611,7 @@ static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
 		       const char *tok, char *err, size_t errlen)
 {
-	struct chlb_be_cfg *b = ix_find_be(s, x, &c->backend);
+	struct chlb_cfg_be *b = ix_find_be(s, x, &c->backend);
 	__u32 old;
 	__u64 vn;
 	int rc;
@@ -634,7 +634,7 @@ static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 static int backend_del(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
 		       const char *tok, char *err, size_t errlen)
 {
-	struct chlb_be_cfg *b = ix_find_be(s, x, &c->backend);
+	struct chlb_cfg_be *b = ix_find_be(s, x, &c->backend);
 	__u32 i, last;
 
 	if (!b)
@@ -653,7 +653,7 @@ static int backend_del(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 /* Jump orders follow every backend change unless being restored verbatim. */
 static int sync_order(struct chlb_svc_cfg *s, char *err, size_t errlen)
 {
-	struct chlb_be *be;
+	struct chlb_table_be *be;
 	int r;
 
 	if (!chlb_algo_has_order(s->algo))
@@ -677,7 +677,7 @@ static int sync_order(struct chlb_svc_cfg *s, char *err, size_t errlen)
  * nothing else changes (no tombstone is made, so no trim; the tombstone
  * share only falls, so no compaction). 1: not this case, do a full sync.
  */
-static int jump_append(struct chlb_svc_cfg *s, const struct chlb_be_cfg *b)
+static int jump_append(struct chlb_svc_cfg *s, const struct chlb_cfg_be *b)
 {
 	struct chlb_jump_order *o = &s->order;
 	__u32 m = chlb_jump_multiplicity(b->weight), live = 0, tail;
@@ -835,7 +835,7 @@ bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 		return false;
 	for (__u32 i = 0; i < a->nbe; i++) {
 		/* copies keep the order: compare in place first, search only on a mismatch */
-		const struct chlb_be_cfg *o = &b->be[i];
+		const struct chlb_cfg_be *o = &b->be[i];
 
 		if (chlb_addr_cmp(&o->addr, &a->be[i].addr))
 			o = chlb_svc_find_be(b, &a->be[i].addr);
@@ -852,7 +852,7 @@ bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 	return true;
 }
 
-int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_be *be, struct chlb_table *t,
+int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_table_be *be, struct chlb_table *t,
 		   char *err, size_t errlen)
 {
 	struct chlb_table_spec spec = { .algo = s->algo,

@@ -18,7 +18,8 @@
 
 #define CHLB_STATE_MAX_BYTES (64u << 20) /* refuse state/config files larger than this */
 
-struct chlb_be_cfg {
+/* A backend in the desired state (the other layers' backends: table/build.h). */
+struct chlb_cfg_be {
 	struct chlb_addr addr;
 	char name[CHLB_BE_NAME_LEN]; /* canonical address text: the builders' name */
 	__u32 weight;
@@ -31,7 +32,7 @@ struct chlb_svc_cfg {
 	__u32 vnodes, table_size;
 	struct chlb_addr encap_src;
 	__u32 nbe, cap;
-	struct chlb_be_cfg *be;
+	struct chlb_cfg_be *be;
 	struct chlb_jump_order order; /* jump: bucket -> backend name */
 	bool order_explicit;	      /* order restored from `buckets` (state file) */
 	bool force;		      /* `force`: the VIP may be an address of chlbd's host */
@@ -47,7 +48,7 @@ void chlb_state_free(struct chlb_state *st);
 int chlb_state_copy(struct chlb_state *dst, const struct chlb_state *src);
 
 struct chlb_svc_cfg *chlb_state_find(const struct chlb_state *st, const struct chlb_vip *vip);
-struct chlb_be_cfg *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struct chlb_addr *a);
+struct chlb_cfg_be *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struct chlb_addr *a);
 
 /*
  * Applies one change statement. 0, or an error with err naming the offending
@@ -95,7 +96,7 @@ bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg
  * caller, the rest (weight, name, jump bucket order) taken from s.
  * 0, or the builders' -errno with their message in err.
  */
-int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_be *be, struct chlb_table *t,
+int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_table_be *be, struct chlb_table *t,
 		   char *err, size_t errlen);
 
 /* ---- text form (state_io.c) ---- */

@@ -63,8 +63,8 @@ static int cmp_svc(const void *a, const void *b)
 
 static int cmp_be(const void *a, const void *b)
 {
-	return chlb_addr_cmp(&((const struct chlb_be_cfg *)a)->addr,
-			     &((const struct chlb_be_cfg *)b)->addr);
+	return chlb_addr_cmp(&((const struct chlb_cfg_be *)a)->addr,
+			     &((const struct chlb_cfg_be *)b)->addr);
 }
 
 /* Bucket k held by backend name: the order sorted by (name, k). */
@@ -107,7 +107,7 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 	struct bucket_ref *ref = NULL;
 	__u32 nref = 0;
 	char vip[CHLB_ADDRSTR], a[CHLB_ADDRSTR];
-	struct chlb_be_cfg *be;
+	struct chlb_cfg_be *be;
 
 	chlb_fmt_vip(&s->vip, vip, sizeof(vip));
 	sb_printf(b, "service add %s algo %s", vip, chlb_algo_name(s->algo));

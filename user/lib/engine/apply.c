@@ -75,7 +75,7 @@ static int build_table(struct chlb_rt *rt, int id, const struct chlb_svc_cfg *s,
 		       struct chlb_table *t, __u32 **bes, __u32 *nbes, __u64 now, char *err,
 		       size_t errlen)
 {
-	struct chlb_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
+	struct chlb_table_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
 	__u32 *list = calloc(s->nbe ? s->nbe : 1, sizeof(*list));
 	char vip[CHLB_ADDRSTR];
 	int r;

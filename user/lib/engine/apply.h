@@ -71,6 +71,7 @@ struct chlb_rt_svc {
 	double last_swap_ms;
 };
 
+/* A backend slot as the engine keeps it (the other layers' backends: table/build.h). */
 struct chlb_rt_be {
 	struct chlb_addr addr;
 	int svc;    /* owning service id; -1: unknown (adopted from a chlbd without owners) */

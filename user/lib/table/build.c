@@ -16,7 +16,8 @@
  * tombstone. byname[n] gets be[] indices in name order (checking uniqueness
  * sorts them anyway; the ring and maglev builders reuse it).
  */
-static int validate(const struct chlb_be *be, __u32 n, __u32 *byname, char *err, size_t errlen)
+static int validate(const struct chlb_table_be *be, __u32 n, __u32 *byname, char *err,
+		    size_t errlen)
 {
 	if (n > CHLB_MAX_SVC_BACKENDS)
 		return chlb_err(err, errlen, -E2BIG, "%u backends: a service holds at most %u", n,
@@ -42,7 +43,7 @@ static int validate(const struct chlb_be *be, __u32 n, __u32 *byname, char *err,
 	return 0;
 }
 
-int chlb_table_build(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int chlb_table_build(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		     struct chlb_table *out, char *err, size_t errlen)
 {
 	struct chlb_table_hdr *hdr;

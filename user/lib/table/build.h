@@ -41,8 +41,16 @@ static inline __u32 chlb_jump_multiplicity(__u32 weight)
 	return weight == 0 ? 0 : (m ? m : 1);
 }
 
-/* One backend of a service, as the builders see it. */
-struct chlb_be {
+/*
+ * One backend of a service, as the builders see it. A backend has one struct per layer, each named for it: struct chlb_backend
+ * (include/chlb_maps.h) is the data plane's slot, a BPF map value;
+ * struct chlb_table_be (table/build.h) is a backend as the builders see it
+ * (slot, weight, name); struct chlb_cfg_be (config/state.h) is one as the
+ * desired state holds it (address, name, weight); struct chlb_rt_be
+ * (engine/apply.h) is the engine's bookkeeping of a slot (owner, state,
+ * generation, next hop).
+ */
+struct chlb_table_be {
 	__u32 slot;   /* data-plane backend slot index: what the table words store */
 	__u32 weight; /* 0..CHLB_WEIGHT_MAX; 100 = normal; 0 = drain (no new flows) */
 	char name[CHLB_BE_NAME_LEN]; /* canonical address text: "10.1.0.2", "2001:db8::2" */
@@ -69,7 +77,7 @@ struct chlb_table {
  * backend twice in a way weights do not allow...; -E2BIG: over a limit of
  * chlb_common.h; -ENOMEM). On error *out is left empty ({NULL, 0}).
  */
-int chlb_table_build(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int chlb_table_build(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		     struct chlb_table *out, char *err, size_t errlen);
 void chlb_table_free(struct chlb_table *t);
 
@@ -129,8 +137,8 @@ struct chlb_jump_order {
  * Returns 0, 1 when it had to compact (flows reshuffled; worth a log line),
  * or -errno with a message in err (o unchanged).
  */
-int chlb_jump_order_sync(struct chlb_jump_order *o, const struct chlb_be *be, __u32 n, char *err,
-			 size_t errlen);
+int chlb_jump_order_sync(struct chlb_jump_order *o, const struct chlb_table_be *be, __u32 n,
+			 char *err, size_t errlen);
 
 /* Restores a persisted order: names[b], "" or "-" for a tombstone. 0 or -errno. */
 int chlb_jump_order_set(struct chlb_jump_order *o, const char *const *names, __u32 nbuckets);
@@ -140,7 +148,7 @@ int chlb_jump_order_set(struct chlb_jump_order *o, const char *const *names, __u
  * (idx holds o->n entries). -EINVAL (message in err) when a bucket names a
  * backend missing from be[]: sync first.
  */
-int chlb_jump_order_map(const struct chlb_jump_order *o, const struct chlb_be *be, __u32 n,
+int chlb_jump_order_map(const struct chlb_jump_order *o, const struct chlb_table_be *be, __u32 n,
 			__u32 *idx, char *err, size_t errlen);
 
 void chlb_jump_order_free(struct chlb_jump_order *o);

@@ -18,7 +18,7 @@ int build_alloc_direct(struct chlb_table *out, __u32 m, __u32 nlive, __u32 **ent
 		       size_t errlen);
 
 /* be[] indices sorted by name (canonical order), into idx[n]. */
-void build_sort_by_name(const struct chlb_be *be, __u32 n, __u32 *idx);
+void build_sort_by_name(const struct chlb_table_be *be, __u32 n, __u32 *idx);
 
 /*
  * Ring vnode positions of replicas 0..k-1 of name into out[k]:
@@ -37,13 +37,13 @@ void build_vnode_cache_flush(void);
  * be must be validated (names unique, weights in range) before these run.
  * ring, maglev: byname[n] = be[] indices in name order (build_sort_by_name).
  */
-int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int build_ring(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 	       const __u32 *byname, struct chlb_table *out, char *err, size_t errlen);
-int build_jump(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int build_jump(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 	       struct chlb_table *out, char *err, size_t errlen);
-int build_jtable(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int build_jtable(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		 struct chlb_table *out, char *err, size_t errlen);
-int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int build_maglev(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		 const __u32 *byname, struct chlb_table *out, char *err, size_t errlen);
 
 /*
@@ -51,7 +51,7 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
  * drained backends' buckets as CHLB_TOMBSTONE; *order is malloc'd. live =
  * distinct live backends.
  */
-int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		       __u32 **order, __u32 *nb, __u32 *live, char *err, size_t errlen);
 
 /* Maglev's table-size rule (prime, <= CHLB_MAGLEV_MAX_M); 0 or -EINVAL with a message. */

@@ -152,7 +152,7 @@ static int deal(struct stacks *s, const __u32 *order, __u32 m, __u32 nb, __u32 l
 	return 0;
 }
 
-int build_jtable(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int build_jtable(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		 struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 m = spec->table_size ? spec->table_size : CHLB_MAGLEV_DEFAULT_M;

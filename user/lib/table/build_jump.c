@@ -15,7 +15,7 @@
 
 #include "table/build_int.h"
 
-int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		       __u32 **order_out, __u32 *nb_out, __u32 *live_out, char *err, size_t errlen)
 {
 	__u32 nb = 0, live = 0, *seen, *order;
@@ -66,7 +66,7 @@ int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_be 
 	return 0;
 }
 
-int build_jump(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int build_jump(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 	       struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 nb, live, *order, *bucket;
@@ -136,8 +136,8 @@ int chlb_jump_order_set(struct chlb_jump_order *o, const char *const *names, __u
 	return 0;
 }
 
-static const struct chlb_be *find_be(const struct chlb_be *be, const __u32 *byname, __u32 n,
-				     const char *name, __u32 *pos)
+static const struct chlb_table_be *find_be(const struct chlb_table_be *be, const __u32 *byname,
+					   __u32 n, const char *name, __u32 *pos)
 {
 	__u32 lo = 0, hi = n;
 
@@ -157,7 +157,7 @@ static const struct chlb_be *find_be(const struct chlb_be *be, const __u32 *byna
 	return NULL;
 }
 
-int chlb_jump_order_map(const struct chlb_jump_order *o, const struct chlb_be *be, __u32 n,
+int chlb_jump_order_map(const struct chlb_jump_order *o, const struct chlb_table_be *be, __u32 n,
 			__u32 *idx, char *err, size_t errlen)
 {
 	__u32 *byname = malloc((n ? n : 1) * sizeof(*byname)), pos;
@@ -179,8 +179,8 @@ int chlb_jump_order_map(const struct chlb_jump_order *o, const struct chlb_be *b
 	return rc;
 }
 
-int chlb_jump_order_sync(struct chlb_jump_order *o, const struct chlb_be *be, __u32 n, char *err,
-			 size_t errlen)
+int chlb_jump_order_sync(struct chlb_jump_order *o, const struct chlb_table_be *be, __u32 n,
+			 char *err, size_t errlen)
 {
 	__u32 *byname = NULL, *have = NULL, nb = o->n, live = 0, tombs = 0, pos, next_tomb = 0;
 	char(*name)[CHLB_BE_NAME_LEN] = NULL;
@@ -228,7 +228,7 @@ int chlb_jump_order_sync(struct chlb_jump_order *o, const struct chlb_be *be, __
 	}
 	/* too many buckets (weight lowered or drained): tombstone the highest ones */
 	for (__u32 b = nb; b-- > 0;) {
-		const struct chlb_be *x;
+		const struct chlb_table_be *x;
 
 		if (!name[b][0])
 			continue;
@@ -241,7 +241,7 @@ int chlb_jump_order_sync(struct chlb_jump_order *o, const struct chlb_be *be, __
 	}
 	/* missing buckets, in name order: lowest tombstone first, else append */
 	for (__u32 r = 0; r < n; r++) {
-		const struct chlb_be *x = &be[byname[r]];
+		const struct chlb_table_be *x = &be[byname[r]];
 
 		for (__u32 k = have[r]; k < chlb_jump_multiplicity(x->weight); k++) {
 			while (next_tomb < nb && name[next_tomb][0])

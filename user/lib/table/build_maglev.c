@@ -51,7 +51,7 @@ struct perm {
 	__u64 credit;
 };
 
-int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int build_maglev(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		 const __u32 *byname, struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 m = spec->table_size ? spec->table_size : CHLB_MAGLEV_DEFAULT_M;
@@ -78,7 +78,7 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_be *be, _
 	}
 	live = 0;
 	for (__u32 r = 0; r < n; r++) {
-		const struct chlb_be *b = &be[byname[r]];
+		const struct chlb_table_be *b = &be[byname[r]];
 
 		if (!b->weight)
 			continue;

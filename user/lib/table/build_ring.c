@@ -205,7 +205,7 @@ static void ring_partition(struct ring_out *o, const __u64 *part, __u32 np, __u3
 	}
 }
 
-int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u32 n,
+int build_ring(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 	       const __u32 *byname, struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 vnodes = spec->vnodes ? spec->vnodes : CHLB_RING_DEFAULT_VNODES;
@@ -252,7 +252,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	/* positions in generation order, counted per partition and per line */
 	g = 0;
 	for (__u32 r = 0; r < n; r++) {
-		const struct chlb_be *b = &be[byname[r]];
+		const struct chlb_table_be *b = &be[byname[r]];
 		__u32 k = (__u32)vnode_count(vnodes, b->weight); /* <= total */
 
 		if (!k)
@@ -276,7 +276,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_be *be, __u
 	/* partitioned, stably: {hash, slot} */
 	g = 0;
 	for (__u32 r = 0; r < n; r++) {
-		const struct chlb_be *b = &be[byname[r]];
+		const struct chlb_table_be *b = &be[byname[r]];
 		__u32 k = (__u32)vnode_count(vnodes, b->weight); /* <= total */
 
 		for (__u32 e = g + k; g < e; g++)

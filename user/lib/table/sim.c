@@ -207,7 +207,7 @@ static int jump_shares(const struct chlb_table *t, double *share, __u32 nslots)
 /* ---- the three tables ---- */
 
 struct sim_set {
-	struct chlb_be *be;
+	struct chlb_table_be *be;
 	__u32 n;
 	struct chlb_jump_order order;
 	struct chlb_table t;
@@ -314,7 +314,7 @@ static int sim_sets(const struct chlb_sim_opts *o, struct sim_set *base, struct 
 	if (!base->be || !add->be || !rem->be)
 		return chlb_err(err, errlen, -ENOMEM, "out of memory");
 	for (__u32 i = 0; i < n; i++) {
-		struct chlb_be *b = &base->be[i];
+		struct chlb_table_be *b = &base->be[i];
 
 		b->slot = i;
 		b->weight = o->weights ? o->weights[i] : CHLB_WEIGHT_DEFAULT;

@@ -66,12 +66,12 @@ int build_alloc_direct(struct chlb_table *out, __u32 m, __u32 nlive, __u32 **ent
 
 static int cmp_name_idx(const void *a, const void *b, void *ctx)
 {
-	const struct chlb_be *be = ctx;
+	const struct chlb_table_be *be = ctx;
 
 	return strcmp(be[*(const __u32 *)a].name, be[*(const __u32 *)b].name);
 }
 
-void build_sort_by_name(const struct chlb_be *be, __u32 n, __u32 *idx)
+void build_sort_by_name(const struct chlb_table_be *be, __u32 n, __u32 *idx)
 {
 	for (__u32 i = 0; i < n; i++)
 		idx[i] = i;

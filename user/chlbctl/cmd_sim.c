@@ -1,5 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* chlbctl sim: argument parsing and output around chlb_sim_run() (user/lib/table/sim.c). */
+/*
+ * chlbctl sim: argument parsing and output around chlb_sim_run()
+ * (user/lib/table/sim.c). The service's table options are taken as the
+ * grammar writes them, `algo ring vnodes 160 table 65537` (what `service
+ * add` takes), or as flags, `--algo ring --vnodes 160 --table-size 65537`;
+ * the planner's own knobs (--backends, --flows, --weights...) have no
+ * grammar form: they are flags only.
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -19,6 +26,7 @@ void sim_usage(void)
 	       "M]\n"
 	       "            [--flows F] [--samples S] [--seed S] [--weights W1,W2,...]\n"
 	       "            [--names A1,A2,...] [--json]\n"
+	       "  (algo A, vnodes K and table M, as service add writes them, work too)\n"
 	       "  Builds the table for N backends (names generated 10.x.y.z, or --names; weights\n"
 	       "  100, or --weights), then with one backend added and with the middle one\n"
 	       "  removed, and reports balance (max and min load / fair share) and the share of\n"
@@ -35,6 +43,38 @@ static int parse_u64(const char *opt, const char *s, __u64 min, __u64 max, __u64
 		return p_usage("--%s: '%s' is not a number in %llu..%llu", opt, s,
 			       (unsigned long long)min, (unsigned long long)max);
 	return 0;
+}
+
+/*
+ * The service options in the grammar's words (algo A, vnodes K, table M)
+ * become their flags, in place: one spelling per option whichever the
+ * operator types. Only where an option may stand, not as another's value.
+ */
+static void grammar_words_to_flags(int argc, char **argv)
+{
+	static char algo[] = "--algo", vnodes[] = "--vnodes", table[] = "--table-size";
+
+	for (int i = 0; i < argc; i++) {
+		if (argv[i][0] == '-') {
+			if (argv[i][1] == '-' && strchr(argv[i], '='))
+				continue;
+			if (strcmp(argv[i], "-j") && strcmp(argv[i], "--json") &&
+			    strcmp(argv[i], "-h") && strcmp(argv[i], "--help"))
+				i++; /* its value */
+			continue;
+		}
+		if (i + 1 >= argc)
+			break;
+		if (!strcmp(argv[i], "algo"))
+			argv[i] = algo;
+		else if (!strcmp(argv[i], "vnodes"))
+			argv[i] = vnodes;
+		else if (!strcmp(argv[i], "table"))
+			argv[i] = table;
+		else
+			break; /* not an option: getopt reports it */
+		i++;
+	}
 }
 
 /* Splits a comma list in place; returns the count or -1 on an empty element. */
@@ -165,6 +205,7 @@ int do_sim(int argc, char **argv)
 	__u32 *weights = NULL;
 	__u8 algo;
 
+	grammar_words_to_flags(argc, argv);
 	/* argv[-1] is "sim": getopt wants a program name in argv[0] */
 	optind = 1;
 	while ((c = getopt_long(argc + 1, argv - 1, "+a:n:jh", opts, NULL)) != -1) {
