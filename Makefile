@@ -277,6 +277,7 @@ clean:
 # there) and are installed only when absent: an upgrade keeps the operator's.
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
+MAN5DIR ?= $(PREFIX)/share/man/man5
 MAN8DIR ?= $(PREFIX)/share/man/man8
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 SYSCONFDIR ?= /etc
@@ -288,6 +289,7 @@ endif
 # installed file (under DESTDIR), its source, mode; config files listed apart
 INSTALL_FILES := $(SBINDIR)/chlbd:$(BUILD)/chlbd:0755 $(SBINDIR)/chlbctl:$(BUILD)/chlbctl:0755 \
 	$(MAN8DIR)/chlbd.8:docs/chlbd.8:0644 $(MAN8DIR)/chlbctl.8:docs/chlbctl.8:0644 \
+	$(MAN5DIR)/chlb.5:docs/chlb.5:0644 \
 	$(SYSTEMDUNITDIR)/chlbd.service:$(BUILD)/chlbd.service:0644 \
 	$(BASHCOMPDIR)/chlbctl:dist/chlbctl.bash-completion:0644
 INSTALL_CONFS := $(SYSCONFDIR)/chlb/chlb.conf:dist/chlb.conf:0644 \

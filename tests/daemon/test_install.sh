@@ -22,6 +22,7 @@ LAYOUT=(
 	"$PREFIX_DIR/sbin/chlbctl 755"
 	"$PREFIX_DIR/share/man/man8/chlbd.8 644"
 	"$PREFIX_DIR/share/man/man8/chlbctl.8 644"
+	"$PREFIX_DIR/share/man/man5/chlb.5 644"
 	"$PREFIX_DIR/lib/systemd/system/chlbd.service 644"
 	"$PREFIX_DIR/share/bash-completion/completions/chlbctl 644"
 	"/etc/chlb/chlb.conf 644"
