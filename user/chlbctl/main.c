@@ -35,14 +35,13 @@ static const struct chlbctl_cmd cmds[] = {
 /* help --man SECTION: a generated section of the man pages (grammar_table.h; make grammar-docs) */
 static int help_man(int argc, char **argv)
 {
-	if (argc != 2 || chlb_grammar_man(stdout, argv[1])) {
-		fprintf(stderr, "usage: chlbctl help --man SECTION; the sections:");
-		for (const char *const *s = chlb_grammar_man_sections; *s; s++)
-			fprintf(stderr, " %s", *s);
-		fprintf(stderr, "\n");
-		return CHLBCTL_EXIT_USAGE;
-	}
-	return CHLBCTL_EXIT_OK;
+	char names[128] = "";
+
+	if (argc == 2 && !chlb_grammar_man(stdout, argv[1]))
+		return CHLBCTL_EXIT_OK;
+	for (const char *const *s = chlb_grammar_man_sections; *s; s++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), " %s", *s);
+	return p_usage("usage: chlbctl help --man SECTION; the sections:%s", names);
 }
 
 int do_help(int argc, char **argv)

@@ -66,14 +66,15 @@ static void put_names(struct piece *p, const struct chlb_gopt *o)
 static void put_value(struct piece *p, enum chlb_gval val, const char *meta,
 		      const struct chlb_gopt *o)
 {
-	if (val == CHLB_GV_NAME && o)
+	if (val == CHLB_GV_NAME && o) {
 		put_names(p, o);
-	else if (val == CHLB_GV_PROTO) {
+	} else if (val == CHLB_GV_PROTO) {
 		put(p, "tcp", 'B');
 		put(p, "|", 0);
 		put(p, "udp", 'B');
-	} else
+	} else {
 		put(p, meta, 'I');
+	}
 }
 
 static const char *opt_word(const struct chlb_gopt *o, unsigned int where)
