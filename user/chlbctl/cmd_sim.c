@@ -45,6 +45,29 @@ static int parse_u64(const char *opt, const char *s, __u64 min, __u64 max, __u64
 	return 0;
 }
 
+static const struct option opts[] = {
+	{ "algo", required_argument, NULL, 'a' },   { "backends", required_argument, NULL, 'n' },
+	{ "vnodes", required_argument, NULL, 'k' }, { "table-size", required_argument, NULL, 'm' },
+	{ "flows", required_argument, NULL, 'f' },  { "samples", required_argument, NULL, 'S' },
+	{ "seed", required_argument, NULL, 'r' },   { "weights", required_argument, NULL, 'w' },
+	{ "names", required_argument, NULL, 'N' },  { "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },	    { NULL, 0, NULL, 0 },
+};
+static const char shortopts[] = "+a:n:jh";
+
+/* Does the option word w (-x, --name, an unambiguous --prefix) take the next word? */
+static bool takes_value(const char *w)
+{
+	const char *c;
+
+	if (w[1] != '-')
+		return w[1] && (c = strchr(shortopts, w[1])) && c[1] == ':';
+	for (const struct option *o = opts; o->name; o++)
+		if (!strncmp(o->name, w + 2, strlen(w + 2)))
+			return o->has_arg == required_argument;
+	return false;
+}
+
 /*
  * The service options in the grammar's words (algo A, vnodes K, table M)
  * become their flags, in place: one spelling per option whichever the
@@ -56,10 +79,7 @@ static void grammar_words_to_flags(int argc, char **argv)
 
 	for (int i = 0; i < argc; i++) {
 		if (argv[i][0] == '-') {
-			if (argv[i][1] == '-' && strchr(argv[i], '='))
-				continue;
-			if (strcmp(argv[i], "-j") && strcmp(argv[i], "--json") &&
-			    strcmp(argv[i], "-h") && strcmp(argv[i], "--help"))
+			if (!strchr(argv[i], '=') && takes_value(argv[i]))
 				i++; /* its value */
 			continue;
 		}
@@ -183,20 +203,6 @@ static void print_plain(const struct chlb_sim_opts *o, const struct chlb_sim_res
 
 int do_sim(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "algo", required_argument, NULL, 'a' },
-		{ "backends", required_argument, NULL, 'n' },
-		{ "vnodes", required_argument, NULL, 'k' },
-		{ "table-size", required_argument, NULL, 'm' },
-		{ "flows", required_argument, NULL, 'f' },
-		{ "samples", required_argument, NULL, 'S' },
-		{ "seed", required_argument, NULL, 'r' },
-		{ "weights", required_argument, NULL, 'w' },
-		{ "names", required_argument, NULL, 'N' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct chlb_sim_opts o = { .seed = 1 };
 	struct chlb_sim_result r;
 	char **wl = NULL, **nl = NULL, err[256];
@@ -208,7 +214,7 @@ int do_sim(int argc, char **argv)
 	grammar_words_to_flags(argc, argv);
 	/* argv[-1] is "sim": getopt wants a program name in argv[0] */
 	optind = 1;
-	while ((c = getopt_long(argc + 1, argv - 1, "+a:n:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc + 1, argv - 1, shortopts, opts, NULL)) != -1) {
 		const char *name = NULL;
 
 		for (const struct option *p = opts; p->name; p++)
