@@ -61,6 +61,29 @@ static __always_inline bool tables_disagree(const struct chlb_service *svc, __u3
 	return false;
 }
 
+/*
+ * The SYN stamps' clock: jiffies when libbpf knows the kernel's HZ (from
+ * its config; the verifier inlines bpf_jiffies64 as one load), else the
+ * coarse time - a helper call, the larger part of a SYN's cost on kernels
+ * with return-thunk mitigations (docs/performance.md).
+ */
+extern unsigned int CONFIG_HZ __kconfig __weak;
+
+static __always_inline __u32 syn_clock(void)
+{
+	if (CONFIG_HZ)
+		return (__u32)bpf_jiffies64();
+	return (__u32)(bpf_ktime_get_coarse_ns() >> CHLB_SYN_KTIME_SHIFT);
+}
+
+/* CHLB_SYN_FRESH_S in ticks of syn_clock(). */
+static __always_inline __u32 syn_window(void)
+{
+	if (CONFIG_HZ)
+		return CHLB_SYN_FRESH_S * CONFIG_HZ;
+	return (__u32)((CHLB_SYN_FRESH_S * 1000000000ull) >> CHLB_SYN_KTIME_SHIFT);
+}
+
 /* The flow's filter element and the bank readers test now. */
 struct chlb_fref {
 	struct chlb_filter_elem *el;
@@ -181,7 +204,7 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
 		conn_rewrite(e, d, be, now);
 	}
 	if (r.el)
-		r.el->syn[chlb_syn_index(r.fk)] = chlb_syn_stamp(now, svc->table[0]);
+		r.el->syn[chlb_syn_index(r.fk)] = chlb_syn_stamp(syn_clock(), svc->table[0]);
 	*slot = d;
 	return be;
 }
@@ -205,8 +228,8 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	if (n < 1 || n > CHLB_HISTORY_MAX)
 		n = 1;
 	*new_flow = 0;
-	/* time is read only where it is used: SYN stamps and idle timeouts */
-	if (p->syn || udp || cfg_tcp_idle_ns)
+	/* the time is read only where it is used: idle timeouts */
+	if (udp || cfg_tcp_idle_ns)
 		now = bpf_ktime_get_coarse_ns();
 	if (p->syn && !udp)
 		return stick_syn(svc, p, crc, slot, new_flow, now);
@@ -245,9 +268,8 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 
 	stat_reason(CHLB_R_CT_MISS);
 	if (!udp && !p->fin_rst && !p->icmp_err) {
-		if (!now)
-			now = bpf_ktime_get_coarse_ns();
-		if (r.el && chlb_syn_fresh(r.el->syn[chlb_syn_index(r.fk)], now)) {
+		if (r.el &&
+		    chlb_syn_fresh(r.el->syn[chlb_syn_index(r.fk)], syn_clock(), syn_window())) {
 			/*
 			 * The handshake ACK: the table its SYN used, then the entry.
 			 * A stamp naming no table of the view (more than three swaps

@@ -155,7 +155,7 @@ struct chlb_conn {
 #define CHLB_CONN_FILTER_BITS	23
 #define CHLB_FILTER_ELEM_BITS	(CHLB_CONN_FILTER_BITS - 6)
 #define CHLB_CONN_FILTER_WORDS	(1u << CHLB_FILTER_ELEM_BITS)
-#define CHLB_CONN_FILTER_LAYOUT "k3b2s4"
+#define CHLB_CONN_FILTER_LAYOUT "k3b2s4j"
 
 struct chlb_filter_elem {
 	__u64 bank[2];
@@ -163,29 +163,32 @@ struct chlb_filter_elem {
 };
 
 /*
- * A SYN stamp: bits 31..3 the coarse time in units of 2^26 ns (67 ms,
- * wrapping after 1.1 years, so an old stamp never looks fresh), bits 2..0
- * the low bits of the table slot that decided the SYN. A service's table
- * slots are CHLB_SLOTS_PER_SERVICE (<= 8) consecutive numbers, so their low
- * three bits tell them apart. 0 means no SYN was stamped there.
+ * A SYN stamp: bits 31..3 a reading of the data plane's SYN clock (jiffies
+ * when the kernel's HZ is known - one load - else the coarse time in units
+ * of 2^CHLB_SYN_KTIME_SHIFT ns), bits 2..0 the low bits of the table slot
+ * that decided the SYN. A service's table slots are CHLB_SLOTS_PER_SERVICE
+ * (<= 8) consecutive numbers, so their low three bits tell them apart.
+ * 29 bits of clock wrap after 6 days at HZ 1000 (a year in ktime units), so
+ * an old stamp looks fresh again only for one window in that time. 0 means
+ * no SYN was stamped there.
  */
-#define CHLB_SYN_TIME_SHIFT 26
-#define CHLB_SYN_FRESH	    480 /* units: ~32 s, covers SYN-ACK retransmissions (1+2+4+8+16 s) */
+#define CHLB_SYN_FRESH_S     32 /* covers SYN-ACK retransmissions (1+2+4+8+16 s) */
+#define CHLB_SYN_KTIME_SHIFT 26
 _Static_assert(CHLB_SLOTS_PER_SERVICE <= 8, "a SYN stamp names a table slot in 3 bits");
 
-static __always_inline __u32 chlb_syn_stamp(__u64 now_ns, __u32 table_slot)
+static __always_inline __u32 chlb_syn_stamp(__u32 clock, __u32 table_slot)
 {
-	__u32 st = ((__u32)(now_ns >> CHLB_SYN_TIME_SHIFT) << 3) | (table_slot & 7);
+	__u32 st = (clock << 3) | (table_slot & 7);
 
-	return st ? st : 8; /* never "none": one unit later is as good */
+	return st ? st : 8; /* never "none": one tick later is as good */
 }
 
-/* Was the stamp written within CHLB_SYN_FRESH units of now? */
-static __always_inline int chlb_syn_fresh(__u32 stamp, __u64 now_ns)
+/* Was the stamp written at most `window` ticks of the SYN clock before `clock`? */
+static __always_inline int chlb_syn_fresh(__u32 stamp, __u32 clock, __u32 window)
 {
-	__u32 age = ((__u32)(now_ns >> CHLB_SYN_TIME_SHIFT) - (stamp >> 3)) & 0x1fffffff;
+	__u32 age = (clock - (stamp >> 3)) & 0x1fffffff;
 
-	return stamp && age <= CHLB_SYN_FRESH;
+	return stamp && age <= window;
 }
 
 /*

@@ -295,6 +295,31 @@ static void test_filter_rebuild(void **state)
 	chlb_dp_close(dp);
 }
 
+/*
+ * SYN stamps count jiffies when the kernel config is readable (it is on
+ * Debian: /boot/config-*; here /proc/config.gz): the HZ libbpf found must be
+ * the config's.
+ */
+static void test_syn_clock_hz(void **state)
+{
+	char err[256], line[128];
+	struct chlb_dp *dp;
+	unsigned int hz = 0;
+	FILE *f = popen("(zcat /proc/config.gz 2>/dev/null || cat /boot/config-$(uname -r)) "
+			"| sed -n 's/^CONFIG_HZ=//p'",
+			"r");
+
+	(void)state;
+	assert_non_null(f);
+	if (fgets(line, sizeof(line), f))
+		hz = (unsigned int)strtoul(line, NULL, 10);
+	pclose(f);
+	assert_true(hz > 0); /* this test host has a readable kernel config */
+	assert_int_equal(chlb_dp_open(NULL, &dp, err, sizeof(err)), 0);
+	assert_int_equal(chlb_dp_syn_clock_hz(dp), hz);
+	chlb_dp_close(dp);
+}
+
 /* A table written in place through mmap is what the data plane reads. */
 static void test_write_in_place(void **state)
 {
@@ -410,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_filter_of_old_layout_replaced),
 		cmocka_unit_test(test_write_in_place),
 		cmocka_unit_test(test_filter_rebuild),
+		cmocka_unit_test(test_syn_clock_hz),
 		cmocka_unit_test(test_counters_of_old_shape_replaced),
 	};
 

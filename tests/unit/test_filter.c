@@ -68,26 +68,27 @@ static void test_load_and_false_positives(void **state)
 	free(words);
 }
 
-/* A SYN stamp is fresh for CHLB_SYN_FRESH units, never after, and names its slot. */
+/* A SYN stamp is fresh for `window` ticks, never after, and names its slot. */
 static void test_syn_stamp(void **state)
 {
-	const __u64 unit = 1ull << CHLB_SYN_TIME_SHIFT;
-	__u64 t0 = 8191 * unit + 5;
-	__u32 st = chlb_syn_stamp(t0, 6 * 37 + 4);
+	const __u32 window = CHLB_SYN_FRESH_S * 1000; /* HZ 1000 */
+	__u32 t0 = 8191, st = chlb_syn_stamp(t0, 6 * 37 + 4);
 
 	(void)state;
 	assert_int_equal(st & 7, (6 * 37 + 4) & 7);
-	assert_true(chlb_syn_fresh(st, t0));
-	assert_true(chlb_syn_fresh(st, t0 + CHLB_SYN_FRESH * unit));
-	assert_false(chlb_syn_fresh(st, t0 + (CHLB_SYN_FRESH + 1) * unit));
-	/* old stamps stay stale: the 29 time bits wrap only after a year */
-	assert_false(chlb_syn_fresh(st, t0 + 549 * 1000000000ull));
-	assert_false(chlb_syn_fresh(st, t0 + 86400ull * 1000000000ull));
+	assert_true(chlb_syn_fresh(st, t0, window));
+	assert_true(chlb_syn_fresh(st, t0 + window, window));
+	assert_false(chlb_syn_fresh(st, t0 + window + 1, window));
+	/* old stamps stay stale: 29 bits of a 1000 Hz clock wrap after 6 days */
+	assert_false(chlb_syn_fresh(st, t0 + 86400u * 1000, window));
+	/* across the clock's 32-bit wrap, as jiffies truncated to 32 bits do */
+	st = chlb_syn_stamp(0xfffffff0u, 1);
+	assert_true(chlb_syn_fresh(st, 0x10u, window));
 	/* no stamp is never fresh, even at boot time; a real one is never 0 */
-	assert_false(chlb_syn_fresh(0, 0));
-	assert_false(chlb_syn_fresh(0, 5 * unit));
+	assert_false(chlb_syn_fresh(0, 0, window));
+	assert_false(chlb_syn_fresh(0, 5, window));
 	assert_int_not_equal(chlb_syn_stamp(0, 0), 0);
-	assert_true(chlb_syn_fresh(chlb_syn_stamp(0, 0), unit)); /* stamped one unit late */
+	assert_true(chlb_syn_fresh(chlb_syn_stamp(0, 0), 1, window)); /* stamped one tick late */
 	/* the six table slots of any service differ in their low three bits */
 	for (__u32 id = 0; id < CHLB_MAX_SERVICES; id++)
 		for (__u32 a = 0; a < CHLB_SLOTS_PER_SERVICE; a++)

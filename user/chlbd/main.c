@@ -556,6 +556,11 @@ static int open_dataplane(struct chlb_state *next)
 		pr_err("data plane: %s", err);
 		return -1;
 	}
+	if (chlb_dp_syn_clock_hz(D.dp))
+		pr_debug("SYN stamps count jiffies (HZ %u)", chlb_dp_syn_clock_hz(D.dp));
+	else
+		pr_info("no kernel config found (/boot/config-*, /proc/config.gz): SYN stamps "
+			"read the coarse time, a helper call per SYN");
 	chlbd_dp_ops(D.dp, &ops, &aops);
 	D.rt = chlb_rt_new(&ops, D.history_ms, D.grace_ms);
 	if (!D.rt)

@@ -85,6 +85,12 @@ void chlb_dp_close(struct chlb_dp *dp);
 bool chlb_dp_adopted(const struct chlb_dp *dp);
 
 /*
+ * The kernel's HZ as libbpf found it in the kernel config (the SYN stamps
+ * then use jiffies), or 0 (no config found: they use the coarse time).
+ */
+unsigned int chlb_dp_syn_clock_hz(const struct chlb_dp *dp);
+
+/*
  * Attach to ifindex. XDP modes use a bpf_link; when pin_dir is set the link
  * is pinned as <pin_dir>/link_<ifindex>, and an existing pinned link there is
  * updated in place with the new program (bpf_link__update_program: no

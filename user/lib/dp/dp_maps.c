@@ -73,3 +73,8 @@ bool chlb_dp_adopted(const struct chlb_dp *dp)
 {
 	return dp->adopted;
 }
+
+unsigned int chlb_dp_syn_clock_hz(const struct chlb_dp *dp)
+{
+	return dp->skel->kconfig ? dp->skel->kconfig->CONFIG_HZ : 0;
+}
