@@ -13,13 +13,13 @@
  * all:
  *   1. capacity: every backend slot and service id the change needs is
  *      counted first (chlb_rt_capacity()): none missing halfway;
- *   2. persist: the new state goes to STATE.tmp, fsynced. This is the step
- *      that fails in practice (a full or read-only state directory): it
- *      fails before anything is touched, so no flow moves and no backend
+ *   2. write: the new state goes to STATE.tmp (page cache). This is the
+ *      step that fails in practice (a full or read-only state directory):
+ *      it fails before anything is touched, so no flow moves and no backend
  *      slot changes generation, which an apply undone afterwards would do;
- *   3. apply: the data plane converges;
- *   4. publish: STATE.tmp renamed over STATE (STATE kept as STATE.prev),
- *      directory fsynced. A rename needs no space.
+ *   3. apply: the data plane converges (the swap does not wait for the disk);
+ *   4. publish: STATE.tmp fsynced and renamed over STATE (STATE kept as
+ *      STATE.prev), directory fsynced. Only then is the change acknowledged.
  * If 3 or 4 fails, the data plane is put back to what it was (an apply of
  * the old state) and STATE.tmp removed: the file and the data plane agree
  * on the old state. A crash before 4 leaves STATE as it was: the next

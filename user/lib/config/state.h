@@ -116,21 +116,25 @@ int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *na
 /*
  * Persisting in two steps, so a caller can do its own work in between
  * (chlbd: write, apply, then publish; see chlbd_commit()):
- *   chlb_state_prepare(): PATH.tmp written and fsynced, nothing else
- *     touched. Fails on a full or read-only directory ("state directory
+ *   chlb_state_prepare(): PATH.tmp written (to the page cache), nothing
+ *     else touched. Fails on a full or read-only directory ("state directory
  *     '...' is full (...)"), and refuses a directory that is a symlink, is
  *     writable by group or others, or is owned by neither root nor our uid
  *     (chlb_state_dir_open()). PATH.tmp is created with O_EXCL|O_NOFOLLOW
  *     under a directory fd: whatever is at that name (a crash's leftover,
  *     a planted symlink) is removed, never followed.
- *   chlb_state_publish(): PATH becomes PATH.prev (a hard link: the last
- *     good copy), PATH.tmp is renamed over PATH, the directory fsynced.
- *     Needs no space.
+ *   chlb_state_publish(): PATH.tmp fsynced, PATH becomes PATH.prev (a
+ *     hard link: the last good copy), PATH.tmp is renamed over PATH, the
+ *     directory fsynced. Needs no new space (the blocks were reserved by
+ *     the write). The fsync is here, not in prepare, so a swap does not
+ *     wait for the disk: the apply runs while nothing is yet durable, and
+ *     the caller acknowledges only after publish.
  *   chlb_state_abort(): PATH.tmp removed, nothing published.
  * Both close the directory whatever the outcome.
  */
 struct chlb_state_pending {
 	int dirfd;
+	int fd;	      /* PATH.tmp, written, not yet fsynced; -1 when closed */
 	bool created; /* tmp exists and is ours */
 	char dir[4096];
 	char base[256], tmp[264], prev[264];

@@ -402,6 +402,7 @@ void chlb_state_pending_init(struct chlb_state_pending *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->dirfd = -1;
+	p->fd = -1;
 }
 
 int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chlb_state_pending *p,
@@ -439,19 +440,15 @@ int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chl
 		return write_error(p->dir, "creating a temporary file", e, err, errlen);
 	}
 	p->created = true;
-	if (write_all(fd, text, strlen(text)) || fsync(fd)) {
+	p->fd = fd;
+	/* a full filesystem fails here (blocks are reserved at write), before any apply */
+	if (write_all(fd, text, strlen(text))) {
 		e = errno;
-		close(fd);
 		free(text);
 		chlb_state_abort(p);
 		return write_error(p->dir, "writing the temporary file", e, err, errlen);
 	}
 	free(text);
-	if (close(fd)) {
-		e = errno;
-		chlb_state_abort(p);
-		return write_error(p->dir, "closing the temporary file", e, err, errlen);
-	}
 	return 0;
 }
 
@@ -460,6 +457,13 @@ int chlb_state_publish(struct chlb_state_pending *p, char *err, size_t errlen)
 	struct stat sb;
 	int e;
 
+	if (fsync(p->fd) || close(p->fd)) {
+		e = errno;
+		p->fd = -1;
+		chlb_state_abort(p);
+		return write_error(p->dir, "writing the temporary file", e, err, errlen);
+	}
+	p->fd = -1;
 	/* the current file was verified when written: it becomes the last good copy */
 	if (!fstatat(p->dirfd, p->base, &sb, AT_SYMLINK_NOFOLLOW) && S_ISREG(sb.st_mode)) {
 		unlinkat(p->dirfd, p->prev, 0);
@@ -485,6 +489,9 @@ int chlb_state_publish(struct chlb_state_pending *p, char *err, size_t errlen)
 
 void chlb_state_abort(struct chlb_state_pending *p)
 {
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
 	if (p->dirfd >= 0) {
 		if (p->created)
 			unlinkat(p->dirfd, p->tmp, 0);
