@@ -7,9 +7,12 @@
  * is one of chlbd's own addresses) and on `apply` (a file that deletes
  * every service).
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 #include "chlbctl.h"
 #include "client.h"
 #include "config/grammar.h"
@@ -197,6 +200,25 @@ int do_batch(int argc, char **argv)
 	return rc;
 }
 
+/*
+ * chlbd closes the socket as it exits, but the process may still be on its
+ * way out: wait (up to 10 s) for the pid it named to end, so "shutdown
+ * returned" means "chlbd is gone" (a script may start the next one at once).
+ */
+static void wait_exit(json_object *r)
+{
+	json_object *v;
+	struct pollfd p = { .events = POLLIN };
+
+	if (!json_object_object_get_ex(r, "pid", &v))
+		return; /* an older chlbd */
+	p.fd = (int)syscall(SYS_pidfd_open, (pid_t)json_object_get_int(v), 0);
+	if (p.fd < 0)
+		return; /* already gone (ESRCH), or no pidfd: the socket's EOF is all we have */
+	poll(&p, 1, 10000);
+	close(p.fd);
+}
+
 int do_shutdown(int argc, char **argv)
 {
 	bool detach = ctl_take_flag(&argc, argv, "--detach", "detach");
@@ -208,6 +230,7 @@ int do_shutdown(int argc, char **argv)
 	rc = ctl_request(detach ? "shutdown detach\n" : "shutdown\n", &r);
 	if (rc)
 		return rc;
+	wait_exit(r);
 	if (ctl.json)
 		ctl_print_json(r);
 	json_object_put(r);

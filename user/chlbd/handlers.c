@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "chlbd.h"
 #include "conns.h"
 #include "config/plan.h"
@@ -159,6 +160,8 @@ static json_object *handle_shutdown(const struct chlb_cmd *c)
 	pr_info("shutdown requested%s", c->detach ? ": detaching and unpinning" : "");
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "detach", json_object_new_boolean(c->detach));
+	/* chlbctl waits for this process to end before it returns */
+	json_object_object_add(o, "pid", json_object_new_int(getpid()));
 	return o;
 }
 
