@@ -41,11 +41,9 @@ static int reset_svc_stats(void *ctx, __u32 id)
 	return chlb_dp_reset_service_stats(ctx, id);
 }
 
-static int prealloc(void *ctx, __u32 tslot, __u32 nwords)
+static int prealloc(void *ctx, const __u32 *tslot, const __u32 *nwords, __u32 n, __u64 until_ns)
 {
-	if (chlb_dp_table_capacity(ctx, tslot) >= nwords)
-		return 0;
-	return chlb_dp_prealloc_table(ctx, tslot, nwords);
+	return chlb_dp_prealloc_tables(ctx, tslot, nwords, n, until_ns);
 }
 
 /* Next hop from the kernel's tables (in our netns); unresolved: the data plane looks it up. */

@@ -149,6 +149,16 @@ int chlb_dp_get_backend(struct chlb_dp *dp, __u32 slot, struct chlb_backend *be)
  */
 int chlb_dp_prealloc_table(struct chlb_dp *dp, __u32 slot, __u32 nwords);
 
+/*
+ * The same for n slots (slot[i] to hold nwords[i] words), in order: creates
+ * the missing inner maps until until_ns (CLOCK_MONOTONIC ns; at least one),
+ * then puts them all into their slots with one batch update, so that they
+ * wait for one RCU grace period together instead of one each. Returns how
+ * many of the first slots are done, or -errno when none is.
+ */
+int chlb_dp_prealloc_tables(struct chlb_dp *dp, const __u32 *slot, const __u32 *nwords, __u32 n,
+			    __u64 until_ns);
+
 /* Write table words (include/chlb_table.h layout) into table slot `slot`. */
 int chlb_dp_write_table(struct chlb_dp *dp, __u32 slot, const __u32 *words, __u32 nwords);
 

@@ -16,6 +16,7 @@
 #endif
 
 #include "dp/dp_int.h"
+#include "base/time.h"
 #include "chlb_table.h"
 
 #define CHUNK_BYTES (CHLB_CHUNK_WORDS * sizeof(__u32))
@@ -144,6 +145,72 @@ int chlb_dp_prealloc_table(struct chlb_dp *dp, __u32 slot, __u32 nwords)
 			return 0;
 	}
 	return new_inner(dp, slot, chunks, NULL, 0);
+}
+
+int chlb_dp_prealloc_tables(struct chlb_dp *dp, const __u32 *slot, const __u32 *nwords, __u32 n,
+			    __u64 until_ns)
+{
+	struct bpf_map_batch_opts opts = { .sz = sizeof(opts) };
+	__u32 *keys = calloc(n ? n : 1, sizeof(*keys)), done = 0, nnew = 0, count;
+	int *fds = calloc(n ? n : 1, sizeof(*fds)), rc = 0;
+
+	if (!keys || !fds) {
+		free(keys);
+		free(fds);
+		return -ENOMEM;
+	}
+	/* create what is missing (no grace period yet), as many as fit before until_ns */
+	for (; done < n && (!done || chlb_now_ns() <= until_ns); done++) {
+		__u32 chunks = (nwords[done] + CHLB_CHUNK_WORDS - 1) / CHLB_CHUNK_WORDS, have = 0;
+		struct bpf_map_create_opts copts = { .sz = sizeof(copts),
+						     .map_flags =
+							 BPF_F_INNER_MAP | BPF_F_MMAPABLE };
+		int fd;
+
+		if (slot[done] >= CHLB_TABLE_SLOTS) {
+			rc = -ERANGE;
+			break;
+		}
+		if (!chunks)
+			chunks = 1;
+		fd = inner_fd(dp, slot[done], &have);
+		if (fd >= 0) {
+			close(fd);
+			if (have >= chunks)
+				continue;
+		}
+		fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "chlb_table", sizeof(__u32), CHUNK_BYTES,
+				    chunks, &copts);
+		if (fd < 0) {
+			rc = -errno;
+			break;
+		}
+		rc = fill_inner(fd, chunks, NULL, 0);
+		if (rc) {
+			close(fd);
+			break;
+		}
+		keys[nnew] = slot[done];
+		fds[nnew++] = fd;
+	}
+	/* every slot of the batch in one update: one grace period for all of them */
+	count = nnew;
+	if (nnew &&
+	    bpf_map_update_batch(chlb_dp_map_fd(dp, CHLB_MAP_TABLES), keys, fds, &count, &opts)) {
+		rc = -errno;
+		if (count == 0 &&
+		    !bpf_map_update_elem(chlb_dp_map_fd(dp, CHLB_MAP_TABLES), &keys[0], &fds[0], 0))
+			count = 1; /* no batch updates here: one slot per call */
+	}
+	if (count < nnew) { /* the slots up to the first not installed are done */
+		for (done = 0; done < n && slot[done] != keys[count]; done++)
+			;
+	}
+	for (__u32 i = 0; i < nnew; i++)
+		close(fds[i]);
+	free(keys);
+	free(fds);
+	return done ? (int)done : rc;
 }
 
 int chlb_dp_write_table(struct chlb_dp *dp, __u32 slot, const __u32 *words, __u32 nwords)

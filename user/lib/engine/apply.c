@@ -558,23 +558,49 @@ int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st)
 }
 
 /*
- * Preallocating a slot can cost an RCU grace period (milliseconds: the kernel
+ * Preallocating slots costs an RCU grace period (milliseconds: the kernel
  * waits for it when a new inner map replaces one); after a large change
- * hundreds are due. A tick does them for at most this long (at least one),
- * and asks to be called again at once: the event loop answers requests in
- * between instead of stalling for seconds.
+ * hundreds are due. A tick creates inner maps for at most this long (at
+ * least one) and installs them together, one grace period for all of them,
+ * the slot each service's next swap writes first; then it asks to be called
+ * again at once: the event loop answers requests in between instead of
+ * stalling for seconds.
  */
 #define PREALLOC_BUDGET_NS 2000000ull
+
+/* The slots due for preallocation: each service's next one first, then the rest. */
+static __u32 pre_n, pre_rest, pre_tslot[CHLB_TABLE_SLOTS], pre_words[CHLB_TABLE_SLOTS];
+static __u32 rest_tslot[CHLB_TABLE_SLOTS], rest_words[CHLB_TABLE_SLOTS];
+
+static void prealloc_due(struct chlb_rt *rt, __u64 budget_end, __u64 *next, __u64 now)
+{
+	int done;
+
+	memcpy(pre_tslot + pre_n, rest_tslot, pre_rest * sizeof(*pre_tslot));
+	memcpy(pre_words + pre_n, rest_words, pre_rest * sizeof(*pre_words));
+	pre_n += pre_rest;
+	if (!pre_n)
+		return;
+	done = rt->ops.prealloc(rt->ops.ctx, pre_tslot, pre_words, pre_n, budget_end);
+	for (int j = 0; j < done; j++) {
+		struct chlb_rt_svc *s = &rt->svc[pre_tslot[j] / CHLB_SLOTS_PER_SERVICE];
+
+		s->slot[pre_tslot[j] % CHLB_SLOTS_PER_SERVICE].prealloc = pre_words[j];
+	}
+	/* more to do: the next tick goes on (one that keeps failing waits for the usual tick) */
+	if (done > 0 && (__u32)done < pre_n)
+		*next = now;
+}
 
 __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 {
 	__u64 next = ~0ull, budget_end = chlb_now_ns() + PREALLOC_BUDGET_NS;
-	bool more = false, did = false;
 
 	chlb_be_refresh_nexthops(rt, now);
 	if (rt->ops.resolve)
 		next = rt->nh_next;
 
+	pre_n = pre_rest = 0;
 	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
 		struct chlb_rt_svc *s = &rt->svc[i];
 		bool busy = false;
@@ -599,23 +625,22 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 			if (s->nview > 1 && s->replaced[s->nview - 1] + rt->history_ns < next)
 				next = s->replaced[s->nview - 1] + rt->history_ns;
 		}
-		for (int k = 0; k < CHLB_SLOTS_PER_SERVICE; k++) {
+		for (int k = 0, first = 1; k < CHLB_SLOTS_PER_SERVICE; k++) {
 			struct chlb_rt_slot *sl = &s->slot[k];
 
 			if (!sl->used && s->nview && !s->retiring && rt->ops.prealloc) {
-				/* the next swap writes here: size it now, not in the swap's path */
+				/* a later swap writes here: size it now, not in the swap's path */
 				__u32 want = s->slot[s->view[0]].t.nwords;
+				__u32 tslot = (__u32)i * CHLB_SLOTS_PER_SERVICE + (__u32)k;
 
-				if (want > sl->prealloc && chlb_now_ns() > budget_end) {
-					more = true; /* the next tick goes on */
-				} else if (want > sl->prealloc &&
-					   !rt->ops.prealloc(rt->ops.ctx,
-							     (__u32)i * CHLB_SLOTS_PER_SERVICE +
-								 (__u32)k,
-							     want + want / 8)) {
-					sl->prealloc = want + want / 8;
-					did = true;
+				if (want > sl->prealloc && first) { /* the next swap's slot */
+					pre_tslot[pre_n] = tslot;
+					pre_words[pre_n++] = want + want / 8;
+				} else if (want > sl->prealloc) {
+					rest_tslot[pre_rest] = tslot;
+					rest_words[pre_rest++] = want + want / 8;
 				}
+				first = 0;
 			}
 			if (!sl->used || in_view(s, k))
 				continue;
@@ -643,8 +668,7 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 		b->state = CHLB_BE_EMPTY;
 		chlb_be_write(rt, (__u32)i);
 	}
-	if (more && did) /* (a prealloc that keeps failing waits for the usual tick) */
-		next = now;
+	prealloc_due(rt, budget_end, &next, now);
 	return next == ~0ull ? 0 : next;
 }
 

@@ -36,8 +36,13 @@ struct chlb_dp_ops {
 	int (*del_service)(void *ctx, const struct chlb_vip_key *k);
 	/* optional: fill dmac/smac/ifindex/flags of a backend (next hop); 0 or -errno */
 	int (*resolve)(void *ctx, struct chlb_backend *be);
-	/* optional: make slot hold nwords without blocking a later swap (may block now) */
-	int (*prealloc)(void *ctx, __u32 tslot, __u32 nwords);
+	/*
+	 * optional: make tslot[i] hold nwords[i] words without blocking a later swap
+	 * (may block now: one grace period for all). Does the first ones, as many as it
+	 * can start before until_ns (at least one); returns how many, or -errno.
+	 */
+	int (*prealloc)(void *ctx, const __u32 *tslot, const __u32 *nwords, __u32 n,
+			__u64 until_ns);
 	/* optional: zero a backend slot's counters (be_stats, every CPU): a new occupant */
 	int (*reset_stats)(void *ctx, __u32 slot);
 	/* optional: zero a service id's counters (svc_stats, every CPU): a new service */
