@@ -1275,6 +1275,62 @@ static void test_udp_idle(void **state)
 }
 
 /*
+ * --tcp-timeout-ms (a data plane loaded with 300 ms): an idle connection's
+ * entry is re-decided from the current table and marked ended; an active
+ * one keeps it.
+ */
+static void test_tcp_idle(void **state)
+{
+	struct chlb_dp *saved = dp, *d;
+	struct chlb_dp_opts o = { .tcp_idle_ms = 300, .conn_max = 1024 };
+	struct chlb_table t1 = { 0 }, t2 = { 0 };
+	__u32 s1[] = { 50, 51, 52, 53, 54, 55 }, s2[] = { 50, 51, 52, 53, 54, 55, 56 }, i;
+	struct fx_pkt f = { .family = CHLB_AF_INET,
+			    .proto = IPPROTO_TCP,
+			    .src = "198.51.100.22",
+			    .dst = "10.0.0.7",
+			    .dport = 80 };
+	struct chlb_service svc = { .id = 1, .fwd = CHLB_FWD_IPIP, .ntables = 1 };
+	struct chlb_vip_key key;
+	struct chlb_backend be;
+	struct chlb_conn c;
+	char err[256];
+	__u8 a[4];
+
+	assert_int_equal(chlb_dp_open(&o, &d, err, sizeof(err)), 0);
+	dp = d;
+	for (i = 50; i < 57; i++) {
+		fx_backend(&be, i, CHLB_AF_INET, 1);
+		assert_int_equal(chlb_dp_set_backend(dp, i, &be), 0);
+	}
+	assert_int_equal(fx_table(dp, 6, CHLB_ALGO_MAGLEV, s1, 6, CHLB_AF_INET, &t1), 0);
+	assert_int_equal(fx_table(dp, 7, CHLB_ALGO_MAGLEV, s2, 7, CHLB_AF_INET, &t2), 0);
+	for (f.sport = 1; decide(&t1, &f) == decide(&t2, &f); f.sport++)
+		;
+	svc.table[0] = 6;
+	inet_pton(AF_INET, "10.0.0.7", a);
+	chlb_dp_vip_key(&key, CHLB_AF_INET, a, 80, IPPROTO_TCP);
+	assert_int_equal(chlb_dp_set_service(dp, &key, &svc), 0);
+	assert_int_equal(send_flow(&f, FX_SYN), decide(&t1, &f));
+	assert_int_equal(send_flow(&f, FX_ACK), decide(&t1, &f)); /* the entry, with its time */
+	assert_int_equal(entry_of(&f, &c), 0);
+	assert_true(c.last_ns > 0);
+	svc.table[0] = 7; /* a change that moves the flow; no history */
+	assert_int_equal(chlb_dp_set_service(dp, &key, &svc), 0);
+	assert_int_equal(send_flow(&f, FX_ACK), decide(&t1, &f)); /* not idle: sticks */
+	usleep(450 * 1000);
+	stats_mark();
+	assert_int_equal(send_flow(&f, FX_ACK), decide(&t2, &f)); /* idle: re-decided */
+	stats_delta(CHLB_R_CT_STALE, 1);
+	assert_int_equal(entry_of(&f, &c), 0);
+	assert_int_equal(c.flags, CHLB_CONN_F_ENDED);
+	chlb_table_free(&t1);
+	chlb_table_free(&t2);
+	chlb_dp_close(d);
+	dp = saved;
+}
+
+/*
  * Next hop from the kernel: bpf_fib_lookup without a cached one, and
  * chlb_nh_resolve; a backend without a route: drop_no_route, per backend.
  */
@@ -1402,6 +1458,7 @@ int main(void)
 		cmocka_unit_test(test_hash_change_keeps_entries),
 		cmocka_unit_test(test_icmp_writes_no_state),
 		cmocka_unit_test(test_udp_idle),
+		cmocka_unit_test(test_tcp_idle),
 		cmocka_unit_test(test_fib_and_nexthop),
 		cmocka_unit_test(test_reset_counters), /* last: after every other one's traffic */
 	};
