@@ -234,12 +234,8 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	if (p->syn && !udp)
 		return stick_syn(svc, p, crc, slot, new_flow, now);
 
-	/*
-	 * Not a SYN: straight to the table. Every established TCP connection
-	 * has an entry, so the filter would only add its test to the common
-	 * case; it is read below, for the stamp, when there is no entry.
-	 */
-	e = bpf_map_lookup_elem(&conns, &p->flow);
+	filter_ref(&r, &p->flow);
+	e = conn_find(&p->flow, &r);
 	if (e) {
 		be = entry_valid(e, udp, now);
 		if (be) {
@@ -271,7 +267,6 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	}
 
 	stat_reason(CHLB_R_CT_MISS);
-	filter_ref(&r, &p->flow);
 	if (!udp && !p->fin_rst && !p->icmp_err) {
 		if (r.el &&
 		    chlb_syn_fresh(r.el->syn[chlb_syn_index(r.fk)], syn_clock(), syn_window())) {
