@@ -1225,35 +1225,64 @@ static void test_icmp_writes_no_state(void **state)
 	chlb_table_free(&t2);
 }
 
+/*
+ * The idle-timeout tests' data plane, loaded with opts: backends 50-56,
+ * Maglev tables in slots 6 (50-55) and 7 (50-56), and f's source port set
+ * to the first flow the added backend moves. Replaces the shared dp until
+ * idle_fixture_close().
+ */
+struct idle_fixture {
+	struct chlb_dp *saved;
+	struct chlb_table t1, t2;
+};
+
+static void idle_fixture_open(struct idle_fixture *x, const struct chlb_dp_opts *opts,
+			      struct fx_pkt *f)
+{
+	__u32 s1[] = { 50, 51, 52, 53, 54, 55 }, s2[] = { 50, 51, 52, 53, 54, 55, 56 }, i;
+	struct chlb_backend be;
+	char err[256];
+
+	memset(x, 0, sizeof(*x));
+	x->saved = dp;
+	assert_int_equal(chlb_dp_open(opts, &dp, err, sizeof(err)), 0);
+	for (i = 50; i < 57; i++) {
+		fx_backend(&be, i, CHLB_AF_INET, 1);
+		assert_int_equal(chlb_dp_set_backend(dp, i, &be), 0);
+	}
+	assert_int_equal(fx_table(dp, 6, CHLB_ALGO_MAGLEV, s1, 6, CHLB_AF_INET, &x->t1), 0);
+	assert_int_equal(fx_table(dp, 7, CHLB_ALGO_MAGLEV, s2, 7, CHLB_AF_INET, &x->t2), 0);
+	for (f->sport = 1; decide(&x->t1, f) == decide(&x->t2, f); f->sport++)
+		;
+}
+
+static void idle_fixture_close(struct idle_fixture *x)
+{
+	chlb_table_free(&x->t1);
+	chlb_table_free(&x->t2);
+	chlb_dp_close(dp);
+	dp = x->saved;
+}
+
 /* UDP entries expire after the idle timeout (a data plane loaded with 100 ms). */
 static void test_udp_idle(void **state)
 {
-	struct chlb_dp *saved = dp, *d;
 	struct chlb_dp_opts o = { .udp_idle_ms = 100, .conn_max = 1024 };
-	struct chlb_table t1 = { 0 }, t2 = { 0 };
-	__u32 s1[] = { 50, 51, 52, 53, 54, 55 }, s2[] = { 50, 51, 52, 53, 54, 55, 56 }, i;
 	struct fx_pkt f = { .family = CHLB_AF_INET,
 			    .proto = IPPROTO_UDP,
 			    .src = "198.51.100.21",
 			    .dst = "10.0.0.7",
 			    .dport = 80 };
 	struct chlb_service svc = { .id = 1, .fwd = CHLB_FWD_IPIP, .ntables = 2 };
+	struct idle_fixture x;
+	struct chlb_table t1, t2;
 	struct chlb_vip_key key;
-	struct chlb_backend be;
-	char err[256];
 	__u8 a[4], in[256];
 	int n;
 
-	assert_int_equal(chlb_dp_open(&o, &d, err, sizeof(err)), 0);
-	dp = d;
-	for (i = 50; i < 57; i++) {
-		fx_backend(&be, i, CHLB_AF_INET, 1);
-		assert_int_equal(chlb_dp_set_backend(dp, i, &be), 0);
-	}
-	assert_int_equal(fx_table(dp, 6, CHLB_ALGO_MAGLEV, s1, 6, CHLB_AF_INET, &t1), 0);
-	assert_int_equal(fx_table(dp, 7, CHLB_ALGO_MAGLEV, s2, 7, CHLB_AF_INET, &t2), 0);
-	for (f.sport = 1; decide(&t1, &f) == decide(&t2, &f); f.sport++)
-		;
+	idle_fixture_open(&x, &o, &f);
+	t1 = x.t1;
+	t2 = x.t2;
 	svc.table[0] = 7;
 	svc.table[1] = 6;
 	inet_pton(AF_INET, "10.0.0.7", a);
@@ -1268,10 +1297,7 @@ static void test_udp_idle(void **state)
 	stats_mark();
 	assert_int_equal(expect_fwd(in, n, M_IP4), decide(&t2, &f)); /* idle: re-decided */
 	stats_delta(CHLB_R_CT_STALE, 1);
-	chlb_table_free(&t1);
-	chlb_table_free(&t2);
-	chlb_dp_close(d);
-	dp = saved;
+	idle_fixture_close(&x);
 }
 
 /*
@@ -1281,32 +1307,22 @@ static void test_udp_idle(void **state)
  */
 static void test_tcp_idle(void **state)
 {
-	struct chlb_dp *saved = dp, *d;
 	struct chlb_dp_opts o = { .tcp_idle_ms = 300, .conn_max = 1024 };
-	struct chlb_table t1 = { 0 }, t2 = { 0 };
-	__u32 s1[] = { 50, 51, 52, 53, 54, 55 }, s2[] = { 50, 51, 52, 53, 54, 55, 56 }, i;
 	struct fx_pkt f = { .family = CHLB_AF_INET,
 			    .proto = IPPROTO_TCP,
 			    .src = "198.51.100.22",
 			    .dst = "10.0.0.7",
 			    .dport = 80 };
 	struct chlb_service svc = { .id = 1, .fwd = CHLB_FWD_IPIP, .ntables = 1 };
+	struct idle_fixture x;
+	struct chlb_table t1, t2;
 	struct chlb_vip_key key;
-	struct chlb_backend be;
 	struct chlb_conn c;
-	char err[256];
 	__u8 a[4];
 
-	assert_int_equal(chlb_dp_open(&o, &d, err, sizeof(err)), 0);
-	dp = d;
-	for (i = 50; i < 57; i++) {
-		fx_backend(&be, i, CHLB_AF_INET, 1);
-		assert_int_equal(chlb_dp_set_backend(dp, i, &be), 0);
-	}
-	assert_int_equal(fx_table(dp, 6, CHLB_ALGO_MAGLEV, s1, 6, CHLB_AF_INET, &t1), 0);
-	assert_int_equal(fx_table(dp, 7, CHLB_ALGO_MAGLEV, s2, 7, CHLB_AF_INET, &t2), 0);
-	for (f.sport = 1; decide(&t1, &f) == decide(&t2, &f); f.sport++)
-		;
+	idle_fixture_open(&x, &o, &f);
+	t1 = x.t1;
+	t2 = x.t2;
 	svc.table[0] = 6;
 	inet_pton(AF_INET, "10.0.0.7", a);
 	chlb_dp_vip_key(&key, CHLB_AF_INET, a, 80, IPPROTO_TCP);
@@ -1324,10 +1340,7 @@ static void test_tcp_idle(void **state)
 	stats_delta(CHLB_R_CT_STALE, 1);
 	assert_int_equal(entry_of(&f, &c), 0);
 	assert_int_equal(c.flags, CHLB_CONN_F_ENDED);
-	chlb_table_free(&t1);
-	chlb_table_free(&t2);
-	chlb_dp_close(d);
-	dp = saved;
+	idle_fixture_close(&x);
 }
 
 /*

@@ -336,17 +336,23 @@ static int zero_percpu(struct chlb_dp *dp, enum chlb_dp_map m, __u32 first, __u3
 	return rc;
 }
 
-int chlb_dp_reset_stats(struct chlb_dp *dp)
+/* Every service's and backend slot's counters to zero, on every CPU. */
+static int zero_service_and_backend_counters(struct chlb_dp *dp)
 {
-	int rc = zero_percpu(dp, CHLB_MAP_GLOBAL_STATS, 0, 1, sizeof(struct chlb_global_stats));
+	int rc =
+	    zero_percpu(dp, CHLB_MAP_SVC_STATS, 0, CHLB_MAX_SERVICES, sizeof(struct chlb_counters));
 
-	if (!rc)
-		rc = zero_percpu(dp, CHLB_MAP_SVC_STATS, 0, CHLB_MAX_SERVICES,
-				 sizeof(struct chlb_counters));
 	if (!rc)
 		rc = zero_percpu(dp, CHLB_MAP_BE_STATS, 0, CHLB_MAX_BACKENDS,
 				 sizeof(struct chlb_counters));
 	return rc;
+}
+
+int chlb_dp_reset_stats(struct chlb_dp *dp)
+{
+	int rc = zero_percpu(dp, CHLB_MAP_GLOBAL_STATS, 0, 1, sizeof(struct chlb_global_stats));
+
+	return rc ? rc : zero_service_and_backend_counters(dp);
 }
 
 int chlb_dp_reset_backend_stats(struct chlb_dp *dp, __u32 slot)
@@ -395,13 +401,7 @@ int chlb_dp_reset_counters(struct chlb_dp *dp)
 {
 	int rc = zero_reasons_but_ct_insert(dp);
 
-	if (!rc)
-		rc = zero_percpu(dp, CHLB_MAP_SVC_STATS, 0, CHLB_MAX_SERVICES,
-				 sizeof(struct chlb_counters));
-	if (!rc)
-		rc = zero_percpu(dp, CHLB_MAP_BE_STATS, 0, CHLB_MAX_BACKENDS,
-				 sizeof(struct chlb_counters));
-	return rc;
+	return rc ? rc : zero_service_and_backend_counters(dp);
 }
 
 int chlb_dp_conn_lookup(struct chlb_dp *dp, const struct chlb_flow *flow, struct chlb_conn *out)
