@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include "config/check.h"
 #include "config/grammar.h"
 #include "table/build.h"
 
@@ -23,6 +24,7 @@ struct chlb_cfg_be {
 	struct chlb_addr addr;
 	char name[CHLB_BE_NAME_LEN]; /* canonical address text: the builders' name */
 	__u32 weight;
+	struct chlb_check check; /* overrides of the service's check: only check.set's fields */
 };
 
 struct chlb_svc_cfg {
@@ -36,6 +38,8 @@ struct chlb_svc_cfg {
 	struct chlb_jump_order order; /* jump: bucket -> backend name */
 	bool order_explicit;	      /* order restored from `buckets` (state file) */
 	bool force;		      /* `force`: the VIP may be an address of chlbd's host */
+	struct chlb_check check;	      /* health check (type NONE: none) */
+	struct chlb_health_policy health; /* on-down, slow start, panic */
 };
 
 struct chlb_state {
