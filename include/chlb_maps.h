@@ -242,6 +242,24 @@ struct chlb_counters {
 	__u64 no_route;
 };
 
+/*
+ * Health probes through the data path (`check ... via vip`): chlbd's
+ * checker sets SO_MARK = CHLB_PROBE_MARK(slot) on a probe socket connected
+ * to VIP:port; the TC egress program chlb_probe_steer (bpf/chlb.bpf.c) on
+ * the interface the VIP's route leaves by forwards every packet carrying
+ * such a mark to backend slot `slot` exactly as client traffic to that
+ * backend is forwarded (MAC rewrite, or the service's encapsulation).
+ * The magic in the high 16 bits keeps other marks (firewalls, VRFs)
+ * untouched; the low 16 bits hold the slot (CHLB_MAX_BACKENDS <= 65536).
+ */
+#define CHLB_PROBE_MARK_MAGIC	   0x6368u /* 'ch' */
+#define CHLB_PROBE_MARK_MASK	   0xffff0000u
+#define CHLB_PROBE_MARK(slot)	   ((CHLB_PROBE_MARK_MAGIC << 16) | ((__u32)(slot)&0xffffu))
+#define CHLB_PROBE_MARK_SLOT(mark) ((__u32)(mark)&0xffffu)
+#define CHLB_IS_PROBE_MARK(mark) \
+	(((__u32)(mark)&CHLB_PROBE_MARK_MASK) == (CHLB_PROBE_MARK_MAGIC << 16))
+_Static_assert(CHLB_MAX_BACKENDS <= 65536, "a probe mark names a backend slot in 16 bits");
+
 /* Global, per CPU: why each packet ended as it did. Names in chlb_reason_names. */
 enum chlb_reason {
 	CHLB_R_FORWARDED = 0,  /* sent to a backend */
@@ -267,6 +285,8 @@ enum chlb_reason {
 	CHLB_R_PASS_ICMP_LOCAL, /* ICMP error not sent to the VIP it quotes (to the LB): passed */
 	CHLB_R_ERROR,		/* internal: helper failed */
 	CHLB_R_NO_ROUTE,	/* dropped: the FIB has no usable route to the backend */
+	CHLB_R_PROBE_STEERED,	/* a marked health probe sent to the backend its mark names */
+	CHLB_R_PROBE_BAD_SLOT,	/* dropped: a probe mark names a slot that is not LIVE */
 	CHLB_R_MAX
 };
 
@@ -299,6 +319,8 @@ static const char *const chlb_reason_names[CHLB_R_MAX] = {
 	[CHLB_R_PASS_ICMP_LOCAL] = "pass_icmp_local",
 	[CHLB_R_ERROR] = "error",
 	[CHLB_R_NO_ROUTE] = "drop_no_route",
+	[CHLB_R_PROBE_STEERED] = "probe_steered",
+	[CHLB_R_PROBE_BAD_SLOT] = "probe_bad_slot",
 };
 #endif
 
