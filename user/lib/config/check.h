@@ -73,9 +73,25 @@ struct chlb_check {
 
 /* A service's health policy besides its check. */
 struct chlb_health_policy {
-	__u8 on_down;	   /* enum chlb_on_down */
-	__u8 panic_pct;	   /* 0-100; default CHLB_PANIC_PCT */
+	__u8 on_down;	    /* enum chlb_on_down */
+	__u8 panic_pct;	    /* 0-100; default CHLB_PANIC_PCT */
 	__u32 slow_start_s; /* 0: none; a backend coming up (or added) ramps over this */
 };
+
+struct chlb_svc_cfg;
+struct chlb_cfg_be;
+
+/* Type NONE, via auto, the default interval/timeout/rise/fall/expect, path "/", set 0. */
+void chlb_check_defaults(struct chlb_check *c);
+/* on-down keep, panic CHLB_PANIC_PCT, no slow start. */
+void chlb_health_policy_defaults(struct chlb_health_policy *h);
+/* dst's fields that src->set names take src's values (dst->set gains those bits). */
+void chlb_check_overlay(struct chlb_check *dst, const struct chlb_check *src);
+/*
+ * The check backend b of service s gets: s's check, b->check's set fields
+ * over it, defaults where s has none. b may be NULL (the service's own).
+ */
+void chlb_check_effective(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b,
+			  struct chlb_check *out);
 
 #endif /* CHLB_CONFIG_CHECK_H */

@@ -454,6 +454,8 @@ static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	s.hash = CHLB_HASH_5TUPLE;
 	s.vnodes = CHLB_RING_DEFAULT_VNODES;
 	s.table_size = CHLB_MAGLEV_DEFAULT_M;
+	chlb_check_defaults(&s.check); /* zeroed would mean panic 0, interval 0 */
+	chlb_health_policy_defaults(&s.health);
 	if (c->set & CHLB_OPT_ALGO)
 		s.algo = c->algo;
 	rc = apply_svc_opts(&s, c, err, errlen);
