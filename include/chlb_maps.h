@@ -287,6 +287,7 @@ enum chlb_reason {
 	CHLB_R_NO_ROUTE,	/* dropped: the FIB has no usable route to the backend */
 	CHLB_R_PROBE_STEERED,	/* a marked health probe sent to the backend its mark names */
 	CHLB_R_PROBE_BAD_SLOT,	/* dropped: a probe mark names a slot that is not LIVE */
+	CHLB_R_PROBE_DROPPED,	/* dropped: a probe not to a VIP, malformed, or without next hop */
 	CHLB_R_MAX
 };
 
@@ -321,6 +322,7 @@ static const char *const chlb_reason_names[CHLB_R_MAX] = {
 	[CHLB_R_NO_ROUTE] = "drop_no_route",
 	[CHLB_R_PROBE_STEERED] = "probe_steered",
 	[CHLB_R_PROBE_BAD_SLOT] = "probe_bad_slot",
+	[CHLB_R_PROBE_DROPPED] = "probe_dropped",
 };
 #endif
 
