@@ -93,8 +93,28 @@ static inline const struct chlb_table_hdr *chlb_table_header(const struct chlb_t
  */
 int chlb_table_decide(const struct chlb_table *t, __u32 crc, __u32 *slot);
 
-/* CRC32C of the words after the header: what hdr.fingerprint holds. */
+/*
+ * CRC32C of the words after the header: what hdr.fingerprint holds. It
+ * covers backend SLOT numbers, which are per host: use it to tell a table
+ * from the same host's other tables (a restart adopts an identical pinned
+ * table by it), never to compare hosts.
+ */
 __u32 chlb_table_fingerprint(const __u32 *words, __u32 nwords);
+
+/*
+ * The decision fingerprint (table_fp.c), what users see: CRC32C of the
+ * table's decisions, position by position, with every backend slot replaced
+ * by its canonical address text (name[slot], slot < nname). Equal on hosts
+ * that send every flow hash to the same address, whatever slots they use;
+ * different otherwise (a backend missing, another weight, jump buckets in
+ * another order). 0, -EINVAL (malformed words) or -ENOENT (a slot the table
+ * names has no name), with a message in err.
+ */
+int chlb_table_decision_fp(const __u32 *words, __u32 nwords, const char *const *name, __u32 nname,
+			   __u32 *fp, char *err, size_t errlen);
+/* The same with the names of be[0..n) (the builders' input: slot and name). */
+int chlb_table_decision_fp_be(const struct chlb_table *t, const struct chlb_table_be *be, __u32 n,
+			      __u32 *fp, char *err, size_t errlen);
 
 /*
  * A ring table's vnodes in ring order, read back from its lines and spill:

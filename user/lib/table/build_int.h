@@ -54,6 +54,9 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_table_be 
 int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		       __u32 **order, __u32 *nb, __u32 *live, char *err, size_t errlen);
 
+/* Raw CRC32C update (chlb_crc32c_update), with the SSE4.2 instruction where the CPU has it. */
+__u32 build_crc32c_update(__u32 crc, const void *buf, size_t len);
+
 /* Maglev's table-size rule (prime, <= CHLB_MAGLEV_MAX_M); 0 or -EINVAL with a message. */
 int build_check_m(__u32 m, char *err, size_t errlen);
 

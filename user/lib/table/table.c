@@ -102,20 +102,24 @@ __attribute__((target("sse4.2"))) static __u32 crc32c_update_hw(__u32 crc, const
 }
 #endif
 
-static __u32 crc32c_fast(const void *buf, size_t len)
+__u32 build_crc32c_update(__u32 crc, const void *buf, size_t len)
 {
 #if defined(__x86_64__)
 	if (__builtin_cpu_supports("sse4.2"))
-		return crc32c_update_hw(CHLB_CRC32C_INIT, buf, len) ^ 0xffffffffu;
+		return crc32c_update_hw(crc, buf, len);
 #endif
-	return chlb_crc32c(buf, (__u32)len);
+	for (; len > (1u << 30); buf = (const __u8 *)buf + (1u << 30), len -= 1u << 30)
+		crc = chlb_crc32c_update(crc, buf, 1u << 30);
+	return chlb_crc32c_update(crc, buf, (__u32)len);
 }
 
 __u32 chlb_table_fingerprint(const __u32 *words, __u32 nwords)
 {
 	if (nwords <= CHLB_TBL_HDR_WORDS)
 		return chlb_crc32c("", 0);
-	return crc32c_fast(words + CHLB_TBL_HDR_WORDS, (size_t)(nwords - CHLB_TBL_HDR_WORDS) * 4);
+	return build_crc32c_update(CHLB_CRC32C_INIT, words + CHLB_TBL_HDR_WORDS,
+				   (size_t)(nwords - CHLB_TBL_HDR_WORDS) * 4) ^
+	       0xffffffffu;
 }
 
 void chlb_table_free(struct chlb_table *t)
