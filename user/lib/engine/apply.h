@@ -58,6 +58,8 @@ struct chlb_rt_slot {
 	__u32 *bes; /* distinct backend slots the table names */
 	__u32 nbes;
 	__u32 prealloc; /* words the slot's inner map is known to hold */
+	bool has_dfp;	/* dfp is t's decision fingerprint (table_fp.c) */
+	__u32 dfp;	/* what users see: equal on hosts that decide alike */
 };
 
 struct chlb_rt_svc {
@@ -173,6 +175,15 @@ int chlb_rt_adopt(struct chlb_rt *rt, const struct chlb_adopt_ops *aops,
  * else swapped). Returns 1 while more are pending, 0 when done.
  */
 int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st);
+
+/*
+ * The decision fingerprint (chlb_table_decision_fp) of table words naming
+ * this rt's backend slots, by the addresses rt->be holds for them: slots[]
+ * (nslots of them) when the caller knows which, NULL for every known slot
+ * (a table adopted from a previous chlbd). 0 or -errno with err.
+ */
+int chlb_rt_table_fp(const struct chlb_rt *rt, const __u32 *words, __u32 nwords,
+		     const __u32 *slots, __u32 nslots, __u32 *fp, char *err, size_t errlen);
 
 struct chlb_rt_svc *chlb_rt_find(struct chlb_rt *rt, const struct chlb_vip *vip);
 /* id of a service (its stats index), or -1 */
