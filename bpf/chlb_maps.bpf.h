@@ -23,6 +23,11 @@ const volatile __u64 cfg_udp_idle_ns = 30ull * 1000 * 1000 * 1000;
 const volatile __u64 cfg_tcp_idle_ns = 0;
 /* An entry's last_ns is refreshed at most this often (saves a write per packet). */
 const volatile __u64 cfg_ct_refresh_ns = 1000ull * 1000 * 1000;
+/*
+ * Emit a sync record per entry written or ended (chlb_sync.h): set at load
+ * when chlbd has sync peers; a host without them pays one predictable branch.
+ */
+const volatile __u8 cfg_sync = 0;
 
 /* vips: {VIP address, port, proto} -> the service view: userspace's registry. */
 struct {
@@ -110,6 +115,16 @@ struct {
 	__type(key, __u32);
 	__type(value, struct chlb_filter_elem);
 } conn_filter SEC(".maps");
+
+/*
+ * sync_ring: struct chlb_sync_rec per entry inserted, rewritten or ended,
+ * for chlbd's sync peers. Sized at load (page size when sync is off); not
+ * pinned: a restarted chlbd reads the ring of the program it loads.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} sync_ring SEC(".maps");
 
 /* filter_bank: element 0 is the conn_filter bank readers test (0 or 1). */
 struct {

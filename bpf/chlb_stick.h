@@ -38,6 +38,7 @@
 #include "chlb_select.h"
 #include "chlb_stats.h"
 #include "chlb_parse.h"
+#include "chlb_sync.h"
 
 static __always_inline struct chlb_backend *be_live(__u32 slot)
 {
@@ -129,9 +130,10 @@ static __always_inline void conn_insert(const struct chlb_flow *f, const struct 
 	}
 	/* NOEXIST: ct_insert counts new elements only, so evictions = inserts - entries */
 	err = bpf_map_update_elem(&conns, f, &c, BPF_NOEXIST);
-	if (!err)
+	if (!err) {
 		stat_reason(CHLB_R_CT_INSERT);
-	else if (err != -EEXIST) /* -EEXIST: another CPU inserted this flow just now */
+		sync_emit(f, d, be->gen, 0);
+	} else if (err != -EEXIST) /* -EEXIST: another CPU inserted this flow just now */
 		stat_reason(CHLB_R_ERROR);
 }
 
@@ -202,6 +204,7 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
 	if (e) {
 		stat_reason(CHLB_R_SYN_REUSE);
 		conn_rewrite(e, d, be, now);
+		sync_emit(&p->flow, d, be->gen, 0);
 	}
 	if (r.el)
 		r.el->syn[chlb_syn_index(r.fk)] = chlb_syn_stamp(syn_clock(), svc->table[0]);
@@ -242,8 +245,10 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 			/* now is 0 when no timeout applies: then no write per packet */
 			if (now && now - e->last_ns > cfg_ct_refresh_ns)
 				e->last_ns = now;
-			if (p->fin_rst && !p->icmp_err && !(e->flags & CHLB_CONN_F_ENDED))
+			if (p->fin_rst && !p->icmp_err && !(e->flags & CHLB_CONN_F_ENDED)) {
 				e->flags |= CHLB_CONN_F_ENDED;
+				sync_emit(&p->flow, e->backend, e->gen, CHLB_CONN_F_ENDED);
+			}
 			stat_reason(CHLB_R_CT_HIT);
 			*slot = e->backend;
 			return be;
@@ -262,6 +267,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		 */
 		if (!udp)
 			e->flags = CHLB_CONN_F_ENDED;
+		sync_emit(&p->flow, d, be->gen, e->flags);
 		*slot = d;
 		return be;
 	}

@@ -126,6 +126,22 @@ struct chlb_conn {
 #define CHLB_CONN_F_ENDED 0x1
 
 /*
+ * sync_ring (BPF ring buffer, only written when cfg_sync is set): a record
+ * per entry the data plane inserts, rewrites or marks ENDED, for chlbd to
+ * send to its sync peers (user/chlbd/sync.c; docs/design.md, "Several LB
+ * hosts"). The backend is this host's slot and generation: chlbd turns them
+ * into the backend's address and the service's VIP before they leave the
+ * host. A full ring drops the record (CHLB_R_SYNC_DROP).
+ */
+struct chlb_sync_rec {
+	struct chlb_flow flow; /* the conns key */
+	__u16 backend;	       /* backend slot */
+	__u16 flags;	       /* CHLB_CONN_F_* as written */
+	__u32 gen;	       /* the slot's generation in the entry */
+};
+_Static_assert(sizeof(struct chlb_sync_rec) == 48, "sync records have a fixed size");
+
+/*
  * conn_filter (mmapable array of struct chlb_filter_elem, 2^CHLB_FILTER_ELEM_BITS
  * elements): per flow key (chlb_conn_fkey), one element holds
  *
@@ -288,6 +304,7 @@ enum chlb_reason {
 	CHLB_R_PROBE_STEERED,	/* a marked health probe sent to the backend its mark names */
 	CHLB_R_PROBE_BAD_SLOT,	/* dropped: a probe mark names a slot that is not LIVE */
 	CHLB_R_PROBE_DROPPED,	/* dropped: a probe not to a VIP, malformed, or without next hop */
+	CHLB_R_SYNC_DROP,	/* a sync record not written: the ring buffer was full */
 	CHLB_R_MAX
 };
 
@@ -323,6 +340,7 @@ static const char *const chlb_reason_names[CHLB_R_MAX] = {
 	[CHLB_R_PROBE_STEERED] = "probe_steered",
 	[CHLB_R_PROBE_BAD_SLOT] = "probe_bad_slot",
 	[CHLB_R_PROBE_DROPPED] = "probe_dropped",
+	[CHLB_R_SYNC_DROP] = "sync_drop",
 };
 #endif
 

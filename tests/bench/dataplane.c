@@ -27,6 +27,11 @@
  * (the same flows' SYNs) and after it (delete the entries it wrote, count
  * what it should have done). Only the timed batches' counters are checked.
  *
+ * CHLB_BENCH_SYNC=1 loads the pipeline with entry sync on (cfg_sync, a
+ * 4 MiB sync_ring): every entry written also costs a ring buffer record;
+ * first_ack_n1000 then drains the ring after each batch (untimed) and
+ * checks one record per ACK. The A/B: the same case with and without it.
+ *
  * Usage: dataplane [OUT.json]   (default build/bench/dataplane.json)
  */
 #include <sched.h>
@@ -64,6 +69,8 @@ static struct case_result {
 } res[64];
 static __u32 counter_base = 1;
 static const char *only; /* CHLB_BENCH_ONLY: time just this case (profiling) */
+static struct ring_buffer *sync_rb; /* CHLB_BENCH_SYNC: the bench program's sync_ring */
+static __u64 sync_records;
 
 static void die(const char *what, int rc)
 {
@@ -556,10 +563,23 @@ static void first_ack_after(__u32 first, __u32 n)
 	if (bpf_map_delete_batch(chlb_dp_map_fd(dp, CHLB_MAP_CONNS), k, &cnt, &bo) || cnt != n)
 		die("first_ack: a timed ACK wrote no entry for its flow", -ENOENT);
 	free(k);
+	if (sync_rb) {
+		sync_records = 0;
+		if (ring_buffer__consume(sync_rb) < 0 || sync_records != n)
+			die("first_ack: not one sync record per entry", -EPROTO);
+	}
 	must(chlb_dp_filter_rebuild(dp), "filter rebuild");
 }
 
 static const struct hooks first_ack_hooks = { first_ack_before, first_ack_after };
+
+static int count_sync_record(void *ctx, void *data, size_t size)
+{
+	(void)ctx;
+	(void)data;
+	sync_records += size == sizeof(struct chlb_sync_rec);
+	return 0;
+}
 
 /*
  * ack_flood_cold_history: count the timed batch's flows the view's two
@@ -616,7 +636,19 @@ int main(int argc, char **argv)
 			die("bench map", -ENOENT);
 		must(bpf_map__reuse_fd(m, chlb_dp_map_fd(dp, i)), "reuse map");
 	}
+	if (getenv("CHLB_BENCH_SYNC") && !strcmp(getenv("CHLB_BENCH_SYNC"), "1")) {
+		bs->rodata->cfg_sync = 1;
+		must(bpf_map__set_max_entries(bs->maps.sync_ring, CHLB_DP_SYNC_RING_BYTES),
+		     "size sync_ring");
+	}
 	must(chlb_bench_bpf__load(bs), "load bench object");
+	if (bs->rodata->cfg_sync) {
+		sync_rb = ring_buffer__new(bpf_map__fd(bs->maps.sync_ring), count_sync_record,
+					   NULL, NULL);
+		if (!sync_rb)
+			die("sync ring buffer", -errno);
+		printf("entry sync on: a sync_ring record per entry written\n");
+	}
 	pipe_fd = bpf_program__fd(bs->progs.bench_pipeline);
 	restore_fd = bpf_program__fd(bs->progs.bench_restore_tx);
 	bare_fd = bpf_program__fd(bs->progs.bench_bare_tx);

@@ -46,6 +46,11 @@ struct chlb_dp_opts {
 	__u32 udp_idle_ms; /* UDP flow idle timeout; 0 = CHLB_DP_DEFAULT_UDP_IDLE_MS */
 	__u32 tcp_idle_ms; /* TCP connection idle timeout; 0 = none (entries live until evicted) */
 	/*
+	 * Entry sync (dp_sync.c): bytes of the sync_ring buffer, a power of two
+	 * >= the page size; 0 = sync off (the program emits no record).
+	 */
+	__u32 sync_ring_bytes;
+	/*
 	 * Pin directory on a bpffs (e.g. /sys/fs/bpf/chlb/<name>); NULL = no
 	 * pins. When it already holds chlb's pinned maps, they are adopted
 	 * (bpf_map__reuse_fd before load): state, tables and connections
@@ -224,6 +229,32 @@ int chlb_dp_filter_fill(struct chlb_dp *dp, double *fill);
 int chlb_dp_filter_rebuild(struct chlb_dp *dp);
 /* Set a flow's bits in both banks (before writing its conns entry). */
 int chlb_dp_filter_add(struct chlb_dp *dp, const struct chlb_flow *flow);
+
+/*
+ * ---- entry sync between LB hosts (dp_sync.c; docs/design.md, "Several LB hosts") ----
+ * The ring buffer of struct chlb_sync_rec the program writes when loaded
+ * with sync_ring_bytes (its fd whatever the setting: a test can show that
+ * nothing is written when sync is off).
+ */
+#define CHLB_DP_SYNC_RING_BYTES (4u << 20) /* ~75,000 records */
+int chlb_dp_sync_ring_fd(struct chlb_dp *dp);
+bool chlb_dp_sync_enabled(const struct chlb_dp *dp);
+
+enum chlb_dp_sync_result {
+	CHLB_SYNC_APPLIED = 0, /* inserted, rewritten or marked ENDED */
+	CHLB_SYNC_KEPT,	       /* a valid entry of a connection that has not ended: kept */
+};
+/*
+ * Apply a peer's entry, already mapped to this host's backend slot and its
+ * current generation: the flow's filter bits first (both banks), then the
+ * entry - inserted when there is none; an existing valid entry of a
+ * connection that has not ended is kept (only an ENDED record marks it
+ * ended); an ended or stale one is rewritten. last_ns = now_ns (coarse
+ * monotonic, as the data plane's). Returns enum chlb_dp_sync_result or
+ * -errno.
+ */
+int chlb_dp_sync_apply(struct chlb_dp *dp, const struct chlb_flow *flow, __u32 slot, __u32 gen,
+		       __u16 flags, __u64 now_ns);
 
 /* ---- test runs ---- */
 enum chlb_dp_prog {

@@ -55,6 +55,9 @@ void dp_filter_close(struct chlb_dp *dp);
 
 struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m);
 
+/* dp_sync.c: before load: the sync flag and ring size (0: off, one page) */
+int dp_sync_configure(struct chlb_dp *dp, __u32 ring_bytes);
+
 /* dp_resize.c: the entries of the pinned table (rs.old_fd) into the new one. */
 int dp_conns_resize_begin(struct chlb_dp *dp);
 void dp_conns_resize_free(struct chlb_dp *dp);

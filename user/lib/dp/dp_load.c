@@ -253,6 +253,12 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 	    (__u64)(opts->udp_idle_ms ? opts->udp_idle_ms : CHLB_DP_DEFAULT_UDP_IDLE_MS) *
 	    1000000ull;
 	dp->skel->rodata->cfg_tcp_idle_ns = (__u64)opts->tcp_idle_ms * 1000000ull;
+	rc = dp_sync_configure(dp, opts->sync_ring_bytes);
+	if (rc) {
+		rc = chlb_syserr(err, errlen, rc, "couldn't size the sync ring to %u bytes",
+				 opts->sync_ring_bytes);
+		goto fail;
+	}
 	rc = bpf_map__set_max_entries(dp->skel->maps.conns,
 				      opts->conn_max ? opts->conn_max : CHLB_DP_DEFAULT_CONN_MAX);
 	if (rc) {
