@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * chlb data plane: the XDP and TC ingress entry points. Both run the one
- * pipeline in chlb_pipeline.h through the ctx layer in chlb_ctx.h.
+ * pipeline in chlb_pipeline.h through the ctx layer in chlb_ctx.h. Beside
+ * them, the TC egress program that steers health probes (chlb_probe.h).
  *
  * Oldest kernel expected: 5.18 - bpf_xdp_load_bytes() (5.18, ICMP quote),
  * bpf_ktime_get_coarse_ns() (5.11, UDP idle), BPF_F_INNER_MAP (5.10,
@@ -10,6 +11,7 @@
  * for 4in6 (5.9). Developed and tested on 6.18.
  */
 #include "chlb_pipeline.h"
+#include "chlb_probe.h"
 
 SEC("xdp")
 int chlb_xdp(struct xdp_md *ctx)
@@ -21,6 +23,13 @@ SEC("tc")
 int chlb_tc(struct __sk_buff *skb)
 {
 	return chlb_process(skb, true);
+}
+
+/* TC egress: health probes marked CHLB_PROBE_MARK(slot) to that backend (chlb_probe.h). */
+SEC("tc")
+int chlb_probe_steer(struct __sk_buff *skb)
+{
+	return chlb_probe(skb);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

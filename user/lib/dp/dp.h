@@ -256,10 +256,32 @@ enum chlb_dp_sync_result {
 int chlb_dp_sync_apply(struct chlb_dp *dp, const struct chlb_flow *flow, __u32 slot, __u32 gen,
 		       __u16 flags, __u64 now_ns);
 
+/*
+ * ---- probes through the data path (dp_probe.c, bpf/chlb_probe.h) ----
+ * A socket whose SO_MARK is CHLB_PROBE_MARK(slot) and that connects to a
+ * VIP has its packets sent to backend slot `slot` as a client's would be,
+ * by the steering program on the TC egress of the interface the kernel's
+ * route to the VIP leaves by (chlb_nh_probe_route() names it).
+ *
+ * Attach: clsact (-EEXIST is fine) + cls_bpf on egress at chlb's handle
+ * and priority, replacing our own filter there (idempotent; a restarted
+ * chlbd swaps its program in), pinned as <pin_dir>/probe_<ifindex>.
+ * -EBUSY, with a message, when another program holds that place. Detach
+ * removes our filter (never someone else's) and the record; the clsact
+ * stays (the TC data plane may use its ingress).
+ */
+int chlb_dp_probe_attach(struct chlb_dp *dp, int ifindex, char *err, size_t errlen);
+int chlb_dp_probe_detach(struct chlb_dp *dp, int ifindex, char *err, size_t errlen);
+/* True when our steering program is on ifindex's egress. */
+bool chlb_dp_probe_attached(struct chlb_dp *dp, int ifindex);
+/* The interfaces the pin directory records a steering attachment on (up to max); how many. */
+int chlb_dp_probe_attachments(struct chlb_dp *dp, int *ifindex, int max);
+
 /* ---- test runs ---- */
 enum chlb_dp_prog {
 	CHLB_PROG_XDP = 0,
 	CHLB_PROG_TC = 1,
+	CHLB_PROG_PROBE = 2, /* TC egress: health probes to the backend their mark names */
 };
 
 /*

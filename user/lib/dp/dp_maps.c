@@ -65,8 +65,14 @@ int chlb_dp_map_fd(struct chlb_dp *dp, enum chlb_dp_map m)
 
 int chlb_dp_prog_fd(struct chlb_dp *dp, enum chlb_dp_prog which)
 {
-	return bpf_program__fd(which == CHLB_PROG_TC ? dp->skel->progs.chlb_tc
-						     : dp->skel->progs.chlb_xdp);
+	switch (which) {
+	case CHLB_PROG_TC:
+		return bpf_program__fd(dp->skel->progs.chlb_tc);
+	case CHLB_PROG_PROBE:
+		return bpf_program__fd(dp->skel->progs.chlb_probe_steer);
+	default:
+		return bpf_program__fd(dp->skel->progs.chlb_xdp);
+	}
 }
 
 bool chlb_dp_adopted(const struct chlb_dp *dp)

@@ -4,6 +4,7 @@
  * RTM_GETROUTE (which interface, which gateway), then RTM_GETNEIGH for the
  * gateway (or the address itself when on-link). An unresolved neighbour is
  * poked with a UDP datagram so the kernel resolves it; the caller retries.
+ * Also the route a marked health probe to a VIP takes (chlb_nh_probe_route).
  */
 #include <errno.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 
+#include "base/addr.h"
+#include "base/err.h"
 #include "dp/nexthop.h"
 
 struct nl_req {
@@ -197,4 +200,57 @@ int chlb_nh_resolve(int family, const void *addr, struct chlb_nh *out)
 	if (rc == -EAGAIN)
 		neigh_poke(out);
 	return rc;
+}
+
+int chlb_nh_probe_route(const struct chlb_addr *vip, __u32 mark, int *ifindex, char *err,
+			size_t errlen)
+{
+	int family = vip->family == CHLB_AF_INET6 ? AF_INET6 : AF_INET, alen = addr_len(family);
+	struct nl_req r = { 0 };
+	char buf[4096], txt[64];
+	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
+	struct rtmsg *rt;
+	struct rtattr *rta;
+	__u32 oif = 0;
+	int n;
+
+	chlb_fmt_addr(vip, txt, sizeof(txt));
+	r.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
+	r.nh.nlmsg_type = RTM_GETROUTE;
+	r.nh.nlmsg_flags = NLM_F_REQUEST;
+	r.rt.rtm_family = family;
+	r.rt.rtm_dst_len = alen * 8;
+	nl_addattr(&r, RTA_DST, vip->a, alen);
+	nl_addattr(&r, RTA_MARK, &mark, sizeof(mark));
+	n = nl_talk(&r, buf, sizeof(buf));
+	/* unreachable, blackhole and prohibit routes answer with an error too */
+	if (n == -ENETUNREACH || n == -EHOSTUNREACH || n == -EACCES || n == -EINVAL ||
+	    n == -EPERM)
+		return chlb_err(err, errlen, -ENETUNREACH,
+				"VIP %s: no usable route for a probe (mark 0x%x): %s", txt, mark,
+				strerror(-n));
+	if (n < 0)
+		return chlb_syserr(err, errlen, n, "VIP %s: couldn't look up its route", txt);
+	if (nh->nlmsg_type != RTM_NEWROUTE)
+		return chlb_syserr(err, errlen, -EIO, "VIP %s: unexpected reply to RTM_GETROUTE",
+				   txt);
+	rt = NLMSG_DATA(nh);
+	if (rt->rtm_type == RTN_LOCAL)
+		return chlb_err(err, errlen, -ENETUNREACH,
+				"VIP %s is a local address of this host: a probe to it never "
+				"leaves the host, so it cannot be steered to a backend",
+				txt);
+	if (rt->rtm_type != RTN_UNICAST)
+		return chlb_err(err, errlen, -ENETUNREACH,
+				"VIP %s: the route a probe takes is not a unicast route (type %u)",
+				txt, rt->rtm_type);
+	n = RTM_PAYLOAD(nh);
+	for (rta = RTM_RTA(rt); RTA_OK(rta, n); rta = RTA_NEXT(rta, n))
+		if (rta->rta_type == RTA_OIF && RTA_PAYLOAD(rta) == 4)
+			memcpy(&oif, RTA_DATA(rta), 4);
+	if (!oif)
+		return chlb_err(err, errlen, -ENETUNREACH,
+				"VIP %s: its route names no outgoing interface", txt);
+	*ifindex = (int)oif;
+	return 0;
 }

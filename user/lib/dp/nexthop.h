@@ -8,6 +8,7 @@
 #ifndef CHLB_NEXTHOP_H
 #define CHLB_NEXTHOP_H
 
+#include <stddef.h>
 #include <linux/types.h>
 
 struct chlb_nh {
@@ -28,5 +29,19 @@ struct chlb_nh {
  * -ENETUNREACH without a route; other negative errnos on failure.
  */
 int chlb_nh_resolve(int family, const void *addr, struct chlb_nh *out);
+
+struct chlb_addr;
+
+/*
+ * The interface a probe marked `mark` to vip leaves by (RTM_GETROUTE with
+ * RTA_MARK, so policy routing on the mark counts): where chlbd attaches
+ * the probe steering program (chlb_dp_probe_attach()). 0 and *ifindex;
+ * -ENETUNREACH, with a message, when there is no route (or an unreachable,
+ * blackhole or prohibit one), or when the VIP is a local address of this
+ * host (the probe would never leave it): `via vip` cannot work, `via auto`
+ * falls back to direct; other negative errnos on failure.
+ */
+int chlb_nh_probe_route(const struct chlb_addr *vip, __u32 mark, int *ifindex, char *err,
+			size_t errlen);
 
 #endif /* CHLB_NEXTHOP_H */
