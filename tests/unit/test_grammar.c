@@ -192,7 +192,7 @@ static void limits(void **st)
 	assert_int_equal(chlb_parse_line(line, &c, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "too long"));
 	strcpy(line, "service add 10.0.0.1:1/tcp");
-	for (int i = 0; i < 40; i++)
+	for (int i = 0; i < CHLB_TOKENS_MAX; i++)
 		strcat(line, " x");
 	assert_int_equal(chlb_parse_line(line, &c, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "too many tokens"));

@@ -116,8 +116,11 @@ static void table_is_well_formed(void **st)
 				assert_true(o->name && o->parse && o->what);
 			if (o->val == CHLB_GV_UINT || o->val == CHLB_GV_UINT_LIST)
 				assert_true(o->lo <= o->hi && o->what && o->meta);
-			if (o->val == CHLB_GV_ADDR)
+			if (o->val == CHLB_GV_ADDR || o->val == CHLB_GV_PATH ||
+			    o->val == CHLB_GV_HOST)
 				assert_true(o->what && o->meta);
+			if (o->val == CHLB_GV_RANGE)
+				assert_true(o->lo <= o->hi && o->what && o->meta && o->dflt_text);
 			/* service and backend options: one CHLB_OPT_* bit each */
 			if (has_verbs(s) && (o->where & CHLB_GW_GRAMMAR)) {
 				assert_int_not_equal(o->bit, 0);
@@ -149,6 +152,13 @@ static const char *sample(enum chlb_gval val, const struct chlb_gopt *o, char *b
 	case CHLB_GV_UINT_LIST:
 		snprintf(buf, len, "%u,%u", o->lo, o->hi);
 		return buf;
+	case CHLB_GV_RANGE:
+		snprintf(buf, len, "%u-%u", o->lo, o->hi);
+		return buf;
+	case CHLB_GV_PATH:
+		return "/healthz?full=1";
+	case CHLB_GV_HOST:
+		return "www.example.com:8080";
 	default:
 		return NULL;
 	}
@@ -200,6 +210,26 @@ static __u32 stored(const struct chlb_cmd *c, __u32 bit)
 		return c->buckets;
 	case CHLB_OPT_WEIGHT:
 		return c->weight;
+	case CHLB_OPT_CHECK:
+		return c->check.type;
+	case CHLB_OPT_CK_PORT:
+		return c->check.port;
+	case CHLB_OPT_CK_INTERVAL:
+		return c->check.interval_ms;
+	case CHLB_OPT_CK_TIMEOUT:
+		return c->check.timeout_ms;
+	case CHLB_OPT_CK_RISE:
+		return c->check.rise;
+	case CHLB_OPT_CK_FALL:
+		return c->check.fall;
+	case CHLB_OPT_CK_VIA:
+		return c->check.via;
+	case CHLB_OPT_ON_DOWN:
+		return c->health.on_down;
+	case CHLB_OPT_SLOW_START:
+		return c->health.slow_start_s;
+	case CHLB_OPT_PANIC:
+		return c->health.panic_pct;
 	default:
 		return 0;
 	}
@@ -329,6 +359,21 @@ static void parser_refuses_what_the_table_does_not_give(void **st)
 					if (!(o->zero_off && o->lo == 1))
 						refused_naming(line, buf, NULL);
 				}
+			}
+			if (o->val == CHLB_GV_RANGE) { /* an end outside, or reversed */
+				snprintf(buf, sizeof(buf), "%u-%u", o->lo, o->hi + 1);
+				head(s, line, sizeof(line));
+				add_opt(line, sizeof(line), o, buf);
+				refused_naming(line, buf, NULL);
+				snprintf(buf, sizeof(buf), "%u-%u", o->hi, o->lo);
+				head(s, line, sizeof(line));
+				add_opt(line, sizeof(line), o, buf);
+				refused_naming(line, buf, NULL);
+			}
+			if (o->val == CHLB_GV_PATH || o->val == CHLB_GV_HOST) {
+				head(s, line, sizeof(line));
+				add_opt(line, sizeof(line), o, "bad\x01");
+				refused_naming(line, "'bad\x01'", NULL);
 			}
 			if (o->val == CHLB_GV_UINT_LIST && o->hi < 0xffffffffu) {
 				snprintf(buf, sizeof(buf), "%u", o->hi + 1);

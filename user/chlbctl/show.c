@@ -66,14 +66,26 @@ void show_backends(json_object *r)
 {
 	json_object *a = arr(r, "backends");
 
-	/* CONNS: live connection entries, what a drain waits for (ended ones are kept too) */
-	printf("%-28s %-40s %6s %5s %5s %-8s %8s\n", "SERVICE", "BACKEND", "WEIGHT", "SLOT", "GEN",
-	       "STATE", "CONNS");
+	/*
+	 * CONNS: live connection entries, what a drain waits for (ended ones are
+	 * kept too). HEALTH: the checks' state, EFF: the weight the table holds
+	 * (0 down, a slow-start step), then the probe path, probes sent/failed,
+	 * since when (s) and the last result.
+	 */
+	printf("%-28s %-40s %6s %5s %5s %-8s %8s %-7s %6s %-6s %13s %7s  %s\n", "SERVICE",
+	       "BACKEND", "WEIGHT", "SLOT", "GEN", "STATE", "CONNS", "HEALTH", "EFF", "VIA",
+	       "PROBES/FAILED", "SINCE", "LAST");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
+		char pf[48], since[24];
 
-		printf("%-28s %-40s %6s %5s %5s %-8s %8s\n", s(e, "service"), s(e, "address"),
-		       s(e, "weight"), s(e, "slot"), s(e, "gen"), s(e, "state"), s(e, "conns"));
+		snprintf(pf, sizeof(pf), "%s/%s", s(e, "probes"), s(e, "probes_failed"));
+		snprintf(since, sizeof(since), "%ss", s(e, "since_s"));
+		printf("%-28s %-40s %6s %5s %5s %-8s %8s %-7s %6s %-6s %13s %7s  %s\n",
+		       s(e, "service"), s(e, "address"), s(e, "weight"), s(e, "slot"), s(e, "gen"),
+		       s(e, "state"), s(e, "conns"), s(e, "health"), s(e, "effective_weight"),
+		       s(e, "via"), strcmp(s(e, "probes"), "-") ? pf : "-",
+		       strcmp(s(e, "since_s"), "-") ? since : "-", s(e, "last"));
 	}
 }
 
@@ -213,10 +225,13 @@ void show_which(json_object *r)
 	else
 		printf("conn entry:   none\n");
 	for (size_t i = 0; t && i < json_object_array_length(t); i++) {
-		json_object *e = json_object_array_get_idx(t, i), *dv;
+		json_object *e = json_object_array_get_idx(t, i), *dv, *ad;
+		bool adopted =
+		    json_object_object_get_ex(e, "adopted", &ad) && json_object_get_boolean(ad);
 
-		printf("table %zu:      slot %s fingerprint %s -> ", i, s(e, "table_slot"),
-		       s(e, "fingerprint"));
+		/* adopted: a previous chlbd's table, still serving until the rebuild replaces it */
+		printf("table %zu:      slot %s fingerprint %s%s -> ", i, s(e, "table_slot"),
+		       s(e, "fingerprint"), adopted ? " (adopted)" : "");
 		if (json_object_object_get_ex(e, "decision", &dv) &&
 		    json_object_is_type(dv, json_type_object))
 			printf("%s (slot %s)\n", s(dv, "backend"), s(dv, "slot"));
@@ -249,6 +264,8 @@ void show_plan(json_object *r)
 			printf("%s: %s, %.2f%% of the keyspace moves\n", s(e, "service"),
 			       s(e, "action"), 100 * d(e, "moved"));
 		if (json_object_object_get_ex(e, "established", &est))
+			printf("  %s\n", json_object_get_string(est));
+		if (json_object_object_get_ex(e, "health", &est)) /* check settings (#17) */
 			printf("  %s\n", json_object_get_string(est));
 		for (size_t j = 0; b && j < json_object_array_length(b); j++) {
 			json_object *x = json_object_array_get_idx(b, j);

@@ -5,6 +5,9 @@
  * chlbd's checker and the state's text form both go through here, so a
  * default lives in one place (check.h's constants).
  */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include "config/check.h"
 #include "config/state.h"
@@ -89,4 +92,132 @@ void chlb_check_effective(const struct chlb_svc_cfg *s, const struct chlb_cfg_be
 	}
 	if (b)
 		chlb_check_overlay(out, &b->check);
+}
+
+/* The grammar's names (grammar_table.c): "?" for a value without one. */
+static const char *const type_names[] = {
+	[CHLB_CHECK_NONE] = "none", [CHLB_CHECK_TCP] = "tcp", [CHLB_CHECK_HTTP] = "http"
+};
+static const char *const via_names[] = {
+	[CHLB_VIA_AUTO] = "auto", [CHLB_VIA_VIP] = "vip", [CHLB_VIA_DIRECT] = "direct"
+};
+static const char *const on_down_names[] = {
+	[CHLB_ON_DOWN_KEEP] = "keep", [CHLB_ON_DOWN_RESET] = "reset"
+};
+
+static const char *name_of(const char *const *names, unsigned int n, __u8 v)
+{
+	return v < n && names[v] ? names[v] : "?";
+}
+
+static int parse_name(const char *const *names, unsigned int n, const char *s, __u8 *v)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		if (names[i] && !strcmp(names[i], s)) {
+			*v = (__u8)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+#define NAMES(a) a, sizeof(a) / sizeof((a)[0])
+
+const char *chlb_check_type_name(__u8 v)
+{
+	return name_of(NAMES(type_names), v);
+}
+
+int chlb_check_type_parse(const char *s, __u8 *v)
+{
+	return parse_name(NAMES(type_names), s, v);
+}
+
+const char *chlb_check_via_name(__u8 v)
+{
+	return name_of(NAMES(via_names), v);
+}
+
+int chlb_check_via_parse(const char *s, __u8 *v)
+{
+	return parse_name(NAMES(via_names), s, v);
+}
+
+const char *chlb_on_down_name(__u8 v)
+{
+	return name_of(NAMES(on_down_names), v);
+}
+
+int chlb_on_down_parse(const char *s, __u8 *v)
+{
+	return parse_name(NAMES(on_down_names), s, v);
+}
+
+/* Appends to buf (NUL-terminated, len bytes) as snprintf would, never past its end. */
+static void add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void add(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t at = strlen(buf);
+	va_list ap;
+
+	if (at + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + at, len - at, fmt, ap);
+	va_end(ap);
+}
+
+const char *chlb_check_fmt(const struct chlb_check *c, bool all, char *buf, size_t len)
+{
+	struct chlb_check d;
+
+	chlb_check_defaults(&d);
+	if (len)
+		buf[0] = '\0';
+		/* a field is written when given, or (all) when it is not the default */
+#define WANT(bit, differs) ((c->set & (bit)) || (all && (differs)))
+	if (WANT(CHLB_CK_TYPE, c->type != d.type))
+		add(buf, len, " check %s", chlb_check_type_name(c->type));
+	if (WANT(CHLB_CK_PATH, strcmp(c->path, d.path)))
+		add(buf, len, " path %s", c->path);
+	if (WANT(CHLB_CK_EXPECT, c->expect_lo != d.expect_lo || c->expect_hi != d.expect_hi))
+		add(buf, len, " expect %u-%u", c->expect_lo, c->expect_hi);
+	if (WANT(CHLB_CK_HOST, c->host[0]))
+		add(buf, len, " host %s", c->host);
+	if (WANT(CHLB_CK_PORT, c->port))
+		add(buf, len, " port %u", c->port);
+	if (WANT(CHLB_CK_INTERVAL, c->interval_ms != d.interval_ms))
+		add(buf, len, " interval %u", c->interval_ms);
+	if (WANT(CHLB_CK_TIMEOUT, c->timeout_ms != d.timeout_ms))
+		add(buf, len, " timeout %u", c->timeout_ms);
+	if (WANT(CHLB_CK_RISE, c->rise != d.rise))
+		add(buf, len, " rise %u", c->rise);
+	if (WANT(CHLB_CK_FALL, c->fall != d.fall))
+		add(buf, len, " fall %u", c->fall);
+	if (WANT(CHLB_CK_VIA, c->via != d.via))
+		add(buf, len, " via %s", chlb_check_via_name(c->via));
+#undef WANT
+	return buf;
+}
+
+const char *chlb_health_fmt(const struct chlb_health_policy *h, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+	if (h->on_down != CHLB_ON_DOWN_KEEP)
+		add(buf, len, " on-down %s", chlb_on_down_name(h->on_down));
+	if (h->slow_start_s)
+		add(buf, len, " slow-start %u", h->slow_start_s);
+	if (h->panic_pct != CHLB_PANIC_PCT)
+		add(buf, len, " panic %u", h->panic_pct);
+	return buf;
+}
+
+bool chlb_check_equal(const struct chlb_check *a, const struct chlb_check *b)
+{
+	return a->type == b->type && a->via == b->via && a->rise == b->rise && a->fall == b->fall &&
+	       a->port == b->port && a->expect_lo == b->expect_lo && a->expect_hi == b->expect_hi &&
+	       a->interval_ms == b->interval_ms && a->timeout_ms == b->timeout_ms &&
+	       !strcmp(a->path, b->path) && !strcmp(a->host, b->host);
 }

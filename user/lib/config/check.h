@@ -14,6 +14,8 @@
 #ifndef CHLB_CONFIG_CHECK_H
 #define CHLB_CONFIG_CHECK_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <linux/types.h>
 
 enum chlb_check_type {
@@ -49,6 +51,7 @@ enum {
 
 #define CHLB_CHECK_PATH_MAX 128 /* with the NUL */
 #define CHLB_CHECK_HOST_MAX 128 /* with the NUL */
+#define CHLB_CHECK_TEXT_MAX 512 /* chlb_check_fmt()'s longest text, with the NUL */
 
 /* Defaults (documented in chlb.5 through the grammar table). */
 #define CHLB_CHECK_INTERVAL_MS 2000
@@ -93,5 +96,24 @@ void chlb_check_overlay(struct chlb_check *dst, const struct chlb_check *src);
  */
 void chlb_check_effective(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b,
 			  struct chlb_check *out);
+
+/* The grammar's names for the enums above; "?" / -EINVAL for none. */
+const char *chlb_check_type_name(__u8 v);
+int chlb_check_type_parse(const char *s, __u8 *v);
+const char *chlb_check_via_name(__u8 v);
+int chlb_check_via_parse(const char *s, __u8 *v);
+const char *chlb_on_down_name(__u8 v);
+int chlb_on_down_parse(const char *s, __u8 *v);
+
+/*
+ * The check as the grammar writes it, " check http path /h interval 500"
+ * (a leading space; "" for nothing): the fields c->set names, and with all
+ * (a service's) also those that are not the default. Returns buf.
+ */
+const char *chlb_check_fmt(const struct chlb_check *c, bool all, char *buf, size_t len);
+/* " on-down reset slow-start 30 panic 0": what is not the default; "" for nothing. */
+const char *chlb_health_fmt(const struct chlb_health_policy *h, char *buf, size_t len);
+/* Same values (set bits aside)? */
+bool chlb_check_equal(const struct chlb_check *a, const struct chlb_check *b);
 
 #endif /* CHLB_CONFIG_CHECK_H */

@@ -171,10 +171,116 @@ static int parse_bucket_list(const char *val, __u32 lo, __u32 hi, struct chlb_cm
 	return c->nbucket ? 0 : -EINVAL;
 }
 
-/* Where an option's value goes: v (UINT), n (NAME), a (ADDR); a list is parsed in place. */
-static void store_opt(const struct chlb_gopt *o, __u32 v, __u8 n, const struct chlb_addr *a,
-		      struct chlb_cmd *c)
+/* "200-399": two numbers in [lo, hi], the first not above the second. */
+static int parse_range(const char *s, __u32 lo, __u32 hi, __u32 *a, __u32 *b)
 {
+	const char *dash = strchr(s, '-');
+	char first[16];
+
+	if (!dash || (size_t)(dash - s) >= sizeof(first))
+		return -EINVAL;
+	memcpy(first, s, (size_t)(dash - s));
+	first[dash - s] = '\0';
+	if (parse_u32(first, lo, hi, a) || parse_u32(dash + 1, lo, hi, b) || *a > *b)
+		return -EINVAL;
+	return 0;
+}
+
+/* An HTTP path: '/', then printable ASCII without spaces, shorter than CHLB_CHECK_PATH_MAX. */
+static bool valid_path(const char *s)
+{
+	if (s[0] != '/' || strlen(s) >= CHLB_CHECK_PATH_MAX)
+		return false;
+	for (; *s; s++)
+		if (*s <= ' ' || *s > '~')
+			return false;
+	return true;
+}
+
+/* A host name ([A-Za-z0-9.-]), optionally ":PORT" (1-65535), shorter than CHLB_CHECK_HOST_MAX. */
+static bool valid_host(const char *s)
+{
+	const char *colon = strchr(s, ':'), *p;
+	__u32 port;
+
+	if (!*s || s == colon || strlen(s) >= CHLB_CHECK_HOST_MAX)
+		return false;
+	for (p = s; *p && p != colon; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '-'))
+			return false;
+	return !colon || !parse_u32(colon + 1, 1, 65535, &port);
+}
+
+/* The check options: into c->check, with their CHLB_CK_* in c->check.set. */
+static void store_check(const struct chlb_gopt *o, __u32 v, __u8 n, const char *text,
+			struct chlb_cmd *c)
+{
+	struct chlb_check *k = &c->check;
+
+	switch (o->bit) {
+	case CHLB_OPT_CHECK:
+		k->type = n;
+		k->set |= CHLB_CK_TYPE;
+		break;
+	case CHLB_OPT_CK_PATH:
+		snprintf(k->path, sizeof(k->path), "%s", text);
+		k->set |= CHLB_CK_PATH;
+		break;
+	case CHLB_OPT_CK_EXPECT: /* parse_opt() stored the two ends */
+		k->set |= CHLB_CK_EXPECT;
+		break;
+	case CHLB_OPT_CK_HOST:
+		snprintf(k->host, sizeof(k->host), "%s", text);
+		k->set |= CHLB_CK_HOST;
+		break;
+	case CHLB_OPT_CK_PORT:
+		k->port = (__u16)v;
+		k->set |= CHLB_CK_PORT;
+		break;
+	case CHLB_OPT_CK_INTERVAL:
+		k->interval_ms = v;
+		k->set |= CHLB_CK_INTERVAL;
+		break;
+	case CHLB_OPT_CK_TIMEOUT:
+		k->timeout_ms = v;
+		k->set |= CHLB_CK_TIMEOUT;
+		break;
+	case CHLB_OPT_CK_RISE:
+		k->rise = (__u8)v;
+		k->set |= CHLB_CK_RISE;
+		break;
+	case CHLB_OPT_CK_FALL:
+		k->fall = (__u8)v;
+		k->set |= CHLB_CK_FALL;
+		break;
+	case CHLB_OPT_CK_VIA:
+		k->via = n;
+		k->set |= CHLB_CK_VIA;
+		break;
+	case CHLB_OPT_ON_DOWN:
+		c->health.on_down = n;
+		break;
+	case CHLB_OPT_SLOW_START:
+		c->health.slow_start_s = v;
+		break;
+	case CHLB_OPT_PANIC:
+		c->health.panic_pct = (__u8)v;
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Where an option's value goes: v (UINT), n (NAME), a (ADDR), text (PATH,
+ * HOST); a list and a range are stored by parse_opt().
+ */
+static void store_opt(const struct chlb_gopt *o, __u32 v, __u8 n, const struct chlb_addr *a,
+		      const char *text, struct chlb_cmd *c)
+{
+	if (o->bit & CHLB_OPT_HEALTH_ALL)
+		store_check(o, v, n, text, c);
 	switch (o->bit) {
 	case CHLB_OPT_ALGO:
 		c->algo = n;
@@ -244,10 +350,35 @@ static int parse_opt(const struct chlb_gopt *o, const char *val, struct chlb_cmd
 		if (chlb_parse_addr(val, &a))
 			return chlb_err(err, errlen, -EINVAL, "'%s': malformed %s", val, o->what);
 		break;
+	case CHLB_GV_RANGE: {
+		__u32 lo, hi;
+
+		if (parse_range(val, o->lo, o->hi, &lo, &hi))
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': malformed %s (LO-HI, each %u-%u, LO <= HI)", val,
+					o->what, o->lo, o->hi);
+		c->check.expect_lo = (__u16)lo;
+		c->check.expect_hi = (__u16)hi;
+		break;
+	}
+	case CHLB_GV_PATH:
+		if (!valid_path(val))
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': malformed %s (starts with '/', printable ASCII "
+					"without spaces, at most %d bytes)",
+					val, o->what, CHLB_CHECK_PATH_MAX - 1);
+		break;
+	case CHLB_GV_HOST:
+		if (!valid_host(val))
+			return chlb_err(err, errlen, -EINVAL,
+					"'%s': malformed %s (letters, digits, '.' and '-', "
+					"optionally :PORT 1-65535, at most %d bytes)",
+					val, o->what, CHLB_CHECK_HOST_MAX - 1);
+		break;
 	default:
 		return chlb_err(err, errlen, -EINVAL, "'%s': no value of this kind here", o->word);
 	}
-	store_opt(o, v, n, &a, c);
+	store_opt(o, v, n, &a, val, c);
 	return 0;
 }
 
@@ -255,7 +386,7 @@ static int parse_opt(const struct chlb_gopt *o, const char *val, struct chlb_cmd
 static int parse_opts(const struct chlb_gstmt *s, int i, int ntok, char *const *tok,
 		      struct chlb_cmd *c, char *err, size_t errlen)
 {
-	char words[160];
+	char words[224];
 
 	for (; i < ntok; i++) {
 		const struct chlb_gopt *o = chlb_gopt_find(s, tok[i], CHLB_GW_GRAMMAR);
@@ -273,11 +404,26 @@ static int parse_opts(const struct chlb_gstmt *s, int i, int ntok, char *const *
 		if (parse_opt(o, o->val == CHLB_GV_FLAG ? "" : tok[++i], c, err, errlen))
 			return -EINVAL;
 	}
-	for (const struct chlb_gopt *o = s->opts; o && o->word; o++)
-		if ((s->need & o->bit) && !(c->set & o->bit))
+	if (s->need && !(c->set & s->need)) {
+		/* one option needed: "weight W"; several: "at least one of weight, check, ..." */
+		struct chlb_gstmt needed = *s;
+		struct chlb_gopt opts[32];
+		int n = 0;
+
+		for (const struct chlb_gopt *o = s->opts; o && o->word && n < 31; o++)
+			if (s->need & o->bit)
+				opts[n++] = *o;
+		opts[n].word = NULL;
+		needed.opts = opts;
+		if (n == 1)
 			return chlb_err(err, errlen, -EINVAL,
 					"'%s %s': nothing to set (expected %s %s)", s->obj, s->verb,
-					o->word, o->meta);
+					opts[0].word, opts[0].meta);
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s %s': nothing to set (expected at least one of %s)", s->obj,
+				s->verb,
+				chlb_gopt_words(&needed, CHLB_GW_GRAMMAR, words, sizeof(words)));
+	}
 	return 0;
 }
 

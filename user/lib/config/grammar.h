@@ -27,9 +27,10 @@
 #include "chlb_hash.h"
 #include "base/addr.h"
 #include "base/algo.h"
+#include "config/check.h"
 
 #define CHLB_LINE_MAX	4096 /* longest statement */
-#define CHLB_TOKENS_MAX 32   /* most tokens in one statement */
+#define CHLB_TOKENS_MAX 64   /* most tokens in one statement (a service with every option) */
 #define CHLB_ERR_MAX	256
 
 enum chlb_cmd_kind {
@@ -64,7 +65,29 @@ enum {
 	CHLB_OPT_WEIGHT = 1u << 8,
 	CHLB_OPT_BUCKET = 1u << 9,
 	CHLB_OPT_FORCE = 1u << 10,
+	/* health checks (#17): service add/set; the CHLB_OPT_CHECK_ALL ones on backends too */
+	CHLB_OPT_CHECK = 1u << 16, /* check none|tcp|http */
+	CHLB_OPT_CK_PATH = 1u << 17,
+	CHLB_OPT_CK_EXPECT = 1u << 18,
+	CHLB_OPT_CK_HOST = 1u << 19,
+	CHLB_OPT_CK_PORT = 1u << 20,
+	CHLB_OPT_CK_INTERVAL = 1u << 21,
+	CHLB_OPT_CK_TIMEOUT = 1u << 22,
+	CHLB_OPT_CK_RISE = 1u << 23,
+	CHLB_OPT_CK_FALL = 1u << 24,
+	CHLB_OPT_CK_VIA = 1u << 25,
+	CHLB_OPT_ON_DOWN = 1u << 26, /* service only from here */
+	CHLB_OPT_SLOW_START = 1u << 27,
+	CHLB_OPT_PANIC = 1u << 28,
 };
+
+/* The check's options (struct chlb_cmd.check), and those with the service's policy. */
+#define CHLB_OPT_CHECK_ALL                                                                  \
+	(CHLB_OPT_CHECK | CHLB_OPT_CK_PATH | CHLB_OPT_CK_EXPECT | CHLB_OPT_CK_HOST |        \
+	 CHLB_OPT_CK_PORT | CHLB_OPT_CK_INTERVAL | CHLB_OPT_CK_TIMEOUT | CHLB_OPT_CK_RISE | \
+	 CHLB_OPT_CK_FALL | CHLB_OPT_CK_VIA)
+#define CHLB_OPT_HEALTH_ALL \
+	(CHLB_OPT_CHECK_ALL | CHLB_OPT_ON_DOWN | CHLB_OPT_SLOW_START | CHLB_OPT_PANIC)
 
 /* jump: most buckets one backend holds (weight CHLB_WEIGHT_MAX / 100 per bucket) */
 #define CHLB_BE_BUCKETS_MAX (CHLB_WEIGHT_MAX / 100 + 1)
@@ -82,11 +105,13 @@ struct chlb_cmd {
 	__u32 weight;
 	__u32 nbucket; /* jump: the backend's buckets, as saved (buckets B1,B2,...) */
 	__u32 bucket[CHLB_BE_BUCKETS_MAX];
-	struct chlb_flow flow; /* which */
-	bool detach;	       /* shutdown detach */
-	bool list;	       /* conns: the entries too, not only the counts */
-	bool force;	       /* apply force: the file may delete every service */
-	bool reset;	       /* stats reset: zero the data plane's counters first */
+	struct chlb_flow flow;		  /* which */
+	bool detach;			  /* shutdown detach */
+	bool list;			  /* conns: the entries too, not only the counts */
+	bool force;			  /* apply force: the file may delete every service */
+	bool reset;			  /* stats reset: zero the data plane's counters first */
+	struct chlb_check check;	  /* check options given: check.set has their CHLB_CK_* */
+	struct chlb_health_policy health; /* on-down, slow-start, panic (CHLB_OPT_* in set) */
 };
 
 /* Is this statement a change of the desired state (add/set/del)? */

@@ -99,6 +99,12 @@ static void put_opt(struct piece *p, const struct chlb_gopt *o, unsigned int whe
 
 #define MAX_PIECES 32
 
+/* Must o be given? A need of several bits asks for at least one: each stays optional. */
+static bool needed(const struct chlb_gstmt *s, const struct chlb_gopt *o)
+{
+	return (s->need & o->bit) && !(s->need & (s->need - 1));
+}
+
 /*
  * s as `where` takes it ("service add VIP [algo ...]"), in pieces: the first
  * is the object and command, the rest wrap.
@@ -137,7 +143,7 @@ static int form(const struct chlb_gstmt *s, unsigned int where, struct piece *pc
 	for (const struct chlb_gopt *o = s->opts; o && o->word && n < MAX_PIECES; o++) {
 		if (!(o->where & where) || (s->brief && o->val != CHLB_GV_FLAG))
 			continue;
-		put_opt(&pc[n++], o, where, (s->need & o->bit) != 0);
+		put_opt(&pc[n++], o, where, needed(s, o));
 	}
 	return n;
 }
@@ -228,13 +234,17 @@ static const char *range_note(const struct chlb_gopt *o, char *buf, size_t len)
 	char dflt[64] = "";
 
 	buf[0] = '\0';
-	if (o->has_dflt) {
+	if (o->dflt_text) {
+		snprintf(dflt, sizeof(dflt), "default %s", o->dflt_text);
+	} else if (o->has_dflt) {
 		if (o->val == CHLB_GV_NAME)
 			snprintf(dflt, sizeof(dflt), "default %s", o->name((__u8)o->dflt));
 		else
 			snprintf(dflt, sizeof(dflt), "default %u", o->dflt);
 	}
-	if (o->val == CHLB_GV_UINT || o->val == CHLB_GV_UINT_LIST)
+	if (o->val == CHLB_GV_RANGE)
+		snprintf(buf, len, "(each %u-%u%s%s)", o->lo, o->hi, *dflt ? "; " : "", dflt);
+	else if (o->val == CHLB_GV_UINT || o->val == CHLB_GV_UINT_LIST)
 		snprintf(buf, len, "(%s%s%u-%u%s%s)", o->val == CHLB_GV_UINT_LIST ? "each " : "",
 			 o->zero_off ? "0 or " : "", o->lo, o->hi, *dflt ? "; " : "", dflt);
 	else if (*dflt)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "config/grammar_table.h"
 #include "base/algo.h"
+#include "config/check.h"
 
 #define GW_ALL	   (CHLB_GW_GRAMMAR | CHLB_GW_CLI)
 #define GW_REQUEST (CHLB_GW_SOCKET | CHLB_GW_CLI) /* a request, not a file's line */
@@ -20,6 +21,110 @@
 		.word = "--dry-run", .where = CHLB_GW_CLI, .val = CHLB_GV_FLAG,                   \
 		.desc = "any change: print what it would move (keyspace, running flows), change " \
 			"nothing; -n too"                                                         \
+	}
+
+/*
+ * A health check's options: a service's check, and a backend's override of
+ * some of its fields (only those given; chlb_check_effective() merges).
+ */
+#define CHECK_OPTS                                                                                \
+	{ .word = "check",                                                                        \
+	  .where = GW_ALL,                                                                        \
+	  .val = CHLB_GV_NAME,                                                                    \
+	  .what = "check type",                                                                   \
+	  .name = chlb_check_type_name,                                                           \
+	  .parse = chlb_check_type_parse,                                                         \
+	  .has_dflt = true,                                                                       \
+	  .dflt = CHLB_CHECK_NONE,                                                                \
+	  .bit = CHLB_OPT_CHECK,                                                                  \
+	  .desc = "health check: none (every backend serves), tcp (a connect that completes), "   \
+		  "http (a GET whose status is in expect); a down backend gets no new flows. On " \
+		  "a backend: overrides the service's (none: this backend is not checked)" },     \
+	    { .word = "path",                                                                     \
+	      .where = GW_ALL,                                                                    \
+	      .val = CHLB_GV_PATH,                                                                \
+	      .meta = "PATH",                                                                     \
+	      .what = "HTTP path",                                                                \
+	      .dflt_text = "/",                                                                   \
+	      .bit = CHLB_OPT_CK_PATH,                                                            \
+	      .desc = "check http: the path of the GET" },                                        \
+	    { .word = "expect",                                                                   \
+	      .where = GW_ALL,                                                                    \
+	      .val = CHLB_GV_RANGE,                                                               \
+	      .meta = "LO-HI",                                                                    \
+	      .what = "status range",                                                             \
+	      .lo = 100,                                                                          \
+	      .hi = 599,                                                                          \
+	      .dflt_text = "200-399",                                                             \
+	      .bit = CHLB_OPT_CK_EXPECT,                                                          \
+	      .desc = "check http: the statuses that pass" },                                     \
+	    { .word = "host",                                                                     \
+	      .where = GW_ALL,                                                                    \
+	      .val = CHLB_GV_HOST,                                                                \
+	      .meta = "HOST",                                                                     \
+	      .what = "host name",                                                                \
+	      .bit = CHLB_OPT_CK_HOST,                                                            \
+	      .desc = "check http: the Host header (default: the address probed)" },              \
+	    { .word = "port",                                                                     \
+	      .where = GW_ALL,                                                                    \
+	      .val = CHLB_GV_UINT,                                                                \
+	      .meta = "N",                                                                        \
+	      .what = "check port",                                                               \
+	      .lo = 1,                                                                            \
+	      .hi = 65535,                                                                        \
+	      .bit = CHLB_OPT_CK_PORT,                                                            \
+	      .desc = "the port probed (default: the VIP's; a VIP of every port needs one)" },    \
+	    { .word = "interval",                                                                 \
+	      .where = GW_ALL,                                                                    \
+	      .val = CHLB_GV_UINT,                                                                \
+	      .meta = "MS",                                                                       \
+	      .what = "check interval",                                                           \
+	      .lo = 100,                                                                          \
+	      .hi = 3600000,                                                                      \
+	      .has_dflt = true,                                                                   \
+	      .dflt = CHLB_CHECK_INTERVAL_MS,                                                     \
+	      .bit = CHLB_OPT_CK_INTERVAL,                                                        \
+	      .desc = "milliseconds from one probe's start to the next's" },                      \
+	    { .word = "timeout",                                                                  \
+	      .where = GW_ALL,                                                                    \
+	      .val = CHLB_GV_UINT,                                                                \
+	      .meta = "MS",                                                                       \
+	      .what = "check timeout",                                                            \
+	      .lo = 10,                                                                           \
+	      .hi = 600000,                                                                       \
+	      .has_dflt = true,                                                                   \
+	      .dflt = CHLB_CHECK_TIMEOUT_MS,                                                      \
+	      .bit = CHLB_OPT_CK_TIMEOUT,                                                         \
+	      .desc = "milliseconds a probe may take, at most the interval" },                    \
+	    { .word = "rise",                                                                     \
+	      .where = GW_ALL,                                                                    \
+	      .val = CHLB_GV_UINT,                                                                \
+	      .meta = "N",                                                                        \
+	      .what = "rise",                                                                     \
+	      .lo = 1,                                                                            \
+	      .hi = 100,                                                                          \
+	      .has_dflt = true,                                                                   \
+	      .dflt = CHLB_CHECK_RISE,                                                            \
+	      .bit = CHLB_OPT_CK_RISE,                                                            \
+	      .desc = "passed probes in a row that bring a backend up" },                         \
+	    { .word = "fall",                                                                     \
+	      .where = GW_ALL,                                                                    \
+	      .val = CHLB_GV_UINT,                                                                \
+	      .meta = "N",                                                                        \
+	      .what = "fall",                                                                     \
+	      .lo = 1,                                                                            \
+	      .hi = 100,                                                                          \
+	      .has_dflt = true,                                                                   \
+	      .dflt = CHLB_CHECK_FALL,                                                            \
+	      .bit = CHLB_OPT_CK_FALL,                                                            \
+	      .desc = "failed probes in a row that take a backend down" },                        \
+	{                                                                                         \
+		.word = "via", .where = GW_ALL, .val = CHLB_GV_NAME, .what = "probe path",        \
+		.name = chlb_check_via_name, .parse = chlb_check_via_parse, .has_dflt = true,     \
+		.dflt = CHLB_VIA_AUTO, .bit = CHLB_OPT_CK_VIA,                                    \
+		.desc = "vip: the probe goes to the VIP and is forwarded to the backend as "      \
+			"client traffic is; direct: to the backend's address; auto: vip when "    \
+			"this host has a route to the VIP, else direct"                           \
 	}
 
 /* service add and set */
@@ -114,6 +219,41 @@ static const struct chlb_gopt svc_opts[] = {
 	  .bit = CHLB_OPT_FORCE,
 	  .desc = "the VIP may be one of chlbd's own addresses (refused otherwise: it would take "
 		  "the host's own traffic); kept in the state; --force too" },
+	CHECK_OPTS,
+	{ .word = "on-down",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_NAME,
+	  .what = "on-down action",
+	  .name = chlb_on_down_name,
+	  .parse = chlb_on_down_parse,
+	  .has_dflt = true,
+	  .dflt = CHLB_ON_DOWN_KEEP,
+	  .bit = CHLB_OPT_ON_DOWN,
+	  .desc = "a backend's connections when it goes down: keep (they drain; a flapping check "
+		  "resets nothing) or reset (decided again: a fast reset instead of timeouts)" },
+	{ .word = "slow-start",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_UINT,
+	  .meta = "SECONDS",
+	  .what = "slow start",
+	  .lo = 0,
+	  .hi = 3600,
+	  .has_dflt = true,
+	  .dflt = 0,
+	  .bit = CHLB_OPT_SLOW_START,
+	  .desc = "a backend coming up (or added) ramps to its weight over SECONDS; 0: at once" },
+	{ .word = "panic",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_UINT,
+	  .meta = "PERCENT",
+	  .what = "panic threshold",
+	  .lo = 0,
+	  .hi = 100,
+	  .has_dflt = true,
+	  .dflt = CHLB_PANIC_PCT,
+	  .bit = CHLB_OPT_PANIC,
+	  .desc = "when fewer than PERCENT of the backends are up, health is ignored and all "
+		  "serve" },
 	DRY_RUN_OPT,
 	{ 0 },
 };
@@ -141,6 +281,7 @@ static const struct chlb_gopt be_opts[] = {
 	  .hi = CHLB_JUMP_MAX_BUCKETS - 1,
 	  .bit = CHLB_OPT_BUCKET,
 	  .desc = "jump and jtable: the backend's buckets in the saved order (save writes them)" },
+	CHECK_OPTS,
 	DRY_RUN_OPT,
 	{ 0 },
 };
@@ -229,8 +370,9 @@ const struct chlb_gstmt chlb_grammar[] = {
 	  "options, backends, table fingerprint, tables in the view, swaps" },
 	{ "backend", "add", CHLB_CMD_BACKEND_ADD, GW_ALL, vip_addr_args, be_opts, 0, false,
 	  "a new backend ADDR of the service VIP" },
-	{ "backend", "set", CHLB_CMD_BACKEND_SET, GW_ALL, vip_addr_args, be_opts, CHLB_OPT_WEIGHT,
-	  false, "change a backend's weight" },
+	{ "backend", "set", CHLB_CMD_BACKEND_SET, GW_ALL, vip_addr_args, be_opts,
+	  CHLB_OPT_WEIGHT | CHLB_OPT_CHECK_ALL, false,
+	  "change a backend's weight or its check's overrides (at least one option)" },
 	{ "backend", "del", CHLB_CMD_BACKEND_DEL, GW_ALL, vip_addr_args, dry_run_opts, 0, false,
 	  "remove a backend; its running flows are decided again" },
 	{ "backend", "list", CHLB_CMD_BACKEND_LIST, GW_REQUEST, opt_vip_arg, NULL, 0, false,
@@ -268,7 +410,13 @@ const struct chlb_gkind chlb_gkinds[CHLB_GV_COUNT] = {
 					   "[2001:db8::1]:40000 (DST:PORT alike)." },
 	[CHLB_GV_PROTO] = { "PROTO", "tcp or udp." },
 	[CHLB_GV_UINT] = { "N", "A decimal number, without sign, in the option's range "
-				"(K, M, W alike)." },
+				"(K, M, W, MS, SECONDS, PERCENT alike)." },
+	[CHLB_GV_RANGE] = { "LO-HI", "Two decimal numbers in the option's range, LO <= HI: "
+				     "200-399." },
+	[CHLB_GV_PATH] = { "PATH", "An HTTP path: '/', then printable ASCII without spaces, "
+				   "at most 127 bytes: /healthz?full=1." },
+	[CHLB_GV_HOST] = { "HOST", "A host name (letters, digits, '.' and '-'), optionally "
+				   ":PORT, at most 127 bytes: www.example.com:8080." },
 	[CHLB_GV_UINT_LIST] = { "B1,B2,...", "Decimal numbers separated by commas, without "
 					     "spaces: 0,7,42." },
 };

@@ -41,6 +41,9 @@ enum chlb_gval {
 	CHLB_GV_PROTO,	   /* tcp or udp */
 	CHLB_GV_FILE,	   /* a file name (chlbctl) */
 	CHLB_GV_SECONDS,   /* a number of seconds, fractions allowed (chlbctl) */
+	CHLB_GV_RANGE,	   /* LO-HI, both decimal in [lo, hi], LO <= HI (check's expect) */
+	CHLB_GV_PATH,	   /* an HTTP path: '/', then printable ASCII without spaces */
+	CHLB_GV_HOST,	   /* a host name, [A-Za-z0-9.-], with an optional :PORT */
 	CHLB_GV_COUNT
 };
 
@@ -67,6 +70,7 @@ struct chlb_gopt {
 	bool val_optional;	   /* the value may be left out (--watch [SECONDS]) */
 	bool has_dflt;		   /* dflt is the value when the option is not given */
 	__u32 dflt;		   /* NAME: the value (dflt_name() shows it) */
+	const char *dflt_text;	   /* the default when it is no number or name ("200-399") */
 	__u32 bit;		   /* the CHLB_OPT_* it sets in struct chlb_cmd.set */
 	const char *(*name)(__u8); /* NAME: a value's name, "?" when none */
 	int (*parse)(const char *, __u8 *); /* NAME: a name's value, -EINVAL when none */
@@ -81,8 +85,8 @@ struct chlb_gstmt {
 	unsigned int where;	 /* CHLB_GW_* */
 	const struct chlb_garg *args;
 	const struct chlb_gopt *opts; /* NULL: none */
-	__u32 need;		      /* the CHLB_OPT_* that must be given (backend set: weight) */
-	bool brief;		      /* written "OPTION VALUE..." (service set: add's options) */
+	__u32 need; /* CHLB_OPT_*: one bit must be given; several: at least one (backend set) */
+	bool brief; /* written "OPTION VALUE..." (service set: add's options) */
 	const char *desc;
 };
 

@@ -190,8 +190,32 @@ json_object *chlb_plan(const struct chlb_state *cur, const struct chlb_state *ne
 	for (__u32 i = 0; i < next->nsvc; i++) {
 		const struct chlb_svc_cfg *o = chlb_state_find(cur, &next->svc[i].vip);
 
-		if (!o || !chlb_svc_equal(o, &next->svc[i]))
-			json_object_array_add(arr, diff_svc(o, &next->svc[i]));
+		json_object *e;
+
+		if (!o || !chlb_svc_equal(o, &next->svc[i])) {
+			e = diff_svc(o, &next->svc[i]);
+			if (o && !chlb_svc_health_equal(o, &next->svc[i]))
+				json_object_object_add(
+				    e, "health",
+				    json_object_new_string("health check settings change"));
+			json_object_array_add(arr, e);
+		} else if (!chlb_svc_health_equal(o, &next->svc[i])) {
+			/* the checker's settings alone: no table is built or swapped */
+			char vip[CHLB_ADDRSTR];
+
+			e = json_object_new_object();
+			chlb_fmt_vip(&o->vip, vip, sizeof(vip));
+			json_object_object_add(e, "service", json_object_new_string(vip));
+			json_object_object_add(e, "action", json_object_new_string("change"));
+			json_object_object_add(e, "moved", json_object_new_double(0));
+			json_object_object_add(e, "basis", json_object_new_string("keyspace"));
+			json_object_object_add(
+			    e, "health",
+			    json_object_new_string(
+				"health check settings change: no table change"));
+			json_object_object_add(e, "backends", json_object_new_array());
+			json_object_array_add(arr, e);
+		}
 	}
 	for (__u32 i = 0; i < cur->nsvc; i++)
 		if (!chlb_state_find(next, &cur->svc[i].vip))
@@ -214,7 +238,7 @@ static void emit(struct diff *d, bool undoes, const char *fmt, ...)
 
 static void emit(struct diff *d, bool undoes, const char *fmt, ...)
 {
-	char line[1024];
+	char line[4096];
 	va_list ap;
 	int len;
 
@@ -251,7 +275,29 @@ static void svc_opts(const struct chlb_svc_cfg *s, char *buf, size_t len)
 		ADD(" encap-src %s", chlb_fmt_addr(&s->encap_src, a, sizeof(a)));
 	if (s->force)
 		ADD(" force");
+	{
+		char ck[CHLB_CHECK_TEXT_MAX], h[96];
+
+		ADD("%s%s", chlb_check_fmt(&s->check, true, ck, sizeof(ck)),
+		    chlb_health_fmt(&s->health, h, sizeof(h)));
+	}
 #undef ADD
+}
+
+/* The service's own check and policy the same? (its backends' overrides: diff_backends) */
+static bool svc_health_same(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg *s)
+{
+	struct chlb_check a, b;
+
+	chlb_check_effective(o, NULL, &a);
+	chlb_check_effective(s, NULL, &b);
+	return chlb_check_equal(&a, &b) && !memcmp(&o->health, &s->health, sizeof(o->health));
+}
+
+/* The same override (the same fields given, the same values)? */
+static bool be_check_same(const struct chlb_cfg_be *a, const struct chlb_cfg_be *b)
+{
+	return a->check.set == b->check.set && chlb_check_equal(&a->check, &b->check);
 }
 
 /* The options that differ, "algo ring -> maglev, table 65537"; "" if none. */
@@ -288,12 +334,20 @@ static void svc_changes(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg 
 		    s->encap_src.family ? chlb_fmt_addr(&s->encap_src, b, sizeof(b)) : "none");
 	if (o->force != s->force)
 		ADD("force %s", s->force ? "on" : "off");
+	if (!svc_health_same(o, s)) {
+		char ck[CHLB_CHECK_TEXT_MAX], h[96];
+
+		/* the whole check as save writes it; " check none" when it went back to defaults */
+		chlb_check_fmt(&s->check, true, ck, sizeof(ck));
+		chlb_health_fmt(&s->health, h, sizeof(h));
+		ADD("health:%s%s (no table change)", *ck || *h ? ck : " check none", h);
+	}
 #undef ADD
 }
 
 static bool svc_opts_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 {
-	char x[512];
+	char x[2048];
 
 	svc_changes(a, b, x, sizeof(x));
 	return !x[0];
@@ -320,7 +374,7 @@ static bool undoes_be(const struct chlb_svc_cfg *bsvc, const struct chlb_cfg_be 
 	b = bsvc ? chlb_svc_find_be(bsvc, addr) : NULL;
 	if (!b || !next)
 		return b == next;
-	return b->weight == next->weight;
+	return b->weight == next->weight && be_check_same(b, next);
 }
 
 static void diff_backends(struct diff *d, const char *vip, const struct chlb_svc_cfg *o,
@@ -333,12 +387,23 @@ static void diff_backends(struct diff *d, const char *vip, const struct chlb_svc
 		bool u = undoes_be(bsvc, n, &n->addr, base_known);
 
 		if (!c) {
+			char ck[CHLB_CHECK_TEXT_MAX];
+
 			d->n.be_add++;
-			emit(d, u, "backend add %s %s weight %u", vip, n->name, n->weight);
+			emit(d, u, "backend add %s %s weight %u%s", vip, n->name, n->weight,
+			     chlb_check_fmt(&n->check, false, ck, sizeof(ck)));
 		} else if (c->weight != n->weight) {
 			d->n.be_set++;
 			emit(d, u, "backend set %s %s weight %u -> %u", vip, n->name, c->weight,
 			     n->weight);
+		}
+		if (c && !be_check_same(c, n)) {
+			char ck[CHLB_CHECK_TEXT_MAX];
+
+			d->n.be_set += c->weight == n->weight;
+			chlb_check_fmt(&n->check, false, ck, sizeof(ck));
+			emit(d, u, "backend set %s %s check override:%s (no table change)", vip,
+			     n->name, *ck ? ck : " none (the service's check)");
 		}
 	}
 	for (__u32 i = 0; o && i < o->nbe; i++) {
@@ -355,7 +420,7 @@ __u32 chlb_state_diff(const struct chlb_state *cur, const struct chlb_state *nex
 		      struct chlb_diff_count *n)
 {
 	struct diff d = { .fn = fn, .ctx = ctx };
-	char vip[CHLB_ADDRSTR], opts[512];
+	char vip[CHLB_ADDRSTR], opts[2048];
 
 	for (__u32 i = 0; i < next->nsvc; i++) {
 		const struct chlb_svc_cfg *s = &next->svc[i], *o = chlb_state_find(cur, &s->vip);

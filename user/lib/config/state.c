@@ -433,7 +433,52 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 		chlb_jump_order_free(&s->order);
 		s->order_explicit = false;
 	}
+	if (c->set & CHLB_OPT_CHECK_ALL)
+		chlb_check_overlay(&s->check, &c->check);
+	if (c->set & CHLB_OPT_ON_DOWN)
+		s->health.on_down = c->health.on_down;
+	if (c->set & CHLB_OPT_SLOW_START)
+		s->health.slow_start_s = c->health.slow_start_s;
+	if (c->set & CHLB_OPT_PANIC)
+		s->health.panic_pct = c->health.panic_pct;
 	return 0;
+}
+
+/*
+ * The check backend b (NULL: the service itself) would get is one chlbd can
+ * run: its timeout within its interval, and a port to probe. tok names the
+ * statement's object in the message.
+ */
+static int check_health(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b, const char *tok,
+			char *err, size_t errlen)
+{
+	struct chlb_check k;
+	char vip[CHLB_ADDRSTR];
+
+	chlb_check_effective(s, b, &k);
+	if (k.timeout_ms > k.interval_ms)
+		return chlb_err(err, errlen, -EINVAL,
+				"'timeout %u': longer than 'interval %u' for %s (a probe's timeout "
+				"must not exceed the interval)",
+				k.timeout_ms, k.interval_ms, tok);
+	if (k.type != CHLB_CHECK_NONE && !k.port && !s->vip.port)
+		return chlb_err(err, errlen, -EINVAL,
+				"'check %s': %s is a VIP of every port: the check of %s needs a "
+				"port (port N)",
+				chlb_check_type_name(k.type),
+				chlb_fmt_vip(&s->vip, vip, sizeof(vip)), tok);
+	return 0;
+}
+
+/* The service's check and every backend's with it. */
+static int check_svc_health(const struct chlb_svc_cfg *s, const char *vip, char *err, size_t errlen)
+{
+	int rc = check_health(s, NULL, vip, err, errlen);
+
+	for (__u32 i = 0; !rc && i < s->nbe; i++)
+		if (s->be[i].check.set) /* others have the service's check, checked above */
+			rc = check_health(s, &s->be[i], s->be[i].name, err, errlen);
+	return rc;
 }
 
 static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const struct chlb_cmd *c,
@@ -461,6 +506,8 @@ static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	rc = apply_svc_opts(&s, c, err, errlen);
 	if (!rc)
 		rc = check_svc(&s, vip, err, errlen);
+	if (!rc)
+		rc = check_health(&s, NULL, vip, err, errlen);
 	if (rc) {
 		svc_free(&s);
 		return rc;
@@ -515,6 +562,8 @@ static int service_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 	rc = apply_svc_opts(&n, c, err, errlen);
 	if (!rc)
 		rc = check_svc(&n, vip, err, errlen);
+	if (!rc && (c->set & CHLB_OPT_CHECK_ALL))
+		rc = check_svc_health(&n, vip, err, errlen);
 	for (__u32 i = 0; !rc && i < n.nbe; i++) {
 		char tok[CHLB_BE_NAME_LEN];
 
@@ -574,6 +623,14 @@ static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 	rc = check_family(s, &c->backend, tok, err, errlen);
 	if (rc)
 		return rc;
+	if (c->set & CHLB_OPT_CHECK_ALL) {
+		struct chlb_cfg_be tmp = { 0 };
+
+		chlb_check_overlay(&tmp.check, &c->check);
+		rc = check_health(s, &tmp, tok, err, errlen);
+		if (rc)
+			return rc;
+	}
 	if (s->nbe == s->cap) {
 		__u32 cap = s->cap ? s->cap * 2 : 8;
 		void *p = realloc(s->be, cap * sizeof(*s->be));
@@ -588,6 +645,7 @@ static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 	b->addr = c->backend;
 	chlb_fmt_addr(&c->backend, b->name, sizeof(b->name));
 	b->weight = (c->set & CHLB_OPT_WEIGHT) ? c->weight : CHLB_WEIGHT_DEFAULT;
+	chlb_check_overlay(&b->check, &c->check); /* only the fields given: an override */
 	if (c->set & CHLB_OPT_BUCKET) {
 		rc = fill_buckets(s, c, b->name, err, errlen);
 		if (rc)
@@ -614,18 +672,32 @@ static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 		       const char *tok, char *err, size_t errlen)
 {
 	struct chlb_cfg_be *b = ix_find_be(s, x, &c->backend);
+	struct chlb_check old_check;
 	__u32 old;
 	__u64 vn;
 	int rc;
 
 	if (!b)
 		return chlb_err(err, errlen, -ENOENT, "'%s': no such backend in the service", tok);
+	if (c->set & CHLB_OPT_CHECK_ALL) {
+		old_check = b->check;
+		chlb_check_overlay(&b->check, &c->check);
+		rc = check_health(s, b, tok, err, errlen);
+		if (rc) {
+			b->check = old_check;
+			return rc;
+		}
+	}
+	if (!(c->set & CHLB_OPT_WEIGHT))
+		return 0; /* a check override alone: the table stays */
 	old = b->weight;
 	b->weight = c->weight;
 	vn = x ? x->vnodes - be_vnodes(s, old) + be_vnodes(s, b->weight) : ring_vnodes(s);
 	rc = check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen);
 	if (rc) {
 		b->weight = old;
+		if (c->set & CHLB_OPT_CHECK_ALL)
+			b->check = old_check; /* a refused statement changes nothing */
 		return rc;
 	}
 	if (x)
@@ -850,6 +922,34 @@ bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 		for (__u32 k = 0; k < a->order.n; k++)
 			if (strcmp(a->order.name[k], b->order.name[k]))
 				return false;
+	}
+	return true;
+}
+
+bool chlb_svc_health_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
+{
+	struct chlb_check x, y;
+
+	if (a->health.on_down != b->health.on_down ||
+	    a->health.slow_start_s != b->health.slow_start_s ||
+	    a->health.panic_pct != b->health.panic_pct || a->nbe != b->nbe)
+		return false;
+	chlb_check_effective(a, NULL, &x);
+	chlb_check_effective(b, NULL, &y);
+	if (!chlb_check_equal(&x, &y))
+		return false;
+	/* each backend's effective check: an override that gives the service's value is no change */
+	for (__u32 i = 0; i < a->nbe; i++) {
+		const struct chlb_cfg_be *o = &b->be[i];
+
+		if (chlb_addr_cmp(&o->addr, &a->be[i].addr))
+			o = chlb_svc_find_be(b, &a->be[i].addr);
+		if (!o)
+			return false;
+		chlb_check_effective(a, &a->be[i], &x);
+		chlb_check_effective(b, o, &y);
+		if (!chlb_check_equal(&x, &y))
+			return false;
 	}
 	return true;
 }

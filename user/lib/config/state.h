@@ -35,10 +35,10 @@ struct chlb_svc_cfg {
 	struct chlb_addr encap_src;
 	__u32 nbe, cap;
 	struct chlb_cfg_be *be;
-	struct chlb_jump_order order; /* jump: bucket -> backend name */
-	bool order_explicit;	      /* order restored from `buckets` (state file) */
-	bool force;		      /* `force`: the VIP may be an address of chlbd's host */
-	struct chlb_check check;	      /* health check (type NONE: none) */
+	struct chlb_jump_order order;	  /* jump: bucket -> backend name */
+	bool order_explicit;		  /* order restored from `buckets` (state file) */
+	bool force;			  /* `force`: the VIP may be an address of chlbd's host */
+	struct chlb_check check;	  /* health check (type NONE: none) */
 	struct chlb_health_policy health; /* on-down, slow start, panic */
 };
 
@@ -90,8 +90,18 @@ int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen);
 /* For `apply`: keep cur's jump bucket orders for services the file re-declares. */
 void chlb_state_inherit(struct chlb_state *next, const struct chlb_state *cur);
 
-/* Same options, backends, weights and bucket order? (nothing to rebuild) */
+/*
+ * Same options, backends, weights and bucket order? (nothing to rebuild)
+ * Health-check settings are not compared: they never change the table.
+ */
 bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
+/*
+ * Same health-check settings? The policy (on-down, slow-start, panic), and
+ * the check each backend gets (chlb_check_effective()), backends matched by
+ * address. False also when the backend sets differ. chlbd restarts the
+ * checker of a service where this is false.
+ */
+bool chlb_svc_health_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
 /* Options that the view carries (fwd, hash, mtu, encap-src) differ? */
 bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
 

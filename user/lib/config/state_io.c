@@ -107,6 +107,7 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 	struct bucket_ref *ref = NULL;
 	__u32 nref = 0;
 	char vip[CHLB_ADDRSTR], a[CHLB_ADDRSTR];
+	char ck[CHLB_CHECK_TEXT_MAX]; /* the check's options */
 	struct chlb_cfg_be *be;
 
 	chlb_fmt_vip(&s->vip, vip, sizeof(vip));
@@ -124,7 +125,9 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 		sb_printf(b, " encap-src %s", chlb_fmt_addr(&s->encap_src, a, sizeof(a)));
 	if (s->force)
 		sb_printf(b, " force");
-	sb_printf(b, "\n");
+	/* nothing when no check is configured: files from before checks stay byte-identical */
+	sb_printf(b, "%s", chlb_check_fmt(&s->check, true, ck, sizeof(ck)));
+	sb_printf(b, "%s\n", chlb_health_fmt(&s->health, ck, sizeof(ck)));
 	be = malloc((s->nbe ? s->nbe : 1) * sizeof(*be));
 	if (!be) {
 		b->oom = true;
@@ -149,7 +152,7 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 	for (__u32 i = 0; i < s->nbe; i++) {
 		sb_printf(b, "backend add %s %s weight %u", vip, be[i].name, be[i].weight);
 		format_buckets(b, ref, nref, be[i].name);
-		sb_printf(b, "\n");
+		sb_printf(b, "%s\n", chlb_check_fmt(&be[i].check, false, ck, sizeof(ck)));
 	}
 	free(ref);
 	free(be);
