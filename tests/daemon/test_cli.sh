@@ -279,6 +279,42 @@ test_apply_empty() {
 	ctl apply -f "$CONF" --json | jq -e .ok >/dev/null
 }
 
+# health-check settings (#17): bad values exit 2 naming the token, whether chlbctl
+# or chlbd reads them, and change nothing; save shows what was set; a check-only
+# change is no table change; save -> apply changes nothing
+test_health_check_config() {
+	local before out f=$LIB_DIR/check.conf
+	before=$(saved)
+	expect 2 "'99': check interval out of range (100-3600000)" service set $A interval 99 || return 1
+	expect 2 "'timeout 3000': longer than 'interval 2000'" service set $A timeout 3000 || return 1
+	expect 2 "'200-600': malformed status range" service set $A check http expect 200-600 || return 1
+	expect 2 "'healthz': malformed HTTP path" service set $A path healthz || return 1
+	expect 2 "'bad_host': malformed host name" backend set $A 10.1.0.2 host bad_host || return 1
+	expect 2 "'udp': unknown check type (expected none, tcp or http)" backend set $A 10.1.0.2 check udp || return 1
+	expect 2 "'panic': unknown backend option" backend set $A 10.1.0.2 panic 10 || return 1
+	expect 2 "nothing to set (expected at least one of weight" backend set $A 10.1.0.2 || return 1
+	expect 2 "'check tcp': 10.0.0.30:0/tcp is a VIP of every port" service add 10.0.0.30:0/tcp check tcp || return 1
+	out=$(raw "service set $A panic 101\n")
+	check "chlbd: kind usage, names the token: $out" \
+		[ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] && grep -qF "'101': panic threshold" <<<"$out" || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
+	ctl service set $A check http path /healthz interval 1000 timeout 500 panic 25 on-down reset || return 1
+	ctl backend set $A 10.1.0.3 check none || return 1
+	out=$(saved)
+	check "save shows the service's check: $out" \
+		grep -qE "^service add $A algo jump .*hash 5tuple check http path /healthz interval 1000 timeout 500 on-down reset panic 25$" <<<"$out" || return 1
+	check "save shows the backend's override, its weight kept" \
+		grep -qE "^backend add $A 10\.1\.0\.3 weight 100 .*check none$" <<<"$out" || return 1
+	out=$(ctl service set $A rise 5 fall 4 --dry-run)
+	check "dry run of a check change: no table change: $out" \
+		grep -qF "health check settings change: no table change" <<<"$out" || return 1
+	ctl save >"$f" || return 1
+	check "apply -f of save: nothing changes" \
+		bash -c "'$CHLBCTL' -s '$CHLBD_SOCK' apply -f '$f' --dry-run | grep -q 'nothing would change'" || return 1
+	ctl apply -f "$CONF" || return 1
+	check "apply of the config without checks: none left" bash -c "! '$CHLBCTL' -s '$CHLBD_SOCK' save | grep -q check"
+}
+
 # at start, -c FILE with a new service on an own address is not applied either
 test_start_refuses_own_address() {
 	local before bad=$LIB_DIR/own-start.conf
