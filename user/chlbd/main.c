@@ -429,6 +429,14 @@ static int attach_all(void)
 			    att[j].live ? ifname_of(att[j].ifindex, name) : "a removed interface",
 			    att[j].ifindex, mode_name(att[j].mode));
 	}
+	/*
+	 * Health probes `via vip` leave by the route to the VIP, usually an -i
+	 * interface: steer them there (docs/design.md, "Probes through the data
+	 * path"). Not fatal: without it such probes fail, the traffic does not.
+	 */
+	for (int i = 0; i < D.niface; i++)
+		if (chlb_dp_probe_attach(D.dp, D.ifindex[i], err, sizeof(err)))
+			pr_warn("%s: health probes via vip leaving by it are not steered", err);
 	return 0;
 }
 
@@ -460,8 +468,12 @@ static void detach_unpin(void)
 {
 	struct chlb_dp_attachment att[MAX_ATTACHMENTS];
 	char err[768], name[IF_NAMESIZE];
-	int n = chlb_dp_attachments(D.dp, att, MAX_ATTACHMENTS);
+	int n = chlb_dp_attachments(D.dp, att, MAX_ATTACHMENTS), probe_if[MAX_ATTACHMENTS];
+	int np = chlb_dp_probe_attachments(D.dp, probe_if, MAX_ATTACHMENTS);
 
+	for (int j = 0; j < np && j < MAX_ATTACHMENTS; j++)
+		if (chlb_dp_probe_detach(D.dp, probe_if[j], err, sizeof(err)))
+			pr_warn("%s", err);
 	for (int j = 0; j < n && j < MAX_ATTACHMENTS; j++) {
 		if (chlb_dp_detach(D.dp, att[j].ifindex, att[j].mode, err, sizeof(err)))
 			pr_warn("%s", err);
