@@ -143,6 +143,7 @@ static int probe_record(struct chlb_dp *dp, int ifindex, char *err, size_t errle
 int chlb_dp_probe_attach(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
 {
 	char name[IF_NAMESIZE], pname[BPF_OBJ_NAME_LEN];
+	libbpf_print_fn_t print;
 	struct bpf_tc_hook hook;
 	struct bpf_tc_opts o;
 	__u32 id;
@@ -157,7 +158,10 @@ int chlb_dp_probe_attach(struct chlb_dp *dp, int ifindex, char *err, size_t errl
 				ifname(ifindex, name), id, pname, CHLB_DP_TC_HANDLE,
 				ifname(ifindex, name));
 	egress_target(ifindex, &hook, &o);
+	/* quietly: libbpf logs the kernel's complaint about an existing clsact */
+	print = libbpf_set_print(NULL);
 	rc = bpf_tc_hook_create(&hook);
+	libbpf_set_print(print);
 	if (rc && rc != -EEXIST)
 		return chlb_syserr(err, errlen, rc, "couldn't create clsact on '%s'",
 				   ifname(ifindex, name));
