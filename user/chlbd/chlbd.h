@@ -38,6 +38,8 @@ struct chlbd {
 	int verbose;
 	int log_level;	/* --log-level (LOG_ERR..LOG_DEBUG), or -1: info, debug with -v */
 	int socket_gid; /* --socket-group, or -1 */
+	/* --route-table: table the VIP routes are exported to (routes.c); 0: off */
+	__u32 route_table;
 	/* runtime */
 	struct chlb_dp *dp;
 	struct chlb_rt *rt;
@@ -48,6 +50,8 @@ struct chlbd {
 	int nattached;	   /* iface[0..nattached) carry our program */
 	bool made_pin_dir; /* this start created the pin directory */
 	bool stop, detach;
+	/* route export: the table is emptied and kept empty */
+	bool routes_withdrawn;
 	__u64 started_ns;
 	/* between the services of a long change: answer read-only requests (server.c sets it) */
 	void (*answer_readonly)(void);

@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include "chlbd.h"
+#include "routes.h"
 
 /*
  * Durability and atomicity: a change is written, then applied, then
@@ -117,5 +118,7 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 			pr_err("state not persisted after a failed roll back: %s", perr);
 	}
 	chlb_state_free(&old);
+	/* whatever serves now (new, old, or a mix): its VIPs are routed, and no other */
+	chlbd_routes_sync();
 	return r;
 }

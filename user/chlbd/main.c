@@ -22,6 +22,7 @@
 #include "chlbd.h"
 #include "metrics.h"
 #include "own.h"
+#include "routes.h"
 #include "base/util.h"
 
 static void usage(FILE *f)
@@ -55,6 +56,10 @@ static void usage(FILE *f)
 	    "      --pid-file FILE     write chlbd's pid to FILE (removed at exit)\n"
 	    "      --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 	    "                          ([ADDR]:PORT for IPv6; default: off)\n"
+	    "      --route-table N     keep a blackhole host route (protocol 250, 'chlb')\n"
+	    "                          per servable VIP address in kernel routing table N,\n"
+	    "                          for BIRD/FRR to announce; removed on TERM (default\n"
+	    "                          0: off)\n"
 	    "  -v, --verbose           debug logging (twice: libbpf too)\n"
 	    "      --log-level LEVEL   err | warning | info (default; -v: debug) | debug;\n"
 	    "                          stderr lines get <N> priorities under systemd\n"
@@ -91,7 +96,8 @@ static int parse_args(int argc, char **argv)
 		O_PIDFILE,
 		O_LOGLEVEL,
 		O_VERSION,
-		O_METRICS
+		O_METRICS,
+		O_ROUTE_TABLE
 	};
 	static const struct option opts[] = {
 		{ "interface", required_argument, NULL, 'i' },
@@ -110,6 +116,7 @@ static int parse_args(int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "pid-file", required_argument, NULL, O_PIDFILE },
 		{ "metrics", required_argument, NULL, O_METRICS },
+		{ "route-table", required_argument, NULL, O_ROUTE_TABLE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "log-level", required_argument, NULL, O_LOGLEVEL },
 		{ "version", no_argument, NULL, O_VERSION },
@@ -208,6 +215,19 @@ static int parse_args(int argc, char **argv)
 		case O_METRICS:
 			if (metrics_parse(optarg))
 				return -1;
+			break;
+		case O_ROUTE_TABLE:
+			/* 0 is RT_TABLE_UNSPEC; 253-255 are default, main, local: never ours */
+			if (parse_num("--route-table", optarg, 0xffffffffu, &v))
+				return -1;
+			if (v >= 253 && v <= 255) {
+				fprintf(stderr,
+					"chlbd: '%s': --route-table needs a table of its own, not "
+					"default (253), main (254) or local (255)\n",
+					optarg);
+				return -1;
+			}
+			D.route_table = (__u32)v;
 			break;
 		case 'v':
 			D.verbose++;
@@ -643,6 +663,8 @@ static int start(struct chlb_state *next)
 			return -1;
 		}
 	}
+	/* attached and serving: the VIPs may be announced (a previous chlbd's routes adopted) */
+	chlbd_routes_sync();
 	/* logged before the parent returns, so the log has it when `chlbd` has returned */
 	pr_info("ready: %u services, socket %s, %.1f ms after start", D.state.nsvc, D.socket_path,
 		(double)(chlb_now_ns() - D.started_ns) / 1e6);
@@ -712,6 +734,8 @@ int main(int argc, char **argv)
 	} else {
 		rc = loop_run() ? 1 : 0;
 		sd_notify(0, "STOPPING=1");
+		/* TERM, INT, `chlbctl shutdown`: BIRD withdraws; a KILL leaves the routes */
+		chlbd_routes_withdraw_all();
 		if (D.detach)
 			teardown();
 	}

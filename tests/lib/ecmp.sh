@@ -1,0 +1,383 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Several LB hosts behind an ECMP router that learns the VIP from each over
+# BGP (issue 19): BIRD on the router and on every LB, a chlbd per LB with
+# --route-table, real TCP from a client. Sourced by a suite after
+# tests/lib.sh:
+#
+#   . "$(dirname "$0")/../lib.sh"; . "$(dirname "$0")/../lib/ecmp.sh"
+#   ecmp_require; ecmp_build 3 4            # 3 LBs, 4 backends
+#   ecmp_conf_write "$LIB_DIR/x.conf" ring "1 2 3 4"
+#   for i in 1 2 3; do ecmp_lb_up $i -c "$LIB_DIR/x.conf"; done
+#   ecmp_wait_nexthops 3 || ...
+#   ecmp_hold_open h 300; ecmp_lb_die 2; ecmp_wait_nexthops 2; ecmp_survivors h
+#
+#   client ns (-c)         router ns (-er)               switch ns (-sw)
+#   eth0 10.0.1.2 ----- eth0 10.0.1.1                     br1 (uplink)
+#                         up0 10.0.4.1 --------------- rtup |
+#                                                      up1 ---- LB 1 eth0 10.0.4.11
+#                                                      up2 ---- LB 2 eth0 10.0.4.12 ...
+#                                                       br0 (backends)
+#                         back 10.0.2.254 ----------- rtback |
+#                                                      lb1 ---- LB 1 eth1 10.0.2.1
+#                                                      lb2 ---- LB 2 eth1 10.0.2.2 ...
+#                                                      b1 ----- backend 1 eth0 10.0.2.11 ...
+#
+# The router (ip_forward, fib_multipath_hash_policy=1) runs BIRD with
+# docs/examples/bird-router.conf: dynamic eBGP from any LB of 10.0.4.0/24,
+# `merge paths`, so the VIP's route has one nexthop per LB announcing it.
+# Each LB (namespace -lbI) runs its own chlbd (native XDP on eth0, l2dsr
+# to the backends through eth1; own pin directory, state file, socket;
+# --route-table $ECMP_TABLE) and BIRD with docs/examples/bird-lb.conf: the
+# example configs are what runs here, addresses replaced. The backends
+# (tests/lib/topo.sh topo_add_backend: VIP on lo, chlb-echo) answer the
+# client directly through the router (DSR). An LB's eth0 sits on a bridge:
+# an LB that dies or loses its link is noticed by the router only when the
+# BGP hold time (3 s) runs out, as across a real switch.
+#
+# IPv4 carries the traffic; the IPv6 VIP is announced too (the examples'
+# ipv6 channels), and checked by route only.
+
+ECMP_TABLE=${ECMP_TABLE:-100}  # the LBs' --route-table
+ECMP_VIP=$VIP4                 # 10.0.0.10 (topo.sh)
+ECMP_ROUTER4=10.0.4.1
+ECMP_ROUTER6=fd00:4::1
+NS_ER=chlb-$LIB_ID-er
+ECMP_LBS=()                    # LB numbers whose namespace exists
+ECMP_NBE=0
+ECMP_BIRD_DIR=$LIB_DIR/bird    # control sockets and configs
+ECMP_CHLBD_ARGS=()             # more options for every LB's chlbd (e.g. --history-ms 1000)
+declare -A ECMP_CHLBD_PID ECMP_BIRD_PID ECMP_PIN ECMP_STARTS
+
+ns_lb() { echo "chlb-$LIB_ID-lb$1"; }
+lb_up4() { echo "10.0.4.$((10 + $1))"; }
+lb_up6() { echo "fd00:4::$((10 + $1))"; }
+lb_sock() { echo "$LIB_DIR/lb$1.sock"; }
+lb_state() { echo "$LIB_DIR/lb$1.state"; }
+lb_bird_sock() { echo "$ECMP_BIRD_DIR/lb$1.ctl"; }
+ECMP_ROUTER_SOCK=$ECMP_BIRD_DIR/router.ctl
+
+# ecmp_require: what lib_require_e2e needs, plus BIRD (bird2, `make deps`):
+# its absence fails the suite, it is not a skip.
+ecmp_require() {
+	lib_require_e2e
+	command -v bird >/dev/null && command -v birdc >/dev/null ||
+		die "bird and birdc not found: install bird2 (make deps)"
+	mkdir -p "$ECMP_BIRD_DIR"
+}
+
+# ---- chlbctl and birdc per LB ----
+# lbctl I ARGS...: chlbctl against LB I's chlbd.
+lbctl() {
+	local i=$1
+	shift
+	"$CHLBCTL" -s "$(lb_sock "$i")" "$@"
+}
+lbctl_quiet() { lbctl "$@" >/dev/null 2>&1; }
+
+# lbbirdc I ARGS...: birdc against LB I's BIRD; rtbirdc ARGS...: the router's.
+lbbirdc() {
+	local i=$1
+	shift
+	birdc -s "$(lb_bird_sock "$i")" "$@"
+}
+rtbirdc() { birdc -s "$ECMP_ROUTER_SOCK" "$@"; }
+bird_answers() { birdc -s "$1" show status >/dev/null 2>&1; }
+
+# ---- BIRD configs: the examples, addresses replaced ----
+ECMP_EXAMPLES=$LIB_ROOT/docs/examples
+
+# ecmp_bird_router_conf FILE: docs/examples/bird-router.conf for this topology.
+ecmp_bird_router_conf() {
+	sed -e 's/^log syslog all;/log stderr all;/' \
+		-e "s#198\.51\.100\.0/24#${ECMP_VIP%.*}.0/24#" \
+		-e 's#2001:db8:100::/64#fd00::/64#' \
+		-e "s/192\.0\.2\.1\b/$ECMP_ROUTER4/g" \
+		-e 's#192\.0\.2\.0/24#10.0.4.0/24#' \
+		"$ECMP_EXAMPLES/bird-router.conf" >"$1"
+}
+
+# ecmp_bird_lb_conf I FILE: docs/examples/bird-lb.conf for LB I.
+ecmp_bird_lb_conf() {
+	sed -e 's/^log syslog all;/log stderr all;/' \
+		-e "s/kernel table 100;/kernel table $ECMP_TABLE;/" \
+		-e "s/192\.0\.2\.11\b/$(lb_up4 "$1")/g" \
+		-e "s/192\.0\.2\.1\b/$ECMP_ROUTER4/g" \
+		-e "s/2001:db8:4::11\b/$(lb_up6 "$1")/g" \
+		"$ECMP_EXAMPLES/bird-lb.conf" >"$2"
+}
+
+# ---- the topology ----
+# ecmp_build NLB NBE: client, router (BIRD running), switch, NBE backends,
+# and LB namespaces 1..NLB (no chlbd, no BIRD yet: ecmp_lb_up).
+ecmp_build() {
+	local nlb=$1 nbe=$2 i conf
+	lib_ns_add "$NS_C"
+	lib_ns_add "$NS_ER"
+	lib_ns_add "$NS_SW"
+	# client <-> router
+	ip -n "$NS_C" link add eth0 type veth peer name eth0 netns "$NS_ER" || die "veth client"
+	ip -n "$NS_C" addr add $CLIENT4/24 dev eth0
+	ip -n "$NS_C" addr add $CLIENT6/64 dev eth0 nodad
+	ip -n "$NS_C" link set eth0 up
+	ip -n "$NS_C" route add default via 10.0.1.1
+	ip -n "$NS_C" -6 route add default via fd00:1::1
+	# frames an LB's XDP forwards carry no checksum metadata: compute it here
+	ip netns exec "$NS_C" ethtool -K eth0 tx off >/dev/null
+	ip netns exec "$NS_C" sysctl -qw net.ipv4.ip_local_port_range="10000 65000" \
+		net.ipv4.tcp_tw_reuse=1
+	ip -n "$NS_ER" addr add 10.0.1.1/24 dev eth0
+	ip -n "$NS_ER" addr add fd00:1::1/64 dev eth0 nodad
+	ip -n "$NS_ER" link set eth0 up
+	ip netns exec "$NS_ER" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 \
+		net.ipv4.fib_multipath_hash_policy=1 net.ipv6.fib_multipath_hash_policy=1 ||
+		die "router sysctls"
+	# the two segments: br1 (router + LBs' fronts), br0 (router, LBs' backs, backends)
+	ip -n "$NS_SW" link add br1 type bridge || die "bridge br1"
+	ip -n "$NS_SW" link set br1 up
+	ip -n "$NS_SW" link add br0 type bridge || die "bridge br0"
+	ip -n "$NS_SW" link set br0 mtu 1600 up
+	ip -n "$NS_ER" link add up0 type veth peer name rtup netns "$NS_SW" || die "veth rtup"
+	ip -n "$NS_ER" addr add $ECMP_ROUTER4/24 dev up0
+	ip -n "$NS_ER" addr add $ECMP_ROUTER6/64 dev up0 nodad
+	ip -n "$NS_ER" link set up0 up
+	ip -n "$NS_SW" link set rtup master br1 up
+	ip -n "$NS_ER" link add back type veth peer name rtback netns "$NS_SW" || die "veth rtback"
+	ip -n "$NS_ER" link set back mtu 1600
+	ip -n "$NS_ER" addr add 10.0.2.254/24 dev back
+	ip -n "$NS_ER" addr add fd00:2::1/64 dev back nodad
+	ip -n "$NS_ER" link set back up
+	ip -n "$NS_SW" link set rtback mtu 1600 master br0 up
+	for i in $(seq 1 "$nlb"); do
+		ecmp_lb_add "$i"
+	done
+	# backends: topo.sh's, answering through the router, no decap (l2dsr)
+	NS_LB=$(ns_lb 1) LB_BACK4=10.0.2.254 DECAP=0
+	for i in $(seq 1 "$nbe"); do
+		topo_add_backend "$i"
+	done
+	ECMP_NBE=$nbe
+	for i in "${ECMP_LBS[@]}"; do ecmp_lb_neigh "$i"; done
+	conf=$ECMP_BIRD_DIR/router.conf
+	ecmp_bird_router_conf "$conf"
+	lib_bg bird-router ip netns exec "$NS_ER" bird -f -c "$conf" -s "$ECMP_ROUTER_SOCK"
+	lib_wait_up bird-router bird_answers "$ECMP_ROUTER_SOCK" || die "BIRD on the router did not start"
+}
+
+# ecmp_lb_add I: LB I's namespace, its front on br1 and back on br0, the
+# backends as permanent neighbours; xdp_pass on the switch ports its
+# native XDP sends to.
+ecmp_lb_add() {
+	local i=$1 ns
+	ns=$(ns_lb "$i")
+	lib_ns_add "$ns"
+	ip -n "$ns" link add eth0 type veth peer name "up$i" netns "$NS_SW" || die "veth up$i"
+	ip -n "$ns" addr add "$(lb_up4 "$i")/24" dev eth0
+	ip -n "$ns" addr add "$(lb_up6 "$i")/64" dev eth0 nodad
+	ip -n "$ns" link set eth0 up
+	ip -n "$NS_SW" link set "up$i" master br1 up
+	ip -n "$ns" link add eth1 type veth peer name "lb$i" netns "$NS_SW" || die "veth lb$i"
+	ip -n "$ns" link set eth1 mtu 1600
+	ip -n "$ns" addr add "10.0.2.$i/24" dev eth1
+	ip -n "$ns" addr add "fd00:2::10$i/64" dev eth1 nodad
+	ip -n "$ns" link set eth1 up
+	ip -n "$NS_SW" link set "lb$i" mtu 1600 master br0 up
+	ip -n "$NS_SW" link set dev "up$i" xdpdrv obj "$XDP_PASS_OBJ" sec xdp ||
+		die "xdp_pass on up$i"
+	ip -n "$NS_SW" link set dev "lb$i" xdpdrv obj "$XDP_PASS_OBJ" sec xdp ||
+		die "xdp_pass on lb$i"
+	ECMP_LBS+=("$i")
+	[ "$ECMP_NBE" = 0 ] || ecmp_lb_neigh "$i"
+}
+
+# ecmp_lb_neigh I: LB I resolves every backend from a permanent entry.
+ecmp_lb_neigh() {
+	local i=$1 b mac
+	for b in $(seq 1 "$ECMP_NBE"); do
+		mac=$(ip -n "$(ns_b "$b")" -br link show eth0 | awk '{ print $3 }')
+		ip -n "$(ns_lb "$i")" neigh replace "$(be_addr4 "$b")" lladdr "$mac" dev eth1 nud permanent
+		ip -n "$(ns_lb "$i")" neigh replace "$(be_addr6 "$b")" lladdr "$mac" dev eth1 nud permanent
+	done
+}
+
+# ---- the LBs' daemons ----
+# ecmp_chlbd_start I [ARGS]: LB I's chlbd (native XDP on eth0, --route-table),
+# with ECMP_CHLBD_ARGS and ARGS (e.g. -c FILE); waits until it answers.
+ecmp_chlbd_start() {
+	local i=$1 name
+	shift
+	if [ -z "${ECMP_PIN[$i]:-}" ]; then
+		lib_pindir "lb$i"
+		ECMP_PIN[$i]=$LIB_PINDIR
+	fi
+	ECMP_STARTS[$i]=$((${ECMP_STARTS[$i]:-0} + 1))
+	name=chlbd-lb$i-${ECMP_STARTS[$i]}
+	lib_bg "$name" "$CHLBD" -i eth0 --netns "$(ns_lb "$i")" -m xdp -s "$(lb_sock "$i")" \
+		--pin-dir "${ECMP_PIN[$i]}" --state "$(lb_state "$i")" --route-table "$ECMP_TABLE" -f \
+		${ECMP_CHLBD_ARGS[@]+"${ECMP_CHLBD_ARGS[@]}"} "$@"
+	ECMP_CHLBD_PID[$i]=$LIB_LASTPID
+	lib_wait_up "$name" lbctl_quiet "$i" service list
+}
+
+# ecmp_chlbd_stop I [SIGNAL]: stop LB I's chlbd (TERM: its routes go; KILL:
+# they stay, and so does its program).
+ecmp_chlbd_stop() {
+	local pid=${ECMP_CHLBD_PID[$1]:-}
+	[ -n "$pid" ] || return 0
+	lib_stop "$pid" "${2:-TERM}"
+	ECMP_CHLBD_PID[$1]=
+}
+
+# ecmp_chlbd_wipe I: LB I's chlbd stopped, its program detached, pins and
+# state removed: the next start is a fresh LB.
+ecmp_chlbd_wipe() {
+	local i=$1
+	if [ -n "${ECMP_CHLBD_PID[$i]:-}" ]; then
+		lbctl_quiet "$i" shutdown --detach
+		ecmp_chlbd_stop "$i"
+	fi
+	ip -n "$(ns_lb "$i")" link set dev eth0 xdp off 2>/dev/null
+	[ -z "${ECMP_PIN[$i]:-}" ] || rm -rf "${ECMP_PIN[$i]:?}"/*
+	rm -f "$(lb_state "$i")" "$(lb_state "$i")".*
+}
+
+# ecmp_bird_start I: BIRD in LB I's namespace (docs/examples/bird-lb.conf).
+ecmp_bird_start() {
+	local i=$1 conf=$ECMP_BIRD_DIR/lb$1.conf
+	ecmp_bird_lb_conf "$i" "$conf"
+	lib_bg "bird-lb$i" ip netns exec "$(ns_lb "$i")" bird -f -c "$conf" -s "$(lb_bird_sock "$i")"
+	ECMP_BIRD_PID[$i]=$LIB_LASTPID
+	lib_wait_up "bird-lb$i" bird_answers "$(lb_bird_sock "$i")"
+}
+
+# ecmp_bird_stop I [SIGNAL]: stop LB I's BIRD (TERM: it closes its session
+# with a notification, the router drops the routes at once; KILL: silence,
+# the router drops them when the hold time runs out).
+ecmp_bird_stop() {
+	local pid=${ECMP_BIRD_PID[$1]:-}
+	[ -n "$pid" ] || return 0
+	lib_stop "$pid" "${2:-TERM}"
+	ECMP_BIRD_PID[$1]=
+}
+
+# ecmp_lb_up I [CHLBD ARGS]: LB I serving: links up, chlbd and BIRD running.
+ecmp_lb_up() {
+	local i=$1
+	shift
+	ip -n "$(ns_lb "$i")" link set eth0 up && ip -n "$(ns_lb "$i")" link set eth1 up || return 1
+	[ -n "${ECMP_CHLBD_PID[$i]:-}" ] || ecmp_chlbd_start "$i" "$@" || return 1
+	[ -n "${ECMP_BIRD_PID[$i]:-}" ] || ecmp_bird_start "$i"
+}
+
+# ---- events ----
+# ecmp_lb_die I: LB I dies silently, as a host that loses power: its links
+# go down first (so not even the FIN of BIRD's closed session reaches the
+# router, which would drop the session at once), then BIRD and chlbd are
+# killed (its routes stay in its table). The router notices by the hold time.
+ecmp_lb_die() {
+	ip -n "$(ns_lb "$1")" link set eth0 down
+	ip -n "$(ns_lb "$1")" link set eth1 down
+	ecmp_bird_stop "$1" KILL
+	ecmp_chlbd_stop "$1" KILL
+}
+
+# ecmp_lb_link_down I: LB I's front link goes down (daemons untouched):
+# BGP keepalives stop, the router notices by the hold time.
+ecmp_lb_link_down() { ip -n "$(ns_lb "$1")" link set eth0 down; }
+
+# ecmp_lb_withdraw I: maintenance, as `systemctl stop chlbd` does it: chlbd
+# stopped by TERM removes its routes, BIRD withdraws them; the data plane
+# keeps serving what still arrives meanwhile.
+ecmp_lb_withdraw() { ecmp_chlbd_stop "$1" TERM; }
+
+# ecmp_lb_join I [CHLBD ARGS]: a new LB I (namespace made if needed) joins.
+ecmp_lb_join() {
+	local i=$1
+	shift
+	case " ${ECMP_LBS[*]} " in *" $i "*) ;; *) ecmp_lb_add "$i" ;; esac
+	ecmp_lb_up "$i" "$@"
+}
+
+# ---- the router's view ----
+# ecmp_nexthops [ADDR]: how many nexthops the router's route to ADDR (the
+# VIP) has (0: no route).
+ecmp_nexthops() {
+	local fam=-4 addr=${1:-$ECMP_VIP}
+	case $addr in *:*) fam=-6 ;; esac
+	ip -n "$NS_ER" $fam -j route show exact "$addr" 2>/dev/null |
+		jq '[.[] | if .nexthops then (.nexthops | length) elif .gateway then 1 else 0 end] | add // 0'
+}
+
+# ecmp_wait_nexthops K [SECONDS] [ADDR]: wait (20 s default) until the
+# router's route has K nexthops; prints how long it took as a diag.
+ecmp_wait_nexthops() {
+	local k=$1 t=${2:-20} addr=${3:-$ECMP_VIP} t0
+	t0=$(date +%s.%N)
+	if lib_wait_for "$t" ecmp_nexthops_are "$k" "$addr"; then
+		diag "router: $addr has $k nexthops after $(lib_elapsed "$t0") s"
+		return 0
+	fi
+	diag "router: $addr has $(ecmp_nexthops "$addr") nexthops, not $k, after $t s:" \
+		"$(ip -n "$NS_ER" route show exact "$addr" | tr '\n' ' ')"
+	return 1
+}
+ecmp_nexthops_are() { [ "$(ecmp_nexthops "$2")" = "$1" ]; }
+
+# ecmp_table_routes I: LB I's exported routes (table $ECMP_TABLE, chlb's protocol), one per line.
+ecmp_table_routes() {
+	{
+		ip -n "$(ns_lb "$1")" -4 route show table "$ECMP_TABLE" proto 250
+		ip -n "$(ns_lb "$1")" -6 route show table "$ECMP_TABLE" proto 250
+	} 2>/dev/null | awk '{ print $1, $2 }'
+}
+
+# ---- config ----
+# ecmp_conf_write FILE ALGO "I J K": one service (the IPv4 VIP, l2dsr) with
+# backends I J K, as one config file for every LB (configured in one batch).
+ecmp_conf_write() {
+	local file=$1 algo=$2 i
+	{
+		echo "service add $(vip_spec 4) algo $algo fwd l2dsr"
+		for i in $3; do echo "backend add $(vip_spec 4) $(be_addr4 "$i") weight 100"; done
+	} >"$file"
+}
+
+# ---- held connections ----
+# ecmp_hold_open NAME M: M idle connections from the client (each from its
+# own source port: the router's L4 hash spreads them over the LBs), all
+# answered.
+ecmp_hold_open() {
+	hold_start "$1" 4 "$2" || return 1
+	check "all $2 connections of $1 opened ($(summary_field "$LIB_DIR/$1.r0" ok) answered)" \
+		[ "$(summary_field "$LIB_DIR/$1.r0" ok)" = "$2" ]
+}
+
+# ecmp_survivors NAME: one more exchange on every connection of NAME; prints
+# how many have neither broken nor moved to another backend in any round.
+ecmp_survivors() {
+	local n bad
+	hold_round "$1" >/dev/null || return 1
+	n=$(summary_field "$LIB_DIR/$1.r0" ok)
+	bad=$(cat "$LIB_DIR/$1".r[1-9]* | awk '$1 == "fail" || $1 == "moved" { print $2 }' |
+		sort -u | wc -l)
+	echo $((n - bad))
+}
+
+# ecmp_lb_flows I: how many of the client's flows LB I's connection table
+# has an entry for (the flows the router sent it, up to now).
+ecmp_lb_flows() {
+	lbctl "$1" -j conns 2>/dev/null |
+		jq --arg c "$CLIENT4:" '[.conns[]? | select(.client | startswith($c))] | length'
+}
+
+# ---- hooks for later cases ----
+# ecmp_each_lb CMD ARGS...: CMD I ARGS... for every LB whose chlbd runs, one
+# after another (a rolling change: ecmp_each_lb lbctl backend add VIP ADDR).
+ecmp_each_lb() {
+	local cmd=$1 i
+	shift
+	for i in "${ECMP_LBS[@]}"; do
+		[ -n "${ECMP_CHLBD_PID[$i]:-}" ] || continue
+		"$cmd" "$i" "$@" || return 1
+	done
+}

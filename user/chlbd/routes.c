@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Route export (routes.h): what table --route-table holds follows what
+ * chlbd serves. A full reconcile each time (list the table's chlb routes,
+ * add what is missing, remove what is extra) rather than an edit per
+ * change: the same code adopts a previous chlbd's routes at start, follows
+ * commits, and repairs a route someone removed by hand.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "chlbd.h"
+#include "routes.h"
+#include "dp/route.h"
+
+bool chlbd_vip_servable(const struct chlb_svc_cfg *svc)
+{
+	/*
+	 * Health checks (user/chlbd/health*.c) change this to "at least one
+	 * healthy backend of weight > 0" here, and call chlbd_routes_sync()
+	 * when a backend's health changes.
+	 */
+	for (__u32 i = 0; i < svc->nbe; i++)
+		if (svc->be[i].weight > 0)
+			return true;
+	return false;
+}
+
+static bool addr_in(const struct chlb_addr *a, const struct chlb_addr *set, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!chlb_addr_cmp(a, &set[i]))
+			return true;
+	return false;
+}
+
+/* The VIP addresses to route, deduplicated, into want (D.state.nsvc at most); how many. */
+static int wanted(struct chlb_addr *want)
+{
+	int n = 0;
+
+	for (__u32 i = 0; i < D.state.nsvc; i++) {
+		const struct chlb_svc_cfg *s = &D.state.svc[i];
+
+		if (chlbd_vip_servable(s) && !addr_in(&s->vip.addr, want, n))
+			want[n++] = s->vip.addr;
+	}
+	return n;
+}
+
+/* The table's chlb routes, malloc'd into *have; how many, or -errno (logged). */
+static int listed(struct chlb_addr **have)
+{
+	char err[256];
+	int max = 64, n;
+
+	for (;;) {
+		*have = calloc((size_t)max, sizeof(**have));
+		if (!*have)
+			return -ENOMEM;
+		n = chlb_route_dump(D.route_table, CHLB_RTPROT, *have, max, err, sizeof(err));
+		if (n < 0)
+			pr_err("route export: %s", err);
+		if (n <= max)
+			return n;
+		free(*have);
+		max = n + 16; /* routes were added meanwhile: try with room for them */
+	}
+}
+
+/* Adds or removes a route; 1 if it did, 0 if it failed (logged). */
+static int route_set(bool add, const struct chlb_addr *a)
+{
+	char err[256], text[64];
+	int rc = chlb_route_host(add, D.route_table, CHLB_RTPROT, a, err, sizeof(err));
+
+	if (rc) {
+		pr_err("route export: %s", err);
+		return 0;
+	}
+	pr_info("route export: %s %s table %u", chlb_fmt_addr(a, text, sizeof(text)),
+		add ? "added to" : "removed from", D.route_table);
+	return 1;
+}
+
+int chlbd_routes_sync(void)
+{
+	struct chlb_addr *want, *have = NULL;
+	int nwant, nhave, changed = 0;
+
+	if (!D.route_table)
+		return 0;
+	want = calloc(D.state.nsvc + 1, sizeof(*want));
+	if (!want)
+		return -ENOMEM;
+	nwant = D.routes_withdrawn ? 0 : wanted(want);
+	nhave = listed(&have);
+	if (nhave < 0) {
+		free(want);
+		free(have);
+		return nhave;
+	}
+	for (int i = 0; i < nhave; i++)
+		if (!addr_in(&have[i], want, nwant))
+			changed += route_set(false, &have[i]);
+	for (int i = 0; i < nwant; i++)
+		if (!addr_in(&want[i], have, nhave))
+			changed += route_set(true, &want[i]);
+	free(want);
+	free(have);
+	return changed;
+}
+
+void chlbd_routes_withdraw_all(void)
+{
+	int n;
+
+	if (!D.route_table)
+		return;
+	D.routes_withdrawn = true;
+	n = chlbd_routes_sync();
+	if (n >= 0)
+		pr_info("route export: %d routes withdrawn from table %u", n, D.route_table);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Route export (--route-table N): one host route per VIP address chlbd can
+ * serve, in kernel routing table N of its network namespace, protocol
+ * CHLB_RTPROT (dp/route.h), for BIRD (or FRR) to announce to the ECMP
+ * router. docs/operations.md, "Several LB hosts behind ECMP (BGP)".
+ */
+#ifndef CHLBD_ROUTES_H
+#define CHLBD_ROUTES_H
+
+#include <stdbool.h>
+#include "config/state.h"
+
+/*
+ * Can this service take new flows, so its VIP may be announced? The one
+ * place that decides: a service with at least one backend of weight > 0.
+ */
+bool chlbd_vip_servable(const struct chlb_svc_cfg *svc);
+
+/*
+ * Table N holds exactly the routes of the VIP addresses of D.state that
+ * have a servable service (a VIP address with several services is routed
+ * if any of them is servable), among the routes with chlb's protocol; other
+ * routes in the table are left alone. Called at start (adopting what a
+ * previous chlbd left), after every commit and when health changes. Failures
+ * are logged, never fatal: the data plane serves whatever the routes say.
+ * Returns the number of routes added or removed, or -errno. No-op without
+ * --route-table or while withdrawn.
+ */
+int chlbd_routes_sync(void);
+
+/*
+ * Removes every route of chlb's protocol from table N (SIGTERM, `chlbctl
+ * shutdown`: BIRD withdraws, the router moves the flows to the other LBs;
+ * SIGKILL leaves them, as the data plane keeps serving).
+ */
+void chlbd_routes_withdraw_all(void);
+
+#endif /* CHLBD_ROUTES_H */
