@@ -8,16 +8,22 @@
  * and for the other backend the same but for its MACs and address - and
  * its mark is consumed; unmarked frames and foreign marks pass untouched
  * and uncounted; a dead, empty or out-of-range slot, and a marked frame
- * to no VIP, are dropped and counted. Runs in a private network namespace.
+ * to no VIP, are dropped and counted. chlb_nh_probe_route() names the
+ * interface a marked probe leaves by, policy routing on the mark included,
+ * and refuses a VIP without a usable route or local to the host. Runs in a
+ * private network namespace.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <unistd.h>
+#include <net/if.h>
 #include <bpf/bpf.h>
 #include <linux/pkt_cls.h>
 #include <cmocka.h>
 
+#include "base/addr.h"
+#include "dp/nexthop.h"
 #include "dp_fixture.h"
 
 #define NBE 2
@@ -328,6 +334,56 @@ static void test_other_interface_redirected(void **state)
 	stats_expect(want);
 }
 
+static int route_if(const char *vip, __u32 mark, char *err, size_t errlen)
+{
+	struct chlb_addr a;
+	int ifindex = -1, rc;
+
+	assert_int_equal(chlb_parse_addr(vip, &a), 0);
+	err[0] = '\0';
+	rc = chlb_nh_probe_route(&a, mark, &ifindex, err, errlen);
+	return rc ? rc : ifindex;
+}
+
+/* The interface the kernel's route for a marked probe leaves by. */
+static void test_probe_route(void **state)
+{
+	int pr0, pr1;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(system("ip link add pr0 type veth peer name pr1 && "
+				"ip link set pr0 up && ip link set pr1 up && "
+				"ip addr add 192.0.2.1/24 dev pr0 && "
+				"ip addr add 198.18.0.1/24 dev pr1 && "
+				"ip -6 addr add 2001:db8:f::1/64 dev pr0 nodad && "
+				"ip addr add 10.9.9.9/32 dev lo"),
+			 0);
+	pr0 = (int)if_nametoindex("pr0");
+	pr1 = (int)if_nametoindex("pr1");
+	assert_true(pr0 > 0 && pr1 > 0);
+
+	/* no route at all (the namespace has no default route) */
+	assert_int_equal(route_if("10.0.0.1", CHLB_PROBE_MARK(1), err, sizeof(err)), -ENETUNREACH);
+	assert_non_null(strstr(err, "10.0.0.1"));
+	assert_int_equal(system("ip route add 10.0.0.1/32 via 192.0.2.2 && "
+				"ip -6 route add 2001:db8::1/128 via 2001:db8:f::2 && "
+				"ip route add blackhole 10.0.0.7/32"),
+			 0);
+	assert_int_equal(route_if("10.0.0.1", CHLB_PROBE_MARK(1), err, sizeof(err)), pr0);
+	assert_int_equal(route_if("2001:db8::1", CHLB_PROBE_MARK(1), err, sizeof(err)), pr0);
+	/* policy routing on the probe mark: the marked probe's route, not the plain one */
+	assert_int_equal(system("ip rule add fwmark 0x63680000/0xffff0000 table 100 && "
+				"ip route add 10.0.0.1/32 via 198.18.0.2 table 100"),
+			 0);
+	assert_int_equal(route_if("10.0.0.1", CHLB_PROBE_MARK(1), err, sizeof(err)), pr1);
+	assert_int_equal(route_if("10.0.0.1", 0, err, sizeof(err)), pr0);
+	/* a blackhole, and a VIP local to this host: a probe could not reach a backend */
+	assert_int_equal(route_if("10.0.0.7", CHLB_PROBE_MARK(1), err, sizeof(err)), -ENETUNREACH);
+	assert_int_equal(route_if("10.9.9.9", CHLB_PROBE_MARK(1), err, sizeof(err)), -ENETUNREACH);
+	assert_non_null(strstr(err, "local address"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +394,7 @@ int main(void)
 		cmocka_unit_test(test_bad_slot_dropped),
 		cmocka_unit_test(test_not_vip_dropped),
 		cmocka_unit_test(test_other_interface_redirected),
+		cmocka_unit_test(test_probe_route),
 	};
 
 	return cmocka_run_group_tests_name("probe_steer", tests, setup, teardown);
