@@ -199,8 +199,8 @@ FORCE:
 FUZZ_TIME ?= 60
 FUZZ_LIB_SRCS := $(filter-out %/json_out.c %/stats_rates.c,$(wildcard user/lib/base/*.c)) \
 	$(filter-out %/sim.c,$(wildcard user/lib/table/*.c)) \
-	user/lib/config/grammar.c user/lib/config/grammar_table.c user/lib/config/state.c \
-	user/lib/config/state_io.c
+	user/lib/config/check.c user/lib/config/grammar.c user/lib/config/grammar_table.c \
+	user/lib/config/state.c user/lib/config/state_io.c
 
 $(BUILD)/fuzz/fuzz_grammar: tests/fuzz/fuzz_grammar.c $(FUZZ_LIB_SRCS) $(USER_HDRS)
 	$(call msg,FUZZ-CC,$@)
