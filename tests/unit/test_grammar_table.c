@@ -432,6 +432,29 @@ static void defaults_are_the_states(void **st)
 	assert_int_equal(s->mtu, opt_named("service", "add", "mtu")->dflt);
 	assert_int_equal(s->nbe, 1);
 	assert_int_equal(s->be[0].weight, opt_named("backend", "add", "weight")->dflt);
+	/* health checks: the service's, and what a backend without an override gets */
+	{
+		struct chlb_check k;
+		char expect[32];
+		const struct chlb_gstmt *add = chlb_grammar_find("service", "add", CHLB_GW_GRAMMAR);
+
+		chlb_check_effective(s, &s->be[0], &k);
+		assert_int_equal(k.type, opt_named("service", "add", "check")->dflt);
+		assert_int_equal(k.interval_ms, opt_named("service", "add", "interval")->dflt);
+		assert_int_equal(k.timeout_ms, opt_named("service", "add", "timeout")->dflt);
+		assert_int_equal(k.rise, opt_named("service", "add", "rise")->dflt);
+		assert_int_equal(k.fall, opt_named("service", "add", "fall")->dflt);
+		assert_int_equal(k.via, opt_named("service", "add", "via")->dflt);
+		assert_int_equal(s->health.on_down, opt_named("service", "add", "on-down")->dflt);
+		assert_int_equal(s->health.slow_start_s,
+				 opt_named("service", "add", "slow-start")->dflt);
+		assert_int_equal(s->health.panic_pct, opt_named("service", "add", "panic")->dflt);
+		assert_string_equal(k.path,
+				    chlb_gopt_find(add, "path", CHLB_GW_GRAMMAR)->dflt_text);
+		snprintf(expect, sizeof(expect), "%u-%u", k.expect_lo, k.expect_hi);
+		assert_string_equal(expect,
+				    chlb_gopt_find(add, "expect", CHLB_GW_GRAMMAR)->dflt_text);
+	}
 	assert_int_equal(parse("service list 10.0.0.11:80/tcp", &c, err, sizeof(err)), 0);
 	s = chlb_state_find(&state, &c.vip);
 	assert_non_null(s);
