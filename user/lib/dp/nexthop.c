@@ -224,8 +224,7 @@ int chlb_nh_probe_route(const struct chlb_addr *vip, __u32 mark, int *ifindex, c
 	nl_addattr(&r, RTA_MARK, &mark, sizeof(mark));
 	n = nl_talk(&r, buf, sizeof(buf));
 	/* unreachable, blackhole and prohibit routes answer with an error too */
-	if (n == -ENETUNREACH || n == -EHOSTUNREACH || n == -EACCES || n == -EINVAL ||
-	    n == -EPERM)
+	if (n == -ENETUNREACH || n == -EHOSTUNREACH || n == -EACCES || n == -EINVAL || n == -EPERM)
 		return chlb_err(err, errlen, -ENETUNREACH,
 				"VIP %s: no usable route for a probe (mark 0x%x): %s", txt, mark,
 				strerror(-n));
