@@ -142,6 +142,36 @@ static void counters_row(const char *name, json_object *e, bool rates)
  * One `stats` reply, or a --watch frame: the same reply with the rates
  * chlbctl computed over its interval (stats_rates.h).
  */
+/* Entry sync between LB hosts (chlbd --sync-peer): counters, then a line per peer. */
+static void show_sync(json_object *r)
+{
+	json_object *y, *dr, *rj, *a;
+
+	if (!json_object_object_get_ex(r, "sync", &y) || !y)
+		return;
+	dr = json_object_object_get(y, "dropped");
+	rj = json_object_object_get(y, "rejected");
+	printf("sync (listening on %s): %s records sent, %s received, %s applied, %s kept; "
+	       "dumps %s sent, %s received\n",
+	       s(y, "listen"), s(y, "records_sent"), s(y, "records_received"), s(y, "applied"),
+	       s(y, "kept"), s(y, "dumps_sent"), s(y, "dumps_received"));
+	printf("  dropped: %s no service, %s no backend, %s stale, %s peer slow, %s error; "
+	       "rejected: %s bad input, %s truncated, %s unknown peer\n",
+	       s(dr, "no_service"), s(dr, "no_backend"), s(dr, "stale"), s(dr, "peer_slow"),
+	       s(dr, "error"), s(rj, "bad_input"), s(rj, "truncated"), s(rj, "unknown_peer"));
+	a = arr(y, "peers");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *p = json_object_array_get_idx(a, i);
+
+		printf("  peer %s: receiving: %s (%s records, dump %s entries); sending: %s "
+		       "(%s records)\n",
+		       s(p, "peer"), s(p, "receiving"), s(p, "records_received"),
+		       s(p, "dump_entries"),
+		       json_object_get_boolean(json_object_object_get(p, "sending")) ? "yes" : "no",
+		       s(p, "records_sent"));
+	}
+}
+
 void show_stats(json_object *r)
 {
 	json_object *g, *a, *gr = NULL;
@@ -196,6 +226,7 @@ void show_stats(json_object *r)
 			 s(e, "address"), s(e, "slot"), s(e, "state"));
 		counters_row(name, e, rates);
 	}
+	show_sync(r);
 }
 
 static const char *be(json_object *o, const char *k, char *buf, size_t len)

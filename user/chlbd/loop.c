@@ -15,6 +15,7 @@
 #include "chlbd.h"
 #include "loop_ev.h"
 #include "metrics.h"
+#include "sync.h"
 
 #define HOUSEKEEPING_NS 1000000000ull /* client timeouts, at least once a second */
 
@@ -53,8 +54,12 @@ int loop_init(void)
 /* Runs due timers and re-arms the timerfd for the next deadline. */
 static void loop_kick_timer(void)
 {
-	__u64 now = chlb_now_ns(), next = chlb_rt_tick(D.rt, now);
+	__u64 now = chlb_now_ns(), next = chlb_rt_tick(D.rt, now), snext;
 	struct itimerspec its = { 0 };
+
+	snext = sync_tick(now); /* reconnects to sync peers */
+	if (snext && (!next || snext < next))
+		next = snext;
 
 	server_expire(now);
 	metrics_expire(now);
@@ -159,6 +164,9 @@ int loop_run(void)
 				break;
 			case LOOP_EV_METRICS_CLIENT:
 				metrics_client_event(e, evs[i].events);
+				break;
+			case LOOP_EV_SYNC:
+				sync_event(e, evs[i].events);
 				break;
 			case LOOP_EV_SIGNAL:
 				on_signal();

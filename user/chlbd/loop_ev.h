@@ -10,6 +10,7 @@ enum loop_ev_type {
 	LOOP_EV_TIMER,
 	LOOP_EV_METRICS_LISTEN, /* metrics.c */
 	LOOP_EV_METRICS_CLIENT,
+	LOOP_EV_SYNC, /* entry sync: listener, peers, the ring buffer (sync.c) */
 };
 
 struct loop_ev {

@@ -21,6 +21,7 @@
 #include <systemd/sd-daemon.h>
 #include "chlbd.h"
 #include "metrics.h"
+#include "sync.h"
 #include "own.h"
 #include "routes.h"
 #include "base/util.h"
@@ -60,6 +61,10 @@ static void usage(FILE *f)
 	    "                          per servable VIP address in kernel routing table N,\n"
 	    "                          for BIRD/FRR to announce; removed on TERM (default\n"
 	    "                          0: off)\n"
+	    "      --sync-listen ADDR:PORT  accept entry-sync peers here (they receive our\n"
+	    "                          connection entries; docs/operations.md)\n"
+	    "      --sync-peer ADDR:PORT  an LB peer to sync entries with (repeatable; the\n"
+	    "                          channel is unauthenticated: a private network)\n"
 	    "  -v, --verbose           debug logging (twice: libbpf too)\n"
 	    "      --log-level LEVEL   err | warning | info (default; -v: debug) | debug;\n"
 	    "                          stderr lines get <N> priorities under systemd\n"
@@ -97,7 +102,9 @@ static int parse_args(int argc, char **argv)
 		O_LOGLEVEL,
 		O_VERSION,
 		O_METRICS,
-		O_ROUTE_TABLE
+		O_ROUTE_TABLE,
+		O_SYNC_LISTEN,
+		O_SYNC_PEER
 	};
 	static const struct option opts[] = {
 		{ "interface", required_argument, NULL, 'i' },
@@ -117,6 +124,8 @@ static int parse_args(int argc, char **argv)
 		{ "pid-file", required_argument, NULL, O_PIDFILE },
 		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "route-table", required_argument, NULL, O_ROUTE_TABLE },
+		{ "sync-listen", required_argument, NULL, O_SYNC_LISTEN },
+		{ "sync-peer", required_argument, NULL, O_SYNC_PEER },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "log-level", required_argument, NULL, O_LOGLEVEL },
 		{ "version", no_argument, NULL, O_VERSION },
@@ -214,6 +223,14 @@ static int parse_args(int argc, char **argv)
 			break;
 		case O_METRICS:
 			if (metrics_parse(optarg))
+				return -1;
+			break;
+		case O_SYNC_LISTEN:
+			if (sync_parse_listen(optarg))
+				return -1;
+			break;
+		case O_SYNC_PEER:
+			if (sync_parse_peer(optarg))
 				return -1;
 			break;
 		case O_ROUTE_TABLE:
@@ -583,6 +600,7 @@ static int open_dataplane(struct chlb_state *next)
 	dopts.udp_idle_ms = D.udp_timeout_ms;
 	dopts.tcp_idle_ms = D.tcp_timeout_ms;
 	dopts.pin_dir = D.pin_dir;
+	dopts.sync_ring_bytes = sync_configured() ? CHLB_DP_SYNC_RING_BYTES : 0;
 	dopts.verbose = D.verbose > 1;
 	if (chlb_dp_open(&dopts, &D.dp, err, sizeof(err))) {
 		pr_err("data plane: %s", err);
@@ -656,6 +674,9 @@ static int start(struct chlb_state *next)
 	if (D.lock_fd < 0 || check_ifaces() || open_dataplane(next) || attach_all())
 		return -1;
 	finish_resize();
+	/* the peers' entries start coming in now, mapped onto the restored state */
+	if (sync_open())
+		return -1;
 	if (D.pid_file) {
 		rc = chlbd_pidfile_write(D.pid_file);
 		if (rc) {
@@ -683,6 +704,7 @@ static int start(struct chlb_state *next)
 static void cleanup(struct chlb_state *next)
 {
 	server_close_all();
+	sync_close();
 	chlb_state_free(next);
 	chlb_state_free(&D.state);
 	chlb_state_free(&D.config_state);

@@ -6,6 +6,7 @@
 #include <time.h>
 #include "chlbd.h"
 #include "conns.h"
+#include "sync.h"
 
 static json_object *no_such_service(const struct chlb_vip *vip)
 {
@@ -262,6 +263,8 @@ json_object *view_stats(const struct chlb_cmd *cmd)
 	json_object_object_add(o, "global", g);
 	json_object_object_add(o, "services", sa);
 	json_object_object_add(o, "backends", ba);
+	if (sync_configured())
+		json_object_object_add(o, "sync", sync_view());
 	return o;
 }
 

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Entry sync between two chlbds (issue 19; user/chlbd/sync.c): LB1 carries
+# real TCP (the e2e topology: client -> LB1 -> backends b1-b3, l2dsr); LB2
+# is a second chlbd in its own namespace, with the same service but its
+# backends added in another order after another service, so the same
+# backend has another slot there. The two talk over a link of their own
+# (10.9.0.0/24). Checked:
+#  - connections opened through LB1 appear on LB2, each with LB2's slot of
+#    the same backend address (`chlbctl -j conns` on both); the
+#    clients' FINs mark them ended there too;
+#  - a fresh LB2 (killed, pins and state removed) gets LB1's entries by the
+#    bulk dump, and says so (`chlbctl stats`: synced, dumps_received);
+#  - a record for a backend LB2 lacks is counted and dropped;
+#  - bad input from a configured peer (a fake one at 10.9.0.3: garbage, a
+#    truncated record, a bad family, a service LB2 lacks) is rejected or
+#    dropped, counted, and changes no entry; a host that is not a
+#    configured peer is refused and counted.
+. "$(dirname "$0")/../lib.sh"
+
+lib_require_e2e
+command -v python3 >/dev/null || die "python3 not found (the fake sync peer)"
+topo_build 3
+
+NS_LB2=chlb-$LIB_ID-lb2
+LB2_SOCK=$LIB_DIR/lb2.sock
+LB2_STATE=$LIB_DIR/lb2.state
+LB2_PID=
+LB2_STARTS=0
+SYNC1=10.9.0.1:7070
+SYNC2=10.9.0.2:7070
+FAKE=10.9.0.3:7070
+N=30
+
+lb2() { "$CHLBCTL" -s "$LB2_SOCK" "$@"; }
+lb2_quiet() { lb2 "$@" >/dev/null 2>&1; }
+
+# LB2's namespace: v0 on the backends' subnet (their MACs as permanent
+# neighbours: next hops resolve, no traffic needed), and the sync link to
+# LB1, which also holds the fake peer's address and an unconfigured one.
+lib_ns_add "$NS_LB2"
+lib_veth "$NS_LB2" v0 v1 || die "veth"
+ip -n "$NS_LB2" addr add 10.0.2.100/24 dev v0
+for i in 1 2 3; do
+	mac=$(ip -n "$(ns_b "$i")" -br link show eth0 | awk '{ print $3 }')
+	ip -n "$NS_LB2" neigh replace "$(be_addr4 "$i")" lladdr "$mac" dev v0 nud permanent
+done
+ip -n "$NS_LB" link add sync0 type veth peer name sync0 netns "$NS_LB2" || die "veth sync"
+ip -n "$NS_LB" addr add 10.9.0.1/24 dev sync0
+ip -n "$NS_LB" addr add 10.9.0.3/24 dev sync0
+ip -n "$NS_LB" link set sync0 up
+ip -n "$NS_LB2" addr add 10.9.0.2/24 dev sync0
+ip -n "$NS_LB2" addr add 10.9.0.4/24 dev sync0
+ip -n "$NS_LB2" link set sync0 up
+lib_pindir lb2
+LB2_PIN=$LIB_PINDIR
+
+# LB2's config file: another service first, then the VIP's backends in
+# reverse order, so each backend's slot differs from LB1's.
+LB2_CONF=$LIB_DIR/lb2.conf
+{
+	echo "service add 10.0.0.99:80/tcp algo ring fwd l2dsr"
+	echo "backend add 10.0.0.99:80/tcp $(be_addr4 1)"
+	echo "backend add 10.0.0.99:80/tcp $(be_addr4 2)"
+	echo "service add $(vip_spec 4) algo ring fwd l2dsr"
+	for i in 3 2 1; do echo "backend add $(vip_spec 4) $(be_addr4 "$i") weight 100"; done
+} >"$LB2_CONF"
+
+# lb2_start: LB2's chlbd with its config (the services exist before the
+# peers' entries come in), peers LB1 and the fake one.
+lb2_start() {
+	LB2_STARTS=$((LB2_STARTS + 1))
+	lib_bg "chlbd-lb2-$LB2_STARTS" "$CHLBD" -i v0 --netns "$NS_LB2" -m xdp -s "$LB2_SOCK" \
+		--pin-dir "$LB2_PIN" --state "$LB2_STATE" -c "$LB2_CONF" -f --sync-listen "$SYNC2" \
+		--sync-peer "$SYNC1" --sync-peer "$FAKE"
+	LB2_PID=$LIB_LASTPID
+	lib_wait_up "chlbd-lb2-$LB2_STARTS" lb2_quiet service list
+}
+
+lb2_fresh() {
+	[ -z "$LB2_PID" ] || lib_stop "$LB2_PID" KILL
+	LB2_PID=
+	ip -n "$NS_LB2" link set dev v0 xdp off 2>/dev/null
+	rm -rf "${LB2_PIN:?}"/*
+	rm -f "$LB2_STATE" "$LB2_STATE".*
+}
+
+lb1_sync() { ctl -j stats | jq -r ".sync$1"; }
+lb2_sync() { lb2 -j stats | jq -r ".sync$1"; }
+lb2_peer_state() { lb2_sync ".peers[] | select(.peer == \"$1\") | .receiving"; }
+lb2_synced_with_lb1() { [ "$(lb2_peer_state "$SYNC1")" = synced ]; }
+
+# conns_of CTL...: "CLIENT BACKEND SLOT STATE" of the client's entries, sorted.
+conns_of() {
+	"$@" -j conns | jq -r --arg c "$CLIENT4:" \
+		'.conns[] | select(.client | startswith($c)) | "\(.client) \(.backend) \(.slot) \(.state)"' |
+		sort
+}
+# slot_of CTL ADDR: the slot of ADDR in the VIP's service (stats' backends).
+slot_of() {
+	"$1" -j stats | jq -r --arg a "$2" --arg s "$(vip_spec 4)" \
+		'.backends[] | select(.address == $a and .service == $s) | .slot'
+}
+lb2_has_n() { [ "$(conns_of lb2 | grep -c " $2\$")" -ge "$1" ]; }
+
+chlbd_start xdp --sync-listen "$SYNC1" --sync-peer "$SYNC2"
+svc_setup 4 ring l2dsr "1 2 3" || die "LB1's service"
+lb2_start || die "LB2 did not start"
+
+# every entry LB2 has for the client is LB1's, by address, in LB2's own slot
+same_entries() {
+	local want=$1 l1 l2 bad=0 differ=0 c b s st c2 b2 s2 st2
+	l1=$(conns_of ctl)
+	l2=$(conns_of lb2)
+	check "LB1 has $want entries of the client ($(echo "$l1" | grep -c .))" \
+		[ "$(echo "$l1" | grep -c .)" -ge "$want" ] || return 1
+	while read -r c b s st; do
+		read -r c2 b2 s2 st2 < <(echo "$l2" | awk -v c="$c" '$1 == c')
+		if [ "$c2" != "$c" ] || [ "$b2" != "$b" ] || [ "$s2" != "$(slot_of lb2 "$b")" ]; then
+			diag "LB1: $c $b slot $s; LB2: ${c2:-no entry} $b2 slot $s2"
+			bad=$((bad + 1))
+		fi
+		[ "$s2" = "$s" ] || differ=$((differ + 1))
+	done <<<"$l1"
+	check "every LB1 entry is on LB2 with LB2's slot of its backend ($bad wrong)" [ $bad = 0 ] &&
+		check "the slots differ between the hosts ($differ of $want): mapped by address" \
+			[ $differ -gt 0 ]
+}
+
+test_live_records() {
+	lib_wait_for 10 lb2_synced_with_lb1 || { diag "LB2 -> LB1: $(lb2_peer_state "$SYNC1")"; return 1; }
+	lib_wait_for 10 eval '[ "$(lb1_sync ".peers[0].sending")" = true ]' || return 1
+	hold_start h1 4 $N || return 1
+	lib_wait_for 5 lb2_has_n $N live || diag "LB2 has $(conns_of lb2 | grep -c live) live entries"
+	same_entries $N || return 1
+	check "LB1 sent records, LB2 applied them ($(lb2_sync .applied))" \
+		[ "$(lb2_sync .applied)" -ge $N ] || return 1
+	hold_stop h1
+	lib_wait_for 10 lb2_has_n $N ended
+	check "the clients' FINs ended the entries on LB2 too ($(conns_of lb2 | grep -c ended) of $N)" \
+		lb2_has_n $N ended
+}
+
+test_fresh_lb2_gets_dump() {
+	hold_start h2 4 $N || return 1
+	lb2_fresh
+	lb2_start || return 1
+	lib_wait_for 10 lb2_synced_with_lb1 || return 1
+	check "LB2 says the dump is in (dumps_received $(lb2_sync .dumps_received))" \
+		[ "$(lb2_sync .dumps_received)" -ge 1 ] || return 1
+	check "LB2 got LB1's live entries by the dump" lb2_has_n $N live || return 1
+	check "LB1 counted its dumps ($(lb1_sync .dumps_sent))" [ "$(lb1_sync .dumps_sent)" -ge 2 ] ||
+		return 1
+	same_entries $N
+}
+
+test_missing_backend() {
+	local want got drop0 drop1
+	drop0=$(lb2_sync .dropped.no_backend)
+	lb2 backend del "$(vip_spec 4)" "$(be_addr4 3)" >/dev/null || return 1
+	hold_start h3 4 $N || return 1
+	sleep 1
+	# h3's connections to b3 (conn IDX SPORT BACKEND): none may have an entry on LB2
+	awk -v c="$CLIENT4" '$1 == "conn" && $4 == "b3" { print c ":" $3 " " }' \
+		"$LIB_DIR/h3.r0" >"$LIB_DIR/h3.b3"
+	want=$(grep -c . "$LIB_DIR/h3.b3")
+	drop1=$(lb2_sync .dropped.no_backend)
+	got=$(conns_of lb2 | grep -cFf "$LIB_DIR/h3.b3")
+	diag "new connections to b3 through LB1: $want; LB2 dropped $((drop1 - drop0)) records"
+	check "a record for a backend LB2 lacks is counted (no_backend +$((drop1 - drop0)))" \
+		[ $((drop1 - drop0)) -ge "$want" ] && [ "$want" -gt 0 ] &&
+		check "and LB2 has no entry naming it ($got)" [ "$got" = 0 ] || return 1
+	lb2 backend add "$(vip_spec 4)" "$(be_addr4 3)" weight 100 >/dev/null
+}
+
+# The fake peer: listens on $FAKE (in LB1's namespace) and answers each
+# connection LB2 makes with the next payload, then closes it.
+FAKE_PY=$LIB_DIR/fake_peer.py
+cat >"$FAKE_PY" <<'EOF'
+import socket, struct, sys
+host, port = sys.argv[1], int(sys.argv[2])
+def a4(s): return socket.inet_aton(s) + bytes(12)
+def rec(vip, be, sport, fam=4, flags=0):
+    return (struct.pack("!BBH", fam, 6, 80) + a4(vip) + a4("10.0.1.2") + a4(vip) +
+            struct.pack("!HHBBBB", sport, 80, 6, fam, flags, 4) + a4(be) + bytes(4))
+def msg(recs): return b"CHS1" + struct.pack("!BBH", 1, 0, len(recs)) + b"".join(recs)
+dump_end = b"CHS1" + struct.pack("!BBH", 2, 0, 0)
+payloads = [
+    # a service LB2 lacks, a backend it lacks: both dropped, counted
+    msg([rec("10.0.0.77", "10.0.2.11", 50001), rec("10.0.0.10", "10.0.2.99", 50002)]) + dump_end,
+    b"GET / HTTP/1.0\r\n\r\n",                                    # garbage
+    msg([rec("10.0.0.10", "10.0.2.11", 50003)])[:8 + 40],         # truncated record
+    msg([rec("10.0.0.10", "10.0.2.11", 50004, fam=5)]),           # bad family
+]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((host, port))
+s.listen(4)
+print("listening", flush=True)
+for p in payloads:
+    c, _ = s.accept()
+    c.sendall(p)
+    c.close()
+    print("sent", len(p), flush=True)
+EOF
+
+test_bad_input() {
+	local e0 e1 c0 c1
+	e0=$(conns_of lb2 | md5sum)
+	c0=$(lb2 -j stats | jq -c '.sync | [.dropped.no_service, .dropped.no_backend, .rejected.bad_input, .rejected.truncated, .applied]')
+	lib_bg fake-peer ip netns exec "$NS_LB" python3 "$FAKE_PY" "${FAKE%:*}" "${FAKE#*:}"
+	lib_wait_for 30 eval "[ \$(grep -c '^sent' '$LIB_DIR/fake-peer.log') = 4 ]" ||
+		{ diag "fake peer: $(tr '\n' ' ' <"$LIB_DIR/fake-peer.log")"; return 1; }
+	sleep 0.5
+	c1=$(lb2 -j stats | jq -c '.sync | [.dropped.no_service, .dropped.no_backend, .rejected.bad_input, .rejected.truncated, .applied]')
+	diag "LB2 [no_service no_backend bad_input truncated applied]: $c0 -> $c1"
+	e1=$(conns_of lb2 | md5sum)
+	check "a record for a service LB2 lacks: dropped, counted" \
+		[ "$(jq '.[0]' <<<"$c1")" = $(($(jq '.[0]' <<<"$c0") + 1)) ] &&
+		check "a record for a backend LB2 lacks: dropped, counted" \
+			[ "$(jq '.[1]' <<<"$c1")" = $(($(jq '.[1]' <<<"$c0") + 1)) ] &&
+		check "garbage and a bad family: rejected, counted" \
+			[ "$(jq '.[2]' <<<"$c1")" = $(($(jq '.[2]' <<<"$c0") + 2)) ] &&
+		check "a truncated record: rejected, counted" \
+			[ "$(jq '.[3]' <<<"$c1")" = $(($(jq '.[3]' <<<"$c0") + 1)) ] &&
+		check "nothing applied" [ "$(jq '.[4]' <<<"$c1")" = "$(jq '.[4]' <<<"$c0")" ] &&
+		check "LB2's entries unchanged" [ "$e0" = "$e1" ] &&
+		check "LB2's log names the bad input" \
+			grep -q "sync: $FAKE: bad input (not a sync message" "$LIB_DIR/chlbd-lb2-$LB2_STARTS.log"
+}
+
+test_unknown_peer() {
+	local u0 got
+	u0=$(lb1_sync .rejected.unknown_peer)
+	got=$(ip netns exec "$NS_LB2" python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("10.9.0.4", 0)); s.settimeout(5)
+s.connect(("10.9.0.1", 7070)); print(len(s.recv(100)))' 2>&1)
+	check "a host that is not a --sync-peer gets nothing ($got bytes)" [ "$got" = 0 ] &&
+		check "and is counted ($u0 -> $(lb1_sync .rejected.unknown_peer))" \
+			[ "$(lb1_sync .rejected.unknown_peer)" = $((u0 + 1)) ] &&
+		check "chlbctl stats shows the sync counters" \
+			bash -c "'$CHLBCTL' -s '$CHLBD_SOCK' stats | grep -q '^sync (listening on $SYNC1)'"
+}
+
+lib_run

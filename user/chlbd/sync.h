@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Entry sync between LB hosts (docs/design.md, "Several LB hosts"): chlbd
+ * streams the connection entries its data plane writes (the sync_ring
+ * records) to its peers and applies theirs, so a connection that ECMP moves
+ * to another LB finds its entry there.
+ *
+ * Every chlbd listens (--sync-listen) and connects to each --sync-peer. On
+ * a connection the ACCEPTING side sends and the connecting side receives:
+ * the acceptor first dumps every entry it has, then a DUMP_END, then the
+ * records as its data plane writes them. So a chlbd that starts connects
+ * to its peers and adopts their entries (its status says when each dump
+ * is in), and each peer gets its entries by connecting back. Only
+ * configured peers' addresses are accepted. The channel is not
+ * authenticated or encrypted (like IPVS's sync daemon): keep it on a
+ * private network.
+ */
+#ifndef CHLBD_SYNC_H
+#define CHLBD_SYNC_H
+
+#include <stdbool.h>
+#include <json-c/json.h>
+#include <linux/types.h>
+
+/* Options (main.c), before sync_open(): 0, or -1 with a message on stderr. */
+int sync_parse_listen(const char *arg);
+int sync_parse_peer(const char *arg);
+/* Are peers configured? (then the data plane is loaded with a sync ring) */
+bool sync_configured(void);
+
+/* After the data plane is open and the state restored: listen, connect, watch the ring. */
+int sync_open(void);
+void sync_close(void);
+/* An epoll event on one of sync's descriptors (LOOP_EV_SYNC). */
+void sync_event(void *ev, unsigned int events);
+/* Reconnects due by now; returns the next deadline (ns) or 0. */
+__u64 sync_tick(__u64 now);
+
+/* `stats`: the "sync" object (counters, peers), or NULL when sync is off. */
+json_object *sync_view(void);
+
+/* Counters for the metrics (metrics_text.c). */
+struct sync_counters {
+	__u64 sent, received, applied, kept;
+	__u64 drop_no_service, drop_no_backend, drop_stale, drop_peer_slow, drop_error;
+	__u64 bad_input, truncated, unknown_peer;
+	__u64 dumps_sent, dumps_received;
+};
+const struct sync_counters *sync_counters(void);
+
+#endif /* CHLBD_SYNC_H */
