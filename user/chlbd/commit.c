@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include "chlbd.h"
+#include "health.h"
 #include "routes.h"
 
 /*
@@ -18,7 +19,9 @@
  *      step that fails in practice (a full or read-only state directory):
  *      it fails before anything is touched, so no flow moves and no backend
  *      slot changes generation, which an apply undone afterwards would do;
- *   3. apply: the data plane converges (the swap does not wait for the disk);
+ *   3. apply: the data plane converges (the swap does not wait for the disk)
+ *      to next's effective form: its weights as health checks have them
+ *      (health_apply.c), so a commit and the checker never fight;
  *   4. publish: STATE.tmp fsynced and renamed over STATE (STATE kept as
  *      STATE.prev), directory fsynced. Only then is the change acknowledged.
  * If 3 or 4 fails, the data plane is put back to what it was (an apply of
@@ -38,7 +41,7 @@
 static int commit_start(struct chlb_state *next, char *err, size_t errlen)
 {
 	char perr[CHLB_ERR_MAX * 2];
-	int r = chlb_rt_apply(D.rt, &D.state, next, err, errlen);
+	int r = health_apply_desired(&D.state, next, err, errlen);
 
 	/* next now describes what serves, even after a partial failure */
 	chlb_state_free(&D.state);
@@ -54,7 +57,7 @@ static int commit_start(struct chlb_state *next, char *err, size_t errlen)
 static int roll_back(struct chlb_state *old)
 {
 	char err[CHLB_ERR_MAX * 2];
-	int r = chlb_rt_apply(D.rt, &D.state, old, err, sizeof(err));
+	int r = health_apply_desired(&D.state, old, err, sizeof(err));
 
 	chlb_state_free(&D.state);
 	D.state = *old; /* what serves, even if the roll back failed in part */
@@ -96,7 +99,7 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 		return -1;
 	}
 	D.rt->yield = D.answer_readonly; /* read-only requests are answered meanwhile (server.c) */
-	r = chlb_rt_apply(D.rt, &D.state, next, perr, sizeof(perr));
+	r = health_apply_desired(&D.state, next, perr, sizeof(perr));
 	D.rt->yield = NULL;
 	chlb_state_free(&D.state);
 	D.state = *next; /* what serves, even after a partial failure */

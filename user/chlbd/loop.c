@@ -3,7 +3,7 @@
  * The event loop: epoll over the control socket, its clients, a signalfd
  * (TERM/INT stop, HUP re-reads the config) and one timerfd armed for the
  * earliest deadline (history retirement, slot grace, next-hop refresh,
- * client timeouts).
+ * client timeouts, health probes), and the health probes' sockets.
  */
 #include <errno.h>
 #include <signal.h>
@@ -13,6 +13,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 #include "chlbd.h"
+#include "health.h"
 #include "loop_ev.h"
 #include "metrics.h"
 #include "sync.h"
@@ -51,12 +52,38 @@ int loop_init(void)
 	return metrics_watch();
 }
 
+/*
+ * The engine's timers, when due or when a change may have brought one
+ * nearer (chlb_rt.changes): a tick scans every slot, and health probes
+ * wake the loop far more often than the engine has anything to do.
+ */
+static __u64 rt_tick(__u64 now)
+{
+	static __u64 due, seen = ~0ull;
+
+	if (now >= due || D.rt->changes != seen) {
+		seen = D.rt->changes;
+		due = chlb_rt_tick(D.rt, now);
+		if (!due)
+			due = now + HOUSEKEEPING_NS;
+	}
+	return due;
+}
+
 /* Runs due timers and re-arms the timerfd for the next deadline. */
 static void loop_kick_timer(void)
 {
-	__u64 now = chlb_now_ns(), next = chlb_rt_tick(D.rt, now), snext;
+	__u64 now = chlb_now_ns(), next, snext;
 	struct itimerspec its = { 0 };
 
+	/*
+	 * Probes due, timeouts, and the swap a probe result asked for (within
+	 * this iteration); first, so the engine's tick sees that swap's deadlines.
+	 */
+	snext = health_tick(now);
+	next = rt_tick(now);
+	if (snext && (!next || snext < next))
+		next = snext;
 	snext = sync_tick(now); /* reconnects to sync peers */
 	if (snext && (!next || snext < next))
 		next = snext;
@@ -64,7 +91,7 @@ static void loop_kick_timer(void)
 	server_expire(now);
 	metrics_expire(now);
 	ct_maintain(now);
-	if (chlb_rt_verify_next(D.rt, &D.state))
+	if (chlb_rt_verify_next(D.rt, health_applied()))
 		next = now; /* one adopted service per loop iteration: requests interleave */
 	if (!next || next > now + HOUSEKEEPING_NS)
 		next = now + HOUSEKEEPING_NS;
@@ -164,6 +191,9 @@ int loop_run(void)
 				break;
 			case LOOP_EV_METRICS_CLIENT:
 				metrics_client_event(e, evs[i].events);
+				break;
+			case LOOP_EV_HEALTH:
+				health_event(e, evs[i].events);
 				break;
 			case LOOP_EV_SYNC:
 				sync_event(e, evs[i].events);

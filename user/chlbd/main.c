@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include "chlbd.h"
+#include "health.h"
 #include "metrics.h"
 #include "sync.h"
 #include "own.h"
@@ -704,6 +705,7 @@ static int start(struct chlb_state *next)
 static void cleanup(struct chlb_state *next)
 {
 	server_close_all();
+	health_close_all();
 	sync_close();
 	chlb_state_free(next);
 	chlb_state_free(&D.state);

@@ -6,6 +6,7 @@
 #include <time.h>
 #include "chlbd.h"
 #include "conns.h"
+#include "health.h"
 #include "sync.h"
 
 static json_object *no_such_service(const struct chlb_vip *vip)
@@ -129,6 +130,7 @@ json_object *view_backends(const struct chlb_cmd *c)
 				add_int(e, "conns", (int64_t)t.svc[i].be[j].live);
 				add_int(e, "conns_ended", (int64_t)t.svc[i].be[j].ended);
 			}
+			health_be_json(s, &s->be[j], e);
 			json_object_array_add(arr, e);
 		}
 	}

@@ -478,6 +478,7 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 	static struct chlb_vip failed[CHLB_MAX_SERVICES + 1];
 	int bad = 0, rc, first_rc = 0;
 
+	rt->changes++;
 	/* deletions first: frees ids and slots for the additions */
 	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
 		struct chlb_rt_svc *s = &rt->svc[i];
@@ -561,6 +562,7 @@ int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st)
 		if (!s->used || !s->verify)
 			continue;
 		s->verify = false;
+		rt->changes++;
 		c = chlb_state_find(st, &s->vip);
 		if (c && swap_service(rt, c, true, err, sizeof(err)))
 			rt_log(rt, LOG_ERR, "%s", err);
@@ -693,6 +695,7 @@ int chlb_rt_adopt(struct chlb_rt *rt, const struct chlb_adopt_ops *aops,
 	__u64 now = chlb_now_ns(), hold = now + rt->history_ns + rt->grace_ns;
 	int adopted = 0;
 
+	rt->changes++;
 	for (__u32 i = 0; i < CHLB_MAX_BACKENDS; i++) {
 		struct chlb_backend b;
 		struct chlb_rt_be *r = &rt->be[i];

@@ -122,6 +122,13 @@ struct chlb_rt {
 	__u64 nh_next;	    /* ns: next next-hop refresh round */
 	__u32 nh_cursor;    /* backend slot the next round starts at */
 	struct chlb_swap_hist swap_hist;
+	/*
+	 * Bumped by every apply, verification and adoption: what can bring a
+	 * deadline earlier than chlb_rt_tick() last returned. The event loop
+	 * skips the tick (a scan of every slot) until that deadline unless
+	 * this moved: health probes wake the loop a thousand times a second.
+	 */
+	__u64 changes;
 };
 
 struct chlb_rt *chlb_rt_new(const struct chlb_dp_ops *ops, __u64 history_ms, __u64 grace_ms);
@@ -190,5 +197,12 @@ struct chlb_rt_svc *chlb_rt_find(struct chlb_rt *rt, const struct chlb_vip *vip)
 int chlb_rt_svc_id(const struct chlb_rt *rt, const struct chlb_vip *vip);
 /* backend slot of addr in the service with id svc_id (LIVE), or -1 */
 int chlb_rt_be_slot(const struct chlb_rt *rt, int svc_id, const struct chlb_addr *a);
+/*
+ * Health checks' on-down reset: the LIVE slot of addr in service svc_id
+ * gets generation + 1 (its counters stay), so the connection entries that
+ * name it become stale and their next packets are decided again from the
+ * current table (which no longer picks it). 0, -ENOENT, or the write's -errno.
+ */
+int chlb_rt_be_renew(struct chlb_rt *rt, int svc_id, const struct chlb_addr *a);
 
 #endif /* CHLB_APPLY_H */

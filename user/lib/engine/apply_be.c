@@ -64,6 +64,16 @@ int chlb_rt_be_slot(const struct chlb_rt *rt, int svc_id, const struct chlb_addr
 	return s >= 0 && rt->be[s].state == CHLB_BE_LIVE ? s : -1;
 }
 
+int chlb_rt_be_renew(struct chlb_rt *rt, int svc_id, const struct chlb_addr *a)
+{
+	int s = chlb_rt_be_slot(rt, svc_id, a);
+
+	if (s < 0)
+		return -ENOENT;
+	rt->be[s].gen++;
+	return chlb_be_write(rt, (__u32)s);
+}
+
 #define NH_REFRESH_NS  1000000000ull /* a round per second */
 #define NH_REFRESH_MAX 64	     /* addresses resolved per round (each a netlink round trip) */
 

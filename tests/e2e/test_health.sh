@@ -1,0 +1,316 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Issue 17's health checks, end to end: chlbd probes real servers in the
+# backend namespaces (chlb-echo on port 80 for client traffic, socat on the
+# check port) over non-blocking sockets in its event loop, and the table
+# follows through normal swaps:
+#   1. tcp: a backend whose check port stops listening goes down within
+#      interval x fall (+ one interval), gets no new flows, and `backend
+#      list` says why; back up after rise;
+#   2. on-down keep: its held (idle) connections keep their entries and
+#      their backend; on-down reset: they are decided again (reset by the
+#      backend the table picks now);
+#   3. http: 500 is down, 200 up, a server that accepts and never answers
+#      times out;
+#   4. slow start: a backend coming back ramps its effective weight in
+#      steps, and new flows follow (roughly);
+#   5. panic: 3 of 4 down with panic 50: health ignored (every backend
+#      serves), counted and logged;
+#   6. a check settings change restarts the probes without a swap;
+#   7. 200 backends, 100 of them black-holing the probes: every control
+#      request answered within 50 ms (the max printed), chlbd's CPU printed.
+# Intervals are 200 ms so the suite stays short.
+. "$(dirname "$0")/../lib.sh"
+
+lib_require_e2e
+command -v socat >/dev/null || die "needs socat (the check-port servers)"
+command -v python3 >/dev/null || die "needs python3 (timing control requests)"
+
+IV=200    # check interval, ms
+TMO=150   # check timeout, ms
+CKPORT=8080
+
+topo_build 4
+chlbd_start xdp --history-ms 300
+VIP=$(vip_spec 4)
+
+# ---- check-port servers (socat in backend I's namespace) ----
+# ck_start I MODE: MODE tcp (accepts), 200 / 500 (an HTTP answer), hang
+# (accepts, reads, never answers) on $CKPORT. The pid in CK_PID[I].
+declare -A CK_PID
+ck_start() {
+	local i=$1 what
+	case $2 in
+	tcp) what="SYSTEM:true" ;;
+	hang) what="SYSTEM:cat>/dev/null" ;;
+	*)
+		# a script: socat's address syntax takes ':' and ',' for its own
+		printf 'printf "HTTP/1.0 %s X\\r\\nContent-Length: 0\\r\\n\\r\\n"\n' "$2" \
+			>"$LIB_DIR/http-$2.sh"
+		what="SYSTEM:sh $LIB_DIR/http-$2.sh"
+		;;
+	esac
+	ck_stop "$i"
+	lib_bg "ck-b$i" ip netns exec "$(ns_b "$i")" socat "TCP-LISTEN:$CKPORT,fork,reuseaddr" "$what"
+	CK_PID[$i]=$LIB_LASTPID
+	lib_wait_for 5 tcp_probe "$NS_LB" "$(be_addr4 "$i")" "$CKPORT" || die "socat on b$i"
+}
+ck_stop() {
+	[ -n "${CK_PID[$1]:-}" ] || return 0
+	lib_stop "${CK_PID[$1]}"
+	CK_PID[$1]=
+}
+
+# ---- what chlbd says ----
+# be_field I FIELD: backend I's FIELD in `backend list --json`.
+be_field() {
+	ctl -j backend list "$VIP" |
+		jq -r --arg a "$(be_addr4 "$1")" --arg f "$2" '.backends[] | select(.address == $a) | .[$f]'
+}
+health_is() { [ "$(be_field "$1" health)" = "$2" ]; }
+all_health() {
+	local i
+	for i in "${@:2}"; do health_is "$i" "$1" || return 1; done
+}
+eff_is() { [ "$(be_field "$1" effective_weight)" = "$2" ]; }
+min_eff_is() { [ "$(ctl -j backend list "$VIP" | jq '[.backends[].effective_weight] | min')" = "$1" ]; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# flows N: N new connections to the VIP; "bI COUNT" lines.
+flows() { client once -t "$VIP4" -n "$1" -k 16 -q | awk '/^backend /{ print $2, $3 }'; }
+share_of() { awk -v b="$1" '$1 == b { print $2 }' <<<"$2" | grep . || echo 0; }
+
+# setup ALGO CHECK...: the service on backends 1-4, every check port
+# answering, with `service set VIP CHECK...`; waits until all are up.
+setup() {
+	local algo=$1 i
+	shift
+	for i in 1 2 3 4; do ck_start "$i" "${CK_MODE:-tcp}"; done
+	svc_setup 4 "$algo" l2dsr "1 2 3 4" || return 1
+	ctl service set "$VIP" check "$@" >/dev/null || return 1
+	check "every backend up" lib_wait_for 5 all_health up 1 2 3 4 || {
+		ctl backend list "$VIP" | sed "s/^/#   /"
+		return 1
+	}
+}
+
+tcp_check() { echo tcp port $CKPORT interval $IV timeout $TMO rise 2 fall 2 "$@"; }
+
+test_tcp_down_then_up() {
+	local t0 t1 f reason
+	# shellcheck disable=SC2046
+	setup maglev $(tcp_check) || return 1
+	check "probes counted" [ "$(be_field 2 probes)" -gt 0 ] || return 1
+	t0=$(now_ms)
+	ck_stop 2
+	lib_wait_for 5 health_is 2 down || { diag "b2 never went down"; return 1; }
+	t1=$(now_ms)
+	reason=$(be_field 2 reason)
+	diag "down after $((t1 - t0)) ms (interval $IV x fall 2 + one interval = $((IV * 3)) ms); reason: $reason"
+	check "down within interval x fall + one interval (+100 ms of polling)" \
+		[ $((t1 - t0)) -le $((IV * 3 + 100)) ] || return 1
+	check "backend list says why" grep -q "fall 2.*refused" <<<"$reason" || return 1
+	check "effective weight 0" [ "$(be_field 2 effective_weight)" = 0 ] || return 1
+	check "transition logged once" [ "$(grep -c 'backend 10.0.2.12: up -> down' "$CHLBD_LOG")" = 1 ] ||
+		return 1
+	f=$(flows 400)
+	diag "new flows while b2 is down: $(tr '\n' ' ' <<<"$f")"
+	check "no new flow reaches b2" [ "$(share_of b2 "$f")" = 0 ] || return 1
+	check "the others serve all of them" [ "$(awk '{ n += $2 } END { print n }' <<<"$f")" = 400 ] ||
+		return 1
+	ck_start 2 tcp
+	check "up after rise" lib_wait_for 5 health_is 2 up || return 1
+	check "full weight again" [ "$(be_field 2 effective_weight)" = 100 ] || return 1
+	f=$(flows 400)
+	check "b2 serves new flows again ($(share_of b2 "$f") of 400)" [ "$(share_of b2 "$f")" -gt 40 ]
+}
+
+# on_down MODE: 120 held connections; b2's check fails (its echo server
+# and connections live on); then one more exchange on each.
+on_down() {
+	local mode=$1 mine n fails
+	# shellcheck disable=SC2046
+	setup maglev $(tcp_check) || return 1
+	ctl service set "$VIP" on-down "$mode" >/dev/null || return 1
+	hold_start "held_$mode" 4 120 || return 1
+	mine=$(awk '$1 == "conn" && $4 == "b2" { n++ } END { print n + 0 }' "$LIB_DIR/held_$mode.r0")
+	check "some held connections are on b2 ($mine)" [ "$mine" -gt 5 ] || return 1
+	ck_stop 2
+	lib_wait_for 5 health_is 2 down || return 1
+	sleep 0.5 # past the history window (--history-ms 300): only entries keep them
+	hold_round "held_$mode" || return 1
+	n=$(summary_field "$HOLD_LAST" ok)
+	fails=$(summary_field "$HOLD_LAST" fail)
+	diag "on-down $mode: $mine of 120 on b2; after down: $n answered, $fails failed, $(summary_field "$HOLD_LAST" moved) moved"
+	hold_stop "held_$mode"
+	ck_start 2 tcp
+	if [ "$mode" = keep ]; then
+		check "keep: every held connection answered by its backend" round_intact 120
+	else
+		check "reset: b2's connections are decided again (reset), the others intact" \
+			[ "$fails" = "$mine" ] && [ "$n" = $((120 - mine)) ]
+	fi
+}
+test_on_down_keep() { on_down keep; }
+test_on_down_reset() { on_down reset; }
+
+test_http_statuses_and_timeout() {
+	local last
+	CK_MODE=200 setup maglev http port $CKPORT path /healthz interval $IV timeout $TMO rise 2 fall 2 ||
+		return 1
+	check "last result names the status" grep -q "HTTP 200" <<<"$(be_field 1 last)" || return 1
+	ck_start 2 500
+	lib_wait_for 5 health_is 2 down || { diag "500 never went down"; return 1; }
+	last=$(be_field 2 last)
+	diag "500: $last"
+	check "500 is down, and says so" grep -q "HTTP 500 (expect 200-399)" <<<"$last" || return 1
+	ck_start 2 200
+	check "200 is up" lib_wait_for 5 health_is 2 up || return 1
+	ck_start 3 hang
+	lib_wait_for 5 health_is 3 down || { diag "a silent server never went down"; return 1; }
+	last=$(be_field 3 last)
+	diag "accept, never answer: $last"
+	check "it hit the timeout" grep -q "timeout after $TMO ms (no status line)" <<<"$last"
+}
+
+test_slow_start_ramps() {
+	local w seen="" f prev=0 ok=1
+	# shellcheck disable=SC2046
+	setup maglev $(tcp_check) || return 1
+	ctl service set "$VIP" slow-start 4 >/dev/null || return 1
+	ck_stop 2
+	lib_wait_for 5 health_is 2 down || return 1
+	ck_start 2 tcp
+	lib_wait_for 5 health_is 2 up || return 1
+	# the ramp: 20 40 60 80 then 100, a step a second
+	for _ in $(seq 50); do
+		w=$(be_field 2 effective_weight)
+		case " $seen " in *" $w "*) ;; *) seen="$seen $w" ;; esac
+		if [ "$w" = 40 ] && [ -z "${f:-}" ]; then
+			f=$(flows 600)
+		fi
+		[ "$w" = 100 ] && break
+		sleep 0.1
+	done
+	diag "effective weights seen: $seen"
+	for w in $seen; do [ "$w" -ge "$prev" ] || ok=0; prev=$w; done
+	check "the weight only grew" [ $ok = 1 ] || return 1
+	check "at least 3 steps below 100, then 100" \
+		[ "$(wc -w <<<"$seen")" -ge 4 ] && [ "$prev" = 100 ] || return 1
+	# at 40 of 340 the share is ~12% of new flows (maglev: within a round)
+	diag "flows at effective weight 40: $(tr '\n' ' ' <<<"$f")"
+	check "new flows follow the ramp: b2 got 6-20% at weight 40" \
+		[ "$(share_of b2 "$f")" -ge 36 ] && [ "$(share_of b2 "$f")" -le 120 ]
+}
+
+test_panic() {
+	local f
+	# shellcheck disable=SC2046
+	setup maglev $(tcp_check) || return 1
+	ctl service set "$VIP" panic 50 >/dev/null || return 1
+	ck_stop 2
+	ck_stop 3
+	lib_wait_for 5 all_health down 2 3 || return 1
+	check "2 of 4 up is not panic: both out" [ "$(be_field 2 effective_weight)" = 0 ] || return 1
+	ck_stop 4
+	lib_wait_for 5 all_health down 2 3 4 || return 1
+	check "panic: every backend back at full weight" lib_wait_for 2 min_eff_is 100 || return 1
+	f=$(flows 400)
+	diag "new flows in panic: $(tr '\n' ' ' <<<"$f")"
+	check "all four serve in panic" [ "$(wc -l <<<"$f")" = 4 ] || return 1
+	check "panic logged" grep -q "panic: 1 of 4 backends up" "$CHLBD_LOG" || return 1
+	check "panic counted (backend list says panic)" [ "$(be_field 1 panic)" = true ] || return 1
+	ck_start 3 tcp
+	ck_start 4 tcp
+	check "panic over once 3 of 4 are up" lib_wait_for 5 all_health up 3 4 || return 1
+	check "b2 still down, out of the table" lib_wait_for 2 eff_is 2 0
+}
+
+test_check_change_no_swap() {
+	local swaps p
+	# shellcheck disable=SC2046
+	setup maglev $(tcp_check) || return 1
+	swaps=$(ctl -j service list "$VIP" | jq '.services[0].swaps')
+	ctl service set "$VIP" check tcp port $CKPORT interval 300 timeout 200 rise 3 fall 3 >/dev/null ||
+		return 1
+	check "restart logged" grep -q "probes restart" "$CHLBD_LOG" || return 1
+	p=$(be_field 1 probes)
+	sleep 1
+	check "still probing ($p -> $(be_field 1 probes))" [ "$(be_field 1 probes)" -gt "$p" ] || return 1
+	check "no swap for a check change" \
+		[ "$(ctl -j service list "$VIP" | jq '.services[0].swaps')" = "$swaps" ]
+}
+
+# ---- scale: 200 backends, 100 silent ----
+# 10.0.4.1-100 are addresses of backend 1 (its echo answers there); 10.0.5.1-100
+# are routed to backend 1 too, which does not forward: their probes vanish.
+scale_topo() {
+	local i ns
+	ns=$(ns_b 1)
+	for i in $(seq 1 100); do echo "addr add 10.0.4.$i/32 dev lo"; done | ip -n "$ns" -batch - ||
+		return 1
+	ip -n "$NS_LB" route add 10.0.4.0/24 via "$(be_addr4 1)" || return 1
+	ip -n "$NS_LB" route add 10.0.5.0/24 via "$(be_addr4 1)" || return 1
+}
+
+# ctl_times N: N `service list` requests over the control socket, one at a
+# time; prints the slowest in ms (python: no process start in the timing).
+ctl_times() {
+	python3 - "$CHLBD_SOCK" "$1" <<'EOF'
+import socket, sys, time
+path, n, worst = sys.argv[1], int(sys.argv[2]), 0.0
+for _ in range(n):
+    t0 = time.monotonic()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.sendall(b"service list")
+    s.shutdown(socket.SHUT_WR)
+    while s.recv(65536):
+        pass
+    s.close()
+    worst = max(worst, time.monotonic() - t0)
+    time.sleep(0.02)
+print("%.1f" % (worst * 1000))
+EOF
+}
+
+decided() {
+	[ "$(ctl -j backend list "$1" | jq '[.backends[] | select(.health != "unknown")] | length')" = "$2" ]
+}
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$CHLBD_PID/stat"; }
+user_ticks() { awk '{ print $14 }' "/proc/$CHLBD_PID/stat"; }
+
+test_scale_200_backends_half_silent() {
+	local vip=$VIP4:81/tcp i t0 t1 c0 c1 u0 u1 worst hz secs up down
+	scale_topo || return 1
+	{
+		echo "service add $vip algo maglev fwd l2dsr"
+		for i in $(seq 1 100); do echo "backend add $vip 10.0.4.$i weight 100"; done
+		for i in $(seq 1 100); do echo "backend add $vip 10.0.5.$i weight 100"; done
+		echo "service set $vip check tcp port 80 interval $IV timeout $TMO rise 2 fall 2 panic 0"
+	} >"$LIB_DIR/scale.conf"
+	ctl batch -f "$LIB_DIR/scale.conf" >/dev/null || return 1
+	lib_wait_for 5 decided "$vip" 200 || diag "not every backend decided within 5 s"
+	# chlbd's CPU for the probes alone (no requests meanwhile)
+	c0=$(cpu_ticks)
+	u0=$(user_ticks)
+	if [ -n "${PERF_OUT:-}" ]; then perf record -g -p "$CHLBD_PID" -o "$PERF_OUT" sleep 3 2>/dev/null; else sleep 3; fi
+	c1=$(cpu_ticks)
+	u1=$(user_ticks)
+	hz=$(getconf CLK_TCK)
+	diag "chlbd CPU while probing 200 backends ($((200 * 1000 / IV)) probes/s, half of them timing out), no requests: $(((c1 - c0) * 1000 / hz)) ms in 3 s (user $(((u1 - u0) * 1000 / hz)) ms; the rest is the kernel, which also runs the namespaces' side of each probe in chlbd's context)"
+	c0=$(cpu_ticks)
+	t0=$(date +%s.%N)
+	worst=$(ctl_times 150) || return 1
+	t1=$(date +%s.%N)
+	c1=$(cpu_ticks)
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+	up=$(ctl -j backend list "$vip" | jq '[.backends[] | select(.health == "up")] | length')
+	down=$(ctl -j backend list "$vip" | jq '[.backends[] | select(.health == "down")] | length')
+	diag "200 backends (100 silent), $((1000 / IV)) probes/s each: slowest of 150 control requests $worst ms; chlbd CPU meanwhile $(((c1 - c0) * 1000 / hz)) ms over $secs s; $up up, $down down"
+	check "the answering half is up, the silent half down" [ "$up" = 100 ] && [ "$down" = 100 ] ||
+		return 1
+	check "every control request answered within 50 ms" awk -v w="$worst" 'BEGIN { exit !(w < 50) }'
+}
+
+lib_run

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Health checkers: one per (service, backend) of the desired state, kept in
+ * step with it by health_sync() (before every apply), probing on the
+ * event loop's timer (health_tick()) with non-blocking sockets
+ * (health_probe.c), deciding up/down with rise/fall, and asking for a swap
+ * of the effective state (health_apply.c) when a backend's effective
+ * weight changes: a transition, a slow-start step, the end of a ramp.
+ *
+ * Scheduling: each checker's first probe comes at a random point of its
+ * first interval, each next one an interval (+-10%) after the last start,
+ * so 200 backends never probe in lockstep. The loop's tick scans the
+ * checkers only when the earliest deadline it knows of is due.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include "health.h"
+
+#define HC_HASH	   4096
+#define NS_PER_MS  1000000ull
+#define RAMP_STEPS 5 /* slow start: 1/5, 2/5 ... of the weight, then all of it */
+#define JITTER_PCT 10
+
+static struct hc *heads[HC_HASH];
+static struct hc **all;
+static __u32 nall, capall;
+static struct hc_svc svcs[CHLB_MAX_SERVICES];
+static bool synced_once; /* the first sync is the start: nothing ramps */
+static bool dirty;	 /* effective weights changed: swap at the next tick */
+static __u64 dirty_ns;	 /* when the first change of the pending swap was decided */
+static __u64 next_due;	 /* earliest deadline of any checker; 0: scan at the next tick */
+static __u64 rng = 0x9e3779b97f4a7c15ull;
+
+static __u64 rnd(void)
+{
+	/* xorshift64*: spreading probes needs no more than this */
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 2685821657736338717ull;
+}
+
+static __u32 hc_hash(const struct chlb_vip *v, const struct chlb_addr *a)
+{
+	__u32 h = 2166136261u;
+
+	for (int i = 0; i < 16; i++)
+		h = (h ^ v->addr.a[i]) * 16777619u;
+	h = (h ^ v->port) * 16777619u;
+	h = (h ^ v->proto) * 16777619u;
+	for (int i = 0; i < 16; i++)
+		h = (h ^ a->a[i]) * 16777619u;
+	return h & (HC_HASH - 1);
+}
+
+const char *health_state_name(__u8 st)
+{
+	return st == HC_UP ? "up" : st == HC_DOWN ? "down" : "unknown";
+}
+
+struct hc *health_find(const struct chlb_vip *vip, const struct chlb_addr *a)
+{
+	for (struct hc *h = heads[hc_hash(vip, a)]; h; h = h->hnext)
+		if (!chlb_vip_cmp(&h->vip, vip) && !chlb_addr_cmp(&h->addr, a))
+			return h;
+	return NULL;
+}
+
+struct hc_svc *health_svc(const struct chlb_vip *vip)
+{
+	struct hc_svc *free_one = NULL;
+
+	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
+		if (svcs[i].used && !chlb_vip_cmp(&svcs[i].vip, vip))
+			return &svcs[i];
+		if (!svcs[i].used && !free_one)
+			free_one = &svcs[i];
+	}
+	if (free_one) {
+		memset(free_one, 0, sizeof(*free_one));
+		free_one->used = true;
+		free_one->vip = *vip;
+	}
+	return free_one;
+}
+
+/* The next probe's start: an interval after `from`, +-JITTER_PCT. */
+static __u64 next_probe(const struct hc *h, __u64 from)
+{
+	__u64 iv = (__u64)h->ck.interval_ms * NS_PER_MS, j = iv * JITTER_PCT / 100;
+
+	return from + iv - j + (j ? rnd() % (2 * j + 1) : 0);
+}
+
+/* A first probe somewhere in the first interval: checkers created together spread out. */
+static void schedule_first(struct hc *h, __u64 now)
+{
+	__u64 iv = (__u64)h->ck.interval_ms * NS_PER_MS;
+
+	h->next_ns = now + 1 + (iv ? rnd() % iv : 0);
+	next_due = 0;
+}
+
+static bool ck_equal(const struct chlb_check *a, const struct chlb_check *b)
+{
+	return a->type == b->type && a->via == b->via && a->rise == b->rise && a->fall == b->fall &&
+	       a->port == b->port && a->expect_lo == b->expect_lo && a->expect_hi == b->expect_hi &&
+	       a->interval_ms == b->interval_ms && a->timeout_ms == b->timeout_ms &&
+	       !strcmp(a->path, b->path) && !strcmp(a->host, b->host);
+}
+
+static const char *type_name(__u8 t)
+{
+	return t == CHLB_CHECK_TCP ? "tcp" : t == CHLB_CHECK_HTTP ? "http" : "none";
+}
+
+static struct hc *hc_new(const struct chlb_vip *vip, const struct chlb_cfg_be *b, __u64 now)
+{
+	struct hc *h = calloc(1, sizeof(*h));
+	__u32 k = hc_hash(vip, &b->addr);
+
+	if (!h)
+		return NULL;
+	if (nall == capall) {
+		__u32 cap = capall ? capall * 2 : 64;
+		void *p = realloc(all, cap * sizeof(*all));
+
+		if (!p) {
+			free(h);
+			return NULL;
+		}
+		all = p;
+		capall = cap;
+	}
+	all[nall++] = h;
+	h->ev.type = LOOP_EV_HEALTH;
+	h->fd = -1;
+	h->vip = *vip;
+	h->addr = b->addr;
+	snprintf(h->name, sizeof(h->name), "%s", b->name);
+	h->since_ns = now;
+	h->since_wall = time(NULL);
+	snprintf(h->reason, sizeof(h->reason), "no result yet");
+	h->hnext = heads[k];
+	heads[k] = h;
+	return h;
+}
+
+static void hc_del(__u32 i)
+{
+	struct hc *h = all[i], **p = &heads[hc_hash(&h->vip, &h->addr)];
+
+	probe_cancel(h);
+	while (*p && *p != h)
+		p = &(*p)->hnext;
+	if (*p)
+		*p = h->hnext;
+	all[i] = all[--nall];
+	free(h);
+}
+
+void health_sync(const struct chlb_state *st)
+{
+	__u64 now = chlb_now_ns();
+	char vs[CHLB_ADDRSTR];
+
+	for (__u32 i = 0; i < nall; i++)
+		all[i]->seen = false;
+	for (int i = 0; i < CHLB_MAX_SERVICES; i++)
+		if (svcs[i].used && !chlb_state_find(st, &svcs[i].vip))
+			svcs[i].used = false;
+	for (__u32 i = 0; i < st->nsvc; i++) {
+		const struct chlb_svc_cfg *s = &st->svc[i];
+
+		health_svc(&s->vip);
+		for (__u32 j = 0; j < s->nbe; j++) {
+			const struct chlb_cfg_be *b = &s->be[j];
+			struct hc *h = health_find(&s->vip, &b->addr);
+			struct chlb_check ck;
+
+			chlb_check_effective(s, b, &ck);
+			if (!h) {
+				h = hc_new(&s->vip, b, now);
+				if (!h) {
+					pr_err("health: out of memory: backend %s is not checked",
+					       b->name);
+					continue;
+				}
+				h->ck = ck;
+				/* a backend added later ramps up; one there at the start serves */
+				if (synced_once && s->health.slow_start_s)
+					h->ramp_start_ns = now;
+				schedule_first(h, now);
+			} else if (!ck_equal(&ck, &h->ck)) {
+				/* new settings: the probes restart; the state stays until they decide */
+				probe_cancel(h);
+				h->ok_run = h->fail_run = 0;
+				pr_info(
+				    "health: service %s backend %s: check %s -> %s: probes restart",
+				    chlb_fmt_vip(&s->vip, vs, sizeof(vs)), h->name,
+				    type_name(h->ck.type), type_name(ck.type));
+				if (ck.type == CHLB_CHECK_NONE && h->state != HC_UNKNOWN) {
+					h->state = HC_UNKNOWN;
+					h->since_ns = now;
+					h->since_wall = time(NULL);
+					snprintf(h->reason, sizeof(h->reason), "check none");
+					h->last[0] = 0;
+					dirty = true;
+				}
+				h->ck = ck;
+				schedule_first(h, now);
+			}
+			h->seen = true;
+		}
+	}
+	for (__u32 i = 0; i < nall;)
+		if (!all[i]->seen)
+			hc_del(i);
+		else
+			i++;
+	synced_once = true;
+	next_due = 0;
+}
+
+static void transition(struct hc *h, __u8 to, const char *why, __u64 now)
+{
+	struct hc_svc *hs = health_svc(&h->vip);
+	const struct chlb_svc_cfg *s = chlb_state_find(&D.state, &h->vip);
+	char vs[CHLB_ADDRSTR];
+	__u8 from = h->state;
+
+	h->state = to;
+	h->since_ns = now;
+	h->since_wall = time(NULL);
+	snprintf(h->reason, sizeof(h->reason), "%s", why);
+	if (to == HC_DOWN) {
+		h->ramp_start_ns = 0;
+		h->reset_pending = s && s->health.on_down == CHLB_ON_DOWN_RESET;
+	} else if (from == HC_DOWN && s && s->health.slow_start_s) {
+		h->ramp_start_ns = now; /* back: its weight ramps up */
+	}
+	if (!(from == HC_UNKNOWN && to == HC_UP)) { /* unknown already served as up */
+		if (!dirty)
+			dirty_ns = now;
+		dirty = true;
+	}
+	chlbd_log(to == HC_DOWN ? LOG_WARNING : LOG_INFO,
+		  "health: service %s backend %s: %s -> %s: %s%s",
+		  chlb_fmt_vip(&h->vip, vs, sizeof(vs)), h->name, health_state_name(from),
+		  health_state_name(to), why, hs && hs->panic ? " (panic: health ignored)" : "");
+}
+
+void health_result(struct hc *h, bool ok, const char *text, __u64 now)
+{
+	char why[HC_TEXT_MAX + 64];
+
+	snprintf(h->last, sizeof(h->last), "%s", text);
+	if (!ok)
+		h->failed++;
+	if (ok) {
+		h->fail_run = 0;
+		if (h->ok_run < 255)
+			h->ok_run++;
+		if (h->state == HC_UNKNOWN) {
+			transition(h, HC_UP, "first probe passed", now);
+		} else if (h->state == HC_DOWN && h->ok_run >= h->ck.rise) {
+			snprintf(why, sizeof(why), "%u probes passed in a row (rise %u): %s",
+				 h->ok_run, h->ck.rise, text);
+			transition(h, HC_UP, why, now);
+		}
+	} else {
+		h->ok_run = 0;
+		if (h->fail_run < 255)
+			h->fail_run++;
+		if (h->state != HC_DOWN && h->fail_run >= h->ck.fall) {
+			snprintf(why, sizeof(why), "%u probes failed in a row (fall %u): %s",
+				 h->fail_run, h->ck.fall, text);
+			transition(h, HC_DOWN, why, now);
+		}
+	}
+}
+
+/* Slow start: the weight h serves with now; 0 when down. Panic is the service's (apply). */
+__u32 health_weight(const struct hc *h, __u32 cfg_weight, __u32 slow_start_s, __u64 now)
+{
+	__u64 span = (__u64)slow_start_s * 1000000000ull, el;
+	__u32 w;
+
+	if (!cfg_weight)
+		return 0;
+	if (h->ck.type != CHLB_CHECK_NONE && h->state == HC_DOWN)
+		return 0;
+	if (!h->ramp_start_ns || !span)
+		return cfg_weight;
+	el = now - h->ramp_start_ns;
+	if (el >= span)
+		return cfg_weight;
+	/* steps at 0, span/4 ... 3 span/4: 1/5 .. 4/5 of the weight; all of it at span */
+	w = (__u32)((__u64)cfg_weight * (el * (RAMP_STEPS - 1) / span + 1) / RAMP_STEPS);
+	return w ? w : 1;
+}
+
+/* The next slow-start step of h (ns), or 0; ends ramps that are over. */
+static __u64 ramp_next(struct hc *h, __u32 slow_start_s, __u64 now)
+{
+	__u64 span = (__u64)slow_start_s * 1000000000ull, k;
+
+	if (!h->ramp_start_ns)
+		return 0;
+	if (!span || now - h->ramp_start_ns >= span) {
+		h->ramp_start_ns = 0;
+		if (!dirty)
+			dirty_ns = now;
+		dirty = true; /* the last step: the configured weight */
+		return 0;
+	}
+	k = (now - h->ramp_start_ns) * (RAMP_STEPS - 1) / span + 1;
+	return h->ramp_start_ns + k * span / (RAMP_STEPS - 1);
+}
+
+static void scan(__u64 now)
+{
+	__u64 next = ~0ull;
+
+	for (__u32 i = 0; i < nall; i++) {
+		struct hc *h = all[i];
+		const struct chlb_svc_cfg *s = NULL;
+		__u64 r;
+
+		if (h->ramp_start_ns) {
+			const struct chlb_cfg_be *b;
+
+			s = chlb_state_find(&D.state, &h->vip);
+			b = s ? chlb_svc_find_be(s, &h->addr) : NULL;
+			if (b && health_weight(h, b->weight, s->health.slow_start_s, now) !=
+				     h->eff_weight) {
+				if (!dirty)
+					dirty_ns = now;
+				dirty = true; /* a step is due */
+			}
+			r = ramp_next(h, s ? s->health.slow_start_s : 0, now);
+			if (r && r < next)
+				next = r;
+		}
+		if (h->ck.type == CHLB_CHECK_NONE)
+			continue;
+		if (h->phase != HC_IDLE && now >= h->deadline) {
+			char t[HC_TEXT_MAX];
+
+			snprintf(t, sizeof(t), "timeout after %u ms (%s)", h->ck.timeout_ms,
+				 h->phase == HC_CONNECTING ? "connecting" : "no status line");
+			probe_cancel(h);
+			health_result(h, false, t, now);
+		}
+		if (h->phase == HC_IDLE && now >= h->next_ns) {
+			h->next_ns = next_probe(h, now);
+			probe_start(h, now);
+		}
+		if (h->phase != HC_IDLE && h->deadline < next)
+			next = h->deadline;
+		if (h->next_ns < next)
+			next = h->next_ns;
+	}
+	next_due = next == ~0ull ? 0 : next;
+}
+
+void health_event(struct loop_ev *e, unsigned int events)
+{
+	probe_event((struct hc *)e, events, chlb_now_ns());
+}
+
+__u64 health_tick(__u64 now)
+{
+	char err[CHLB_ERR_MAX * 2];
+
+	if (!next_due || now >= next_due)
+		scan(now);
+	if (dirty && !D.rt->defer_adopted) {
+		__u64 decided = dirty_ns;
+
+		dirty = false;
+		if (health_apply_overlay(err, sizeof(err)))
+			pr_err("health: %s", err);
+		else if (decided)
+			pr_debug(
+			    "health: effective weights applied %.3f ms after the deciding result",
+			    (double)(chlb_now_ns() - decided) / 1e6);
+		dirty_ns = 0;
+	}
+	return next_due;
+}
+
+void health_close_all(void)
+{
+	while (nall)
+		hc_del(nall - 1);
+	free(all);
+	all = NULL;
+	capall = 0;
+	health_applied_free();
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Health checks (issue #17): a checker per (service, backend) with a probe
+ * on a non-blocking socket in chlbd's epoll loop, the up/down state it
+ * decides, and the effective state that serves: the desired state with
+ * every backend's effective weight (0 when down, a fraction during slow
+ * start, the configured one otherwise or in panic). Health is runtime
+ * state: it changes the data plane through a normal table swap and is
+ * never written to the state file.
+ *
+ *   health.c        checkers: sync with the desired state, scheduling,
+ *                   rise/fall, transitions, slow start, panic
+ *   health_probe.c  one probe: tcp connect, http GET status line, timeout
+ *   health_apply.c  the effective state and its apply (no fsync)
+ *   health_view.c   backend list fields and metrics
+ */
+#ifndef CHLBD_HEALTH_H
+#define CHLBD_HEALTH_H
+
+#include <stdio.h>
+#include <time.h>
+#include <json-c/json.h>
+#include "chlbd.h"
+#include "loop_ev.h"
+
+enum hc_state {
+	HC_UNKNOWN = 0, /* no decision yet: counts as up (a restart must not drain everything) */
+	HC_UP,
+	HC_DOWN,
+};
+
+enum hc_phase {
+	HC_IDLE = 0,
+	HC_CONNECTING,
+	HC_EXCHANGING, /* http: request being sent, status line awaited */
+};
+
+#define HC_TEXT_MAX 128
+
+struct hc {
+	struct loop_ev ev; /* first: the probe socket's epoll data.ptr points here */
+	struct chlb_vip vip;
+	struct chlb_addr addr;
+	char name[CHLB_BE_NAME_LEN];
+	struct chlb_check ck; /* the effective check (chlb_check_effective) */
+	__u8 state;	      /* enum hc_state */
+	__u8 ok_run, fail_run;
+	bool seen;		  /* sync: still in the desired state */
+	bool via_vip;		  /* the last probe went to the VIP with a mark */
+	__u64 since_ns;		  /* monotonic: last transition (or creation) */
+	time_t since_wall;	  /* the same, wall clock, for people */
+	char reason[HC_TEXT_MAX]; /* why the last transition happened */
+	char last[HC_TEXT_MAX];	  /* last result: "ok 0.41 ms", "timeout after 1000 ms (connect)" */
+	__u64 sent, failed;
+	__u64 ramp_start_ns; /* slow start from here; 0: none */
+	__u32 eff_weight;    /* as last applied */
+	bool reset_pending;  /* on-down reset: bump its generation once the swap is done */
+	/* the probe in flight */
+	int fd;
+	__u8 phase; /* enum hc_phase */
+	__u64 t0, deadline, next_ns;
+	__u32 req_off, req_len, blen;
+	char buf[64];	  /* the response's first bytes: the status line */
+	struct hc *hnext; /* hash chain */
+};
+
+/* health.c */
+/* (Re)creates checkers from st: new ones probe soon, changed checks restart, gone ones stop. */
+void health_sync(const struct chlb_state *st);
+/* Due probes, timeouts, slow-start steps, pending swaps; the next deadline (ns, 0: none). */
+__u64 health_tick(__u64 now);
+/* A probe socket is ready. */
+void health_event(struct loop_ev *e, unsigned int events);
+/* The checker of (vip, addr), or NULL. */
+struct hc *health_find(const struct chlb_vip *vip, const struct chlb_addr *a);
+/* The weight h serves with now (0 down, a slow-start step, or cfg_weight); panic aside. */
+__u32 health_weight(const struct hc *h, __u32 cfg_weight, __u32 slow_start_s, __u64 now);
+/* Per service: is health ignored (panic)? counters */
+struct hc_svc {
+	struct chlb_vip vip;
+	bool used, panic, all_down;
+	__u64 panics, all_downs; /* times it entered panic / had every backend down (panic 0) */
+	__u32 up, total;
+};
+struct hc_svc *health_svc(const struct chlb_vip *vip);
+/* Close every probe (at exit). */
+void health_close_all(void);
+const char *health_state_name(__u8 st);
+
+/* health_probe.c: the result goes to health_result() */
+void probe_start(struct hc *h, __u64 now);
+void probe_event(struct hc *h, unsigned int events, __u64 now);
+void probe_cancel(struct hc *h);
+/* health.c: a probe finished; ok, and what it saw ("ok 0.4 ms" or the error) */
+void health_result(struct hc *h, bool ok, const char *text, __u64 now);
+
+/* health_apply.c */
+/*
+ * Converge the data plane to desired state `next` with the health overlay
+ * (what chlbd_commit() calls instead of chlb_rt_apply()): as chlb_rt_apply,
+ * next then describes what serves, a failed service put back to cur's form.
+ */
+int health_apply_desired(const struct chlb_state *cur, struct chlb_state *next, char *err,
+			 size_t errlen);
+/* The health overlay changed: swap the services whose effective form changed (no fsync). */
+int health_apply_overlay(char *err, size_t errlen);
+/* What serves, effective weights and all (what the engine was last given). */
+const struct chlb_state *health_applied(void);
+void health_applied_free(void);
+
+/* health_view.c */
+void health_be_json(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b, json_object *e);
+void health_metrics(FILE *f);
+
+#endif /* CHLBD_HEALTH_H */

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The effective state: what the engine (chlb_rt_apply) is given. It is
+ * the desired state (D.state, persisted by chlbd_commit()) with each
+ * backend's effective weight: 0 while its checks say down, a fraction of
+ * its weight during slow start, the configured weight otherwise, and every
+ * configured weight while its service is in panic. Two paths converge the
+ * data plane to it, so they never fight:
+ *   - a desired-state commit applies next's effective form (the overlay as
+ *     it stands), then persists the desired state as before;
+ *   - a health change applies the current desired state's effective form
+ *     at once: a normal swap of the services whose form changed, without
+ *     writing or fsyncing the state file (health is runtime state).
+ * The engine compares what it was last given (`applied`) with the new form,
+ * so only services whose effective weights changed are swapped.
+ *
+ * Jump services: the effective bucket order is the desired order brought in
+ * line with the effective weights (chlb_jump_order_sync()): a down backend's
+ * buckets become tombstones (its flows rehash, nobody else moves) and come
+ * back at the same places when it is up again, because every effective
+ * order starts from the desired one.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include "health.h"
+
+static struct chlb_state applied; /* zeroed = empty, as chlb_state_init() leaves it */
+
+const struct chlb_state *health_applied(void)
+{
+	return &applied;
+}
+
+void health_applied_free(void)
+{
+	chlb_state_free(&applied);
+}
+
+static int eff_order(struct chlb_svc_cfg *s, char *err, size_t errlen)
+{
+	struct chlb_table_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
+	int r;
+
+	if (!be)
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
+	for (__u32 i = 0; i < s->nbe; i++) {
+		be[i].weight = s->be[i].weight;
+		memcpy(be[i].name, s->be[i].name, sizeof(be[i].name));
+	}
+	r = chlb_jump_order_sync(&s->order, be, s->nbe, err, errlen);
+	free(be);
+	return r < 0 ? r : 0;
+}
+
+/* Panic and "every backend down" for s: logged on entry and exit, counted on entry. */
+static bool svc_panic(const struct chlb_svc_cfg *s, __u64 now)
+{
+	struct hc_svc *hs = health_svc(&s->vip);
+	__u32 up = 0, total = 0;
+	bool panic, all_down;
+	char vs[CHLB_ADDRSTR];
+
+	for (__u32 j = 0; j < s->nbe; j++) {
+		const struct hc *h = health_find(&s->vip, &s->be[j].addr);
+
+		if (!s->be[j].weight)
+			continue; /* drained by the operator: neither up nor down here */
+		total++;
+		up += !h || h->ck.type == CHLB_CHECK_NONE || h->state != HC_DOWN;
+	}
+	(void)now;
+	panic =
+	    total && s->health.panic_pct && (__u64)up * 100 < (__u64)s->health.panic_pct * total;
+	all_down = total && !up && !panic;
+	if (!hs)
+		return panic;
+	hs->up = up;
+	hs->total = total;
+	chlb_fmt_vip(&s->vip, vs, sizeof(vs));
+	if (panic != hs->panic) {
+		hs->panics += panic;
+		if (panic)
+			pr_warn("health: service %s: panic: %u of %u backends up, fewer than panic "
+				"%u%%: health is ignored, every backend serves",
+				vs, up, total, s->health.panic_pct);
+		else
+			pr_info("health: service %s: panic over: %u of %u backends up (panic %u%%)",
+				vs, up, total, s->health.panic_pct);
+	}
+	if (all_down != hs->all_down) {
+		hs->all_downs += all_down;
+		if (all_down)
+			pr_warn(
+			    "health: service %s: every backend is down and panic is 0: no new "
+			    "flows are served (dropped, counted as drop_no_backend); established "
+			    "ones keep their entries",
+			    vs);
+		else
+			pr_info("health: service %s: a backend is up again", vs);
+	}
+	hs->panic = panic;
+	hs->all_down = all_down;
+	return panic;
+}
+
+/* out = desired with effective weights (and no check settings: the engine never needs them). */
+static int effective(const struct chlb_state *desired, struct chlb_state *out, char *err,
+		     size_t errlen)
+{
+	__u64 now = chlb_now_ns();
+
+	if (chlb_state_copy(out, desired))
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
+	for (__u32 i = 0; i < out->nsvc; i++) {
+		struct chlb_svc_cfg *s = &out->svc[i];
+		bool panic = svc_panic(s, now), changed = false;
+
+		for (__u32 j = 0; j < s->nbe; j++) {
+			struct chlb_cfg_be *b = &s->be[j];
+			struct hc *h = health_find(&s->vip, &b->addr);
+			__u32 w = b->weight;
+
+			if (h && !panic)
+				w = health_weight(h, b->weight, s->health.slow_start_s, now);
+			if (h)
+				h->eff_weight = w;
+			changed |= w != b->weight;
+			b->weight = w;
+			chlb_check_defaults(&b->check);
+		}
+		chlb_check_defaults(&s->check);
+		chlb_health_policy_defaults(&s->health);
+		if (changed && chlb_algo_has_order(s->algo) && eff_order(s, err, errlen)) {
+			chlb_state_free(out);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* on-down reset: the generation of a down backend's slot, once no table picks it. */
+static void reset_down(const struct chlb_state *desired)
+{
+	for (__u32 i = 0; i < desired->nsvc; i++) {
+		const struct chlb_svc_cfg *s = &desired->svc[i];
+		int id = chlb_rt_svc_id(D.rt, &s->vip);
+		char vs[CHLB_ADDRSTR];
+
+		for (__u32 j = 0; j < s->nbe; j++) {
+			struct hc *h = health_find(&s->vip, &s->be[j].addr);
+			int rc;
+
+			if (!h || !h->reset_pending || h->eff_weight)
+				continue;
+			h->reset_pending = false;
+			rc = chlb_rt_be_renew(D.rt, id, &h->addr);
+			if (rc)
+				pr_err(
+				    "health: service %s backend %s: on-down reset: couldn't bump "
+				    "its generation: %s",
+				    chlb_fmt_vip(&s->vip, vs, sizeof(vs)), h->name, strerror(-rc));
+			else
+				pr_info("health: service %s backend %s: on-down reset: generation "
+					"bumped, its connections are decided again",
+					chlb_fmt_vip(&s->vip, vs, sizeof(vs)), h->name);
+		}
+	}
+}
+
+/* next's service vip becomes a copy of `from`, or leaves next when from is NULL. */
+static void put_back(struct chlb_state *next, const struct chlb_vip *vip,
+		     const struct chlb_svc_cfg *from)
+{
+	struct chlb_svc_cfg *n = chlb_state_find(next, vip);
+	struct chlb_state one, tmp = { .nsvc = 1, .cap = 1, .svc = (struct chlb_svc_cfg *)from };
+	void *p;
+
+	if (n) {
+		free(n->be);
+		chlb_jump_order_free(&n->order);
+		*n = next->svc[--next->nsvc];
+	}
+	if (!from || chlb_state_copy(&one, &tmp))
+		return;
+	p = realloc(next->svc, (next->nsvc + 1) * sizeof(*next->svc));
+	if (!p) {
+		chlb_state_free(&one);
+		return;
+	}
+	next->svc = p;
+	next->cap = next->nsvc + 1;
+	next->svc[next->nsvc++] = one.svc[0];
+	free(one.svc);
+}
+
+int health_apply_desired(const struct chlb_state *cur, struct chlb_state *next, char *err,
+			 size_t errlen)
+{
+	struct chlb_state eff, want;
+	int r;
+
+	health_sync(next);
+	r = effective(next, &eff, err, errlen);
+	if (r)
+		return r;
+	if (chlb_state_copy(&want, &eff)) {
+		chlb_state_free(&eff);
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
+	}
+	r = chlb_rt_apply(D.rt, &applied, &eff, err, errlen);
+	if (r) {
+		/* services the engine put back to their old form: next says so too */
+		for (__u32 i = 0; i < want.nsvc; i++) {
+			const struct chlb_svc_cfg *w = &want.svc[i], *e;
+
+			e = chlb_state_find(&eff, &w->vip);
+			if (!e || !chlb_svc_equal(e, w))
+				put_back(next, &w->vip, chlb_state_find(cur, &w->vip));
+		}
+		health_sync(next);
+	}
+	chlb_state_free(&want);
+	chlb_state_free(&applied);
+	applied = eff;
+	reset_down(next);
+	return r;
+}
+
+int health_apply_overlay(char *err, size_t errlen)
+{
+	struct chlb_state eff;
+	int r = effective(&D.state, &eff, err, errlen);
+
+	if (r)
+		return r;
+	r = chlb_rt_apply(D.rt, &applied, &eff, err, errlen);
+	chlb_state_free(&applied);
+	applied = eff; /* what serves, even after a partial failure */
+	reset_down(&D.state);
+	return r;
+}

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * One health probe on a non-blocking socket in chlbd's epoll loop:
+ *   tcp   the connect completes (SO_ERROR 0 on writability);
+ *   http  then "GET PATH HTTP/1.0" with a Host header is sent and the
+ *         status line's code must be within the check's expect range.
+ * The timeout (health.c's scan) covers the whole probe: a server that
+ * accepts and never answers fails it. Every probe socket is closed with
+ * SO_LINGER 0 (a reset): thousands of probes a minute leave no TIME_WAIT
+ * behind on the load balancer.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "health.h"
+
+#define NS_PER_MS 1000000ull
+
+void probe_cancel(struct hc *h)
+{
+	if (h->fd >= 0)
+		close(h->fd); /* leaves the epoll set with it */
+	h->fd = -1;
+	h->phase = HC_IDLE;
+	h->req_off = h->blen = 0;
+}
+
+static void finish(struct hc *h, bool ok, const char *text, __u64 now)
+{
+	probe_cancel(h);
+	health_result(h, ok, text, now);
+}
+
+static void fail_errno(struct hc *h, const char *what, int e, __u64 now)
+{
+	char t[HC_TEXT_MAX];
+
+	snprintf(t, sizeof(t), "%s: %s", what, strerror(e));
+	finish(h, false, t, now);
+}
+
+/* The port probed: the check's, else the service's. */
+static __u16 probe_port(const struct hc *h)
+{
+	return h->ck.port ? h->ck.port : h->vip.port;
+}
+
+static socklen_t sockaddr_of(const struct chlb_addr *a, __u16 port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == CHLB_AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+		memcpy(&s4->sin_addr, a->a, 4);
+		return sizeof(*s4);
+	}
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+	s6->sin6_family = AF_INET6;
+	s6->sin6_port = htons(port);
+	memcpy(&s6->sin6_addr, a->a, 16);
+	return sizeof(*s6);
+}
+
+/* The request; the same bytes every time, so a partial send resumes at req_off. */
+static int http_request(const struct hc *h, char *buf, size_t len)
+{
+	char host[CHLB_CHECK_HOST_MAX + CHLB_ADDRSTR + 8], a[CHLB_ADDRSTR];
+	__u16 port = probe_port(h);
+
+	if (h->ck.host[0]) {
+		snprintf(host, sizeof(host), "%s", h->ck.host);
+	} else {
+		/* the address probed, as a client would write it */
+		const struct chlb_addr *ad = h->via_vip ? &h->vip.addr : &h->addr;
+
+		chlb_fmt_addr(ad, a, sizeof(a));
+		snprintf(host, sizeof(host), ad->family == CHLB_AF_INET6 ? "[%s]" : "%s", a);
+		if (port != 80)
+			snprintf(host + strlen(host), sizeof(host) - strlen(host), ":%u", port);
+	}
+	return snprintf(buf, len,
+			"GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: chlbd-health\r\n"
+			"Connection: close\r\n\r\n",
+			h->ck.path[0] ? h->ck.path : "/", host);
+}
+
+static int watch(struct hc *h, unsigned int events, int op)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = &h->ev };
+
+	return epoll_ctl(D.epfd, op, h->fd, &ev);
+}
+
+void probe_start(struct hc *h, __u64 now)
+{
+	struct sockaddr_storage ss;
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	__u16 port = probe_port(h);
+	const struct chlb_addr *to;
+	socklen_t sl;
+
+	probe_cancel(h);
+	h->sent++;
+	h->t0 = now;
+	h->deadline = now + (__u64)h->ck.timeout_ms * NS_PER_MS;
+	if (!port) {
+		finish(h, false, "no port to probe: the service has none; set `check port N`", now);
+		return;
+	}
+	/* via vip needs the steering program (not there yet): every path is direct */
+	h->via_vip = false;
+	to = &h->addr;
+	sl = sockaddr_of(to, port, &ss);
+	h->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (h->fd < 0) {
+		fail_errno(h, "socket", errno, now);
+		return;
+	}
+	setsockopt(h->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	h->phase = HC_CONNECTING;
+	if (connect(h->fd, (struct sockaddr *)&ss, sl) && errno != EINPROGRESS) {
+		fail_errno(h, "connect", errno, now);
+		return;
+	}
+	if (watch(h, EPOLLOUT, EPOLL_CTL_ADD))
+		fail_errno(h, "epoll", errno, now);
+}
+
+static void ok_text(struct hc *h, const char *what, __u64 now)
+{
+	char t[HC_TEXT_MAX];
+
+	snprintf(t, sizeof(t), "%s%s%.2f ms", what, *what ? " in " : "ok ",
+		 (double)(now - h->t0) / 1e6);
+	finish(h, true, t, now);
+}
+
+static void connected(struct hc *h, __u64 now)
+{
+	char req[512];
+	int n;
+	ssize_t w;
+
+	if (h->ck.type != CHLB_CHECK_HTTP) {
+		ok_text(h, "", now);
+		return;
+	}
+	h->phase = HC_EXCHANGING;
+	n = http_request(h, req, sizeof(req));
+	if (n <= 0 || (size_t)n >= sizeof(req)) {
+		finish(h, false, "http: request too long (path and host)", now);
+		return;
+	}
+	h->req_len = (__u32)n;
+	w = send(h->fd, req + h->req_off, h->req_len - h->req_off, MSG_NOSIGNAL);
+	if (w < 0 && errno != EAGAIN) {
+		fail_errno(h, "send", errno, now);
+		return;
+	}
+	if (w > 0)
+		h->req_off += (__u32)w;
+	if (watch(h, h->req_off < h->req_len ? EPOLLOUT : EPOLLIN, EPOLL_CTL_MOD))
+		fail_errno(h, "epoll", errno, now);
+}
+
+/* A status line in buf? 1: decided (finished), 0: need more. */
+static int status_line(struct hc *h, bool eof, __u64 now)
+{
+	char t[HC_TEXT_MAX], *nl = memchr(h->buf, '\n', h->blen), *sp;
+	unsigned int code;
+
+	if (!nl && h->blen < sizeof(h->buf) - 1 && !eof)
+		return 0;
+	h->buf[h->blen] = 0;
+	sp = strchr(h->buf, ' ');
+	if (strncmp(h->buf, "HTTP/", 5) || !sp || sscanf(sp + 1, "%3u", &code) != 1) {
+		if (!h->blen) {
+			finish(h, false, "http: closed before a status line", now);
+			return 1;
+		}
+		/* what came instead, printable, so the operator sees the mistake */
+		for (char *p = h->buf; *p; p++)
+			if (*p < 0x20 || *p > 0x7e)
+				*p = *p == '\r' || *p == '\n' ? 0 : '?';
+		snprintf(t, sizeof(t), "http: not an HTTP status line: '%.40s'", h->buf);
+		finish(h, false, t, now);
+		return 1;
+	}
+	if (code >= h->ck.expect_lo && code <= h->ck.expect_hi) {
+		snprintf(t, sizeof(t), "HTTP %u", code);
+		ok_text(h, t, now);
+	} else {
+		snprintf(t, sizeof(t), "HTTP %u (expect %u-%u) in %.2f ms", code, h->ck.expect_lo,
+			 h->ck.expect_hi, (double)(now - h->t0) / 1e6);
+		finish(h, false, t, now);
+	}
+	return 1;
+}
+
+void probe_event(struct hc *h, unsigned int events, __u64 now)
+{
+	int e = 0;
+	socklen_t el = sizeof(e);
+	ssize_t r;
+
+	if (h->fd < 0)
+		return; /* cancelled within this batch of events */
+	if (h->phase == HC_CONNECTING) {
+		if (getsockopt(h->fd, SOL_SOCKET, SO_ERROR, &e, &el))
+			e = errno;
+		if (e) {
+			fail_errno(h, "connect", e, now);
+			return;
+		}
+		if (!(events & EPOLLOUT))
+			return;
+		connected(h, now);
+		return;
+	}
+	if (h->req_off < h->req_len) { /* the rest of the request */
+		connected(h, now);
+		return;
+	}
+	r = recv(h->fd, h->buf + h->blen, sizeof(h->buf) - 1 - h->blen, 0);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r < 0) {
+		fail_errno(h, "recv", errno, now);
+		return;
+	}
+	h->blen += (__u32)r;
+	status_line(h, r == 0, now);
+}
