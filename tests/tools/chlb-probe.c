@@ -10,6 +10,10 @@
  *       the same flows as `which`, each a SYN then the handshake ACK (which
  *       writes the flow's connection entry), and with `fin` a FIN after it
  *       (which marks the entry ended); prints what the ACK was sent to.
+ *   chlb-probe ack PIN_DIR IFINDEX VIP PORT N SEED
+ *       the same flows as `which`, each a lone ACK with no SYN before it: an
+ *       established flow this LB has no entry for (decided by the view's
+ *       oldest table; given an entry when the view's tables disagree).
  *   chlb-probe torture PIN_DIR IFINDEX STOPFILE VIP:PORT=LO-HI...
  *       until STOPFILE exists: random flows (SYN and non-SYN) to every VIP; each
  *       packet must be forwarded (never passed or dropped) to a backend of that
@@ -121,8 +125,11 @@ static int run(int pfd, const __u8 *pkt, __u32 *backend, __u32 *verdict)
 	return 0;
 }
 
-/* which: one SYN per flow; connect: SYN, then ACK (and FIN when fin) */
-static int do_which(int pfd, const char *vip, int port, int n, bool connect, bool fin)
+/*
+ * which: one SYN per flow; connect: SYN, then ACK (and FIN when fin); ack:
+ * a lone ACK (an entry-less established flow: decided by the view's oldest table)
+ */
+static int do_which(int pfd, const char *vip, int port, int n, bool connect, bool fin, bool ack)
 {
 	__u32 dst, be, v;
 	__u8 pkt[PKT_LEN];
@@ -134,7 +141,7 @@ static int do_which(int pfd, const char *vip, int port, int n, bool connect, boo
 		__u16 sport = (__u16)(1024 + rnd() % 60000);
 		int r;
 
-		make_pkt(pkt, src, sport, dst, (__u16)port, true);
+		make_pkt(pkt, src, sport, dst, (__u16)port, !ack);
 		r = run(pfd, pkt, &be, &v);
 		if (r >= 0 && connect) {
 			make_tcp(pkt, src, sport, dst, (__u16)port, TCP_ACK);
@@ -258,14 +265,22 @@ int main(int argc, char **argv)
 		rng ^= strtoull(argv[7], NULL, 0) * 0x9e3779b97f4a7c15ull;
 		pfd = attached_prog(argv[2], atoi(argv[3]));
 		return pfd < 0 ? 2
-			       : do_which(pfd, argv[4], atoi(argv[5]), atoi(argv[6]), false, false);
+			       : do_which(pfd, argv[4], atoi(argv[5]), atoi(argv[6]), false, false,
+					  false);
+	}
+	if (argc >= 8 && !strcmp(argv[1], "ack")) {
+		rng ^= strtoull(argv[7], NULL, 0) * 0x9e3779b97f4a7c15ull;
+		pfd = attached_prog(argv[2], atoi(argv[3]));
+		return pfd < 0 ? 2
+			       : do_which(pfd, argv[4], atoi(argv[5]), atoi(argv[6]), false, false,
+					  true);
 	}
 	if (argc >= 8 && !strcmp(argv[1], "connect")) {
 		rng ^= strtoull(argv[7], NULL, 0) * 0x9e3779b97f4a7c15ull;
 		pfd = attached_prog(argv[2], atoi(argv[3]));
 		return pfd < 0 ? 2
 			       : do_which(pfd, argv[4], atoi(argv[5]), atoi(argv[6]), true,
-					  argc >= 9 && !strcmp(argv[8], "fin"));
+					  argc >= 9 && !strcmp(argv[8], "fin"), false);
 	}
 	if (argc >= 6 && !strcmp(argv[1], "torture")) {
 		pfd = attached_prog(argv[2], atoi(argv[3]));
@@ -273,6 +288,7 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "usage: chlb-probe which PIN_DIR IFINDEX VIP PORT N SEED\n"
 			"       chlb-probe connect PIN_DIR IFINDEX VIP PORT N SEED [fin]\n"
+			"       chlb-probe ack PIN_DIR IFINDEX VIP PORT N SEED\n"
 			"       chlb-probe torture PIN_DIR IFINDEX STOPFILE VIP:PORT=LO-HI...\n");
 	return 2;
 }

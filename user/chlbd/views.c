@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "chlbd.h"
+#include "served.h"
 #include "conns.h"
 #include "health.h"
 #include "sync.h"
@@ -58,12 +59,14 @@ static json_object *svc_json(const struct chlb_svc_cfg *s)
 		add_str(o, "encap_src", chlb_fmt_addr(&s->encap_src, b, sizeof(b)));
 	add_int(o, "backends", s->nbe);
 	if (r && r->nview) {
-		const struct chlb_rt_slot *cur = &r->slot[r->view[0]];
+		struct served_table cur;
 
-		if (cur->t.nwords)
-			add_hex(o, "fingerprint", chlb_table_header(&cur->t)->fingerprint);
-		else if (r->adopted)
-			add_hex(o, "fingerprint", r->adopted_hdr.fingerprint);
+		/* what it decides, by address: equal on hosts that decide alike */
+		if (!served_current(r, &cur) && cur.has_fp)
+			add_hex(o, "fingerprint", cur.fp);
+		else
+			pr_debug("service list: %s: no fingerprint: %s",
+				 chlb_fmt_vip(&s->vip, b, sizeof(b)), cur.why);
 		add_int(o, "tables", r->nview);
 		add_int(o, "swaps", (int64_t)r->swaps);
 		json_object_object_add(o, "last_swap_ms", json_object_new_double(r->last_swap_ms));
@@ -305,37 +308,46 @@ static struct chlb_rt_svc *svc_for_flow(const struct chlb_flow *f, const struct 
 	return NULL;
 }
 
-/* Mirrors bpf/chlb_stick.h: what the data plane does with this flow. */
+/*
+ * Mirrors bpf/chlb_stick.h: what the data plane does with this flow, by the
+ * tables its view names now (chlbd's own, or after a restart the pinned ones
+ * it has not rebuilt yet: "adopted") and the hash fields of that view.
+ */
 json_object *view_which(const struct chlb_cmd *c)
 {
 	const struct chlb_svc_cfg *cfg;
 	struct chlb_rt_svc *s = svc_for_flow(&c->flow, &cfg);
 	json_object *o, *tabs;
+	struct chlb_service v;
 	struct chlb_conn conn;
-	__u32 crc, d0 = ~0u, dold = ~0u;
+	__u32 crc, d0 = ~0u, dold = ~0u, old = 0;
 	char b[CHLB_ADDRSTR];
 	const char *why;
 
 	if (!s)
 		return chlbd_jerr("no service for destination (VIP:PORT/PROTO)");
+	if (served_view(s, &v))
+		return chlbd_jerr("the data plane has no view of the service");
 	o = json_object_new_object();
 	tabs = json_object_new_array();
-	crc = chlb_flow_crc(&c->flow, cfg->hash);
+	crc = chlb_flow_crc(&c->flow, v.hash_fields);
 	add_str(o, "service", chlb_fmt_vip(&s->vip, b, sizeof(b)));
 	add_hex(o, "crc", crc);
-	for (__u32 i = 0; i < s->nview; i++) {
-		const struct chlb_rt_slot *sl = &s->slot[s->view[i]];
+	for (__u32 i = 0; i < v.ntables; i++) {
 		json_object *t = json_object_new_object();
+		struct served_table st;
 		__u32 d;
 
-		add_int(t, "table_slot",
-			(int64_t)(s - D.rt->svc) * CHLB_SLOTS_PER_SERVICE + s->view[i]);
+		add_int(t, "table_slot", v.table[i]);
 		dold = ~0u; /* the data plane asks the OLDEST table; none = current */
-		if (!sl->t.nwords) {
-			add_str(t, "decision", "unknown (table from a previous chlbd)");
+		old = i;
+		if (served_table(v.table[i], &st)) {
+			add_str(t, "decision", st.why[0] ? st.why : "unknown");
 		} else {
-			add_hex(t, "fingerprint", chlb_table_header(&sl->t)->fingerprint);
-			if (chlb_table_decide(&sl->t, crc, &d)) {
+			if (st.has_fp)
+				add_hex(t, "fingerprint", st.fp);
+			json_object_object_add(t, "adopted", json_object_new_boolean(st.adopted));
+			if (chlb_table_decide(st.t, crc, &d)) {
 				add_str(t, "decision", "no backend");
 			} else {
 				json_object_object_add(t, "decision", be_ref(d));
@@ -348,6 +360,8 @@ json_object *view_which(const struct chlb_cmd *c)
 	}
 	json_object_object_add(o, "tables", tabs);
 	json_object_object_add(o, "new_flow", d0 == ~0u ? NULL : be_ref(d0));
+	if (d0 != ~0u)
+		add_int(o, "new_flow_table", 0);
 	if (!chlb_dp_conn_lookup(D.dp, &c->flow, &conn)) {
 		json_object *e = be_ref(conn.backend);
 		bool valid = conn.backend < CHLB_MAX_BACKENDS &&
@@ -385,9 +399,12 @@ json_object *view_which(const struct chlb_cmd *c)
 	why = "oldest table in the view";
 	if (dold == ~0u || D.rt->be[dold].state != CHLB_BE_LIVE) {
 		dold = d0;
+		old = 0;
 		why = "current table (the oldest names a removed backend)";
 	}
 	json_object_object_add(o, "established", dold == ~0u ? NULL : be_ref(dold));
 	add_str(o, "established_by", why);
+	if (dold != ~0u)
+		add_int(o, "established_table", old);
 	return o;
 }
