@@ -172,10 +172,12 @@ const char *chlb_check_fmt(const struct chlb_check *c, bool all, char *buf, size
 {
 	struct chlb_check d;
 
-	chlb_check_defaults(&d);
 	if (len)
 		buf[0] = '\0';
-		/* a field is written when given, or (all) when it is not the default */
+	if (!all && !c->set)
+		return buf; /* a backend without an override: the common case, per save */
+	chlb_check_defaults(&d);
+	/* a field is written when given, or (all) when it is not the default */
 #define WANT(bit, differs) ((c->set & (bit)) || (all && (differs)))
 	if (WANT(CHLB_CK_TYPE, c->type != d.type))
 		add(buf, len, " check %s", chlb_check_type_name(c->type));

@@ -946,6 +946,8 @@ bool chlb_svc_health_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_c
 			o = chlb_svc_find_be(b, &a->be[i].addr);
 		if (!o)
 			return false;
+		if (!a->be[i].check.set && !o->check.set)
+			continue; /* both the service's check, compared above */
 		chlb_check_effective(a, &a->be[i], &x);
 		chlb_check_effective(b, o, &y);
 		if (!chlb_check_equal(&x, &y))
