@@ -11,7 +11,9 @@
 #    clients' FINs mark them ended there too;
 #  - a fresh LB2 (killed, pins and state removed) gets LB1's entries by the
 #    bulk dump, and says so (`chlbctl stats`: synced, dumps_received);
-#  - a record for a backend LB2 lacks is counted and dropped;
+#  - a record for a backend LB2 lacks waits (deferred, the rollout race):
+#    applied once the backend is added there, dropped and counted when it
+#    is not added within LB2's --history-ms (3 s here);
 #  - bad input from a configured peer (a fake one at 10.9.0.3: garbage, a
 #    truncated record, a bad family, a service LB2 lacks) is rejected or
 #    dropped, counted, and changes no entry; a host that is not a
@@ -71,14 +73,15 @@ LB2_CONF=$LIB_DIR/lb2.conf
 lb2_start() {
 	LB2_STARTS=$((LB2_STARTS + 1))
 	lib_bg "chlbd-lb2-$LB2_STARTS" "$CHLBD" -i v0 --netns "$NS_LB2" -m xdp -s "$LB2_SOCK" \
-		--pin-dir "$LB2_PIN" --state "$LB2_STATE" -c "$LB2_CONF" -f --sync-listen "$SYNC2" \
+		--pin-dir "$LB2_PIN" --state "$LB2_STATE" -c "$LB2_CONF" -f --history-ms 3000 \
+		--sync-listen "$SYNC2" \
 		--sync-peer "$SYNC1" --sync-peer "$FAKE"
 	LB2_PID=$LIB_LASTPID
 	lib_wait_up "chlbd-lb2-$LB2_STARTS" lb2_quiet service list
 }
 
 lb2_fresh() {
-	[ -z "$LB2_PID" ] || lib_stop "$LB2_PID" KILL
+	[ -z "$LB2_PID" ] || lib_stop "$LB2_PID" KILL 2>/dev/null
 	LB2_PID=
 	ip -n "$NS_LB2" link set dev v0 xdp off 2>/dev/null
 	rm -rf "${LB2_PIN:?}"/*
@@ -154,23 +157,41 @@ test_fresh_lb2_gets_dump() {
 	same_entries $N
 }
 
+# h_b3 NAME: the client:port of NAME's connections to b3, a line each ("10.0.1.2:SPORT ").
+h_b3() { awk -v c="$CLIENT4" '$1 == "conn" && $4 == "b3" { print c ":" $3 " " }' "$LIB_DIR/$1.r0"; }
+lb2_has_none() { ! conns_of lb2 | grep -qFf "$1"; }
+lb2_has_all() { [ "$(conns_of lb2 | grep -cFf "$1")" = "$(grep -c . "$1")" ]; }
+
 test_missing_backend() {
-	local want got drop0 drop1
-	drop0=$(lb2_sync .dropped.no_backend)
+	local want d0 a0 n0
+	d0=$(lb2_sync .deferred)
+	a0=$(lb2_sync .deferred_applied)
+	n0=$(lb2_sync .dropped.no_backend)
+	# a rollout: b3 leaves and comes back on LB2 while LB1 keeps it
 	lb2 backend del "$(vip_spec 4)" "$(be_addr4 3)" >/dev/null || return 1
 	hold_start h3 4 $N || return 1
-	sleep 1
-	# h3's connections to b3 (conn IDX SPORT BACKEND): none may have an entry on LB2
-	awk -v c="$CLIENT4" '$1 == "conn" && $4 == "b3" { print c ":" $3 " " }' \
-		"$LIB_DIR/h3.r0" >"$LIB_DIR/h3.b3"
+	h_b3 h3 >"$LIB_DIR/h3.b3"
 	want=$(grep -c . "$LIB_DIR/h3.b3")
-	drop1=$(lb2_sync .dropped.no_backend)
-	got=$(conns_of lb2 | grep -cFf "$LIB_DIR/h3.b3")
-	diag "new connections to b3 through LB1: $want; LB2 dropped $((drop1 - drop0)) records"
-	check "a record for a backend LB2 lacks is counted (no_backend +$((drop1 - drop0)))" \
-		[ $((drop1 - drop0)) -ge "$want" ] && [ "$want" -gt 0 ] &&
-		check "and LB2 has no entry naming it ($got)" [ "$got" = 0 ] || return 1
-	lb2 backend add "$(vip_spec 4)" "$(be_addr4 3)" weight 100 >/dev/null
+	sleep 0.5
+	diag "new connections to b3 through LB1: $want; LB2 deferred $(($(lb2_sync .deferred) - d0))"
+	check "records for a backend LB2 lacks wait (deferred +$(($(lb2_sync .deferred) - d0)))" \
+		[ "$want" -gt 0 ] && [ $(($(lb2_sync .deferred) - d0)) -ge "$want" ] &&
+		check "with no entry on LB2 meanwhile" lb2_has_none "$LIB_DIR/h3.b3" || return 1
+	lb2 backend add "$(vip_spec 4)" "$(be_addr4 3)" weight 100 >/dev/null || return 1
+	lib_wait_for 2 lb2_has_all "$LIB_DIR/h3.b3"
+	check "b3 added on LB2: the waiting entries are applied ($(($(lb2_sync .deferred_applied) - a0)))" \
+		lb2_has_all "$LIB_DIR/h3.b3" || return 1
+	# not added back within --history-ms: dropped and counted
+	lb2 backend del "$(vip_spec 4)" "$(be_addr4 3)" >/dev/null || return 1
+	hold_start h4 4 $N || return 1
+	h_b3 h4 >"$LIB_DIR/h4.b3"
+	want=$(grep -c . "$LIB_DIR/h4.b3")
+	lib_wait_for 6 eval '[ $(($(lb2_sync .dropped.no_backend) - n0)) -ge "$want" ]'
+	lb2 backend add "$(vip_spec 4)" "$(be_addr4 3)" weight 100 >/dev/null || return 1
+	sleep 0.5
+	check "not added within --history-ms: dropped, counted ($(($(lb2_sync .dropped.no_backend) - n0)) of $want)" \
+		[ "$want" -gt 0 ] && [ $(($(lb2_sync .dropped.no_backend) - n0)) -ge "$want" ] &&
+		check "and never applied" lb2_has_none "$LIB_DIR/h4.b3"
 }
 
 # The fake peer: listens on $FAKE (in LB1's namespace) and answers each
@@ -211,13 +232,13 @@ test_bad_input() {
 	lib_bg fake-peer ip netns exec "$NS_LB" python3 "$FAKE_PY" "${FAKE%:*}" "${FAKE#*:}"
 	lib_wait_for 30 eval "[ \$(grep -c '^sent' '$LIB_DIR/fake-peer.log') = 4 ]" ||
 		{ diag "fake peer: $(tr '\n' ' ' <"$LIB_DIR/fake-peer.log")"; return 1; }
-	sleep 0.5
+	sleep 4 # the records for a service and a backend LB2 lacks wait --history-ms (3 s)
 	c1=$(lb2 -j stats | jq -c '.sync | [.dropped.no_service, .dropped.no_backend, .rejected.bad_input, .rejected.truncated, .applied]')
 	diag "LB2 [no_service no_backend bad_input truncated applied]: $c0 -> $c1"
 	e1=$(conns_of lb2 | md5sum)
-	check "a record for a service LB2 lacks: dropped, counted" \
+	check "a record for a service LB2 lacks: dropped after waiting, counted" \
 		[ "$(jq '.[0]' <<<"$c1")" = $(($(jq '.[0]' <<<"$c0") + 1)) ] &&
-		check "a record for a backend LB2 lacks: dropped, counted" \
+		check "a record for a backend LB2 lacks: dropped after waiting, counted" \
 			[ "$(jq '.[1]' <<<"$c1")" = $(($(jq '.[1]' <<<"$c0") + 1)) ] &&
 		check "garbage and a bad family: rejected, counted" \
 			[ "$(jq '.[2]' <<<"$c1")" = $(($(jq '.[2]' <<<"$c0") + 2)) ] &&

@@ -155,6 +155,9 @@ static void show_sync(json_object *r)
 	       "dumps %s sent, %s received\n",
 	       s(y, "listen"), s(y, "records_sent"), s(y, "records_received"), s(y, "applied"),
 	       s(y, "kept"), s(y, "dumps_sent"), s(y, "dumps_received"));
+	printf("  deferred (service or backend not here yet): %s, %s of them applied later, %s "
+	       "waiting\n",
+	       s(y, "deferred"), s(y, "deferred_applied"), s(y, "waiting"));
 	printf("  dropped: %s no service, %s no backend, %s stale, %s peer slow, %s error; "
 	       "rejected: %s bad input, %s truncated, %s unknown peer\n",
 	       s(dr, "no_service"), s(dr, "no_backend"), s(dr, "stale"), s(dr, "peer_slow"),

@@ -283,6 +283,8 @@ static void sync_metrics(FILE *f)
 					    "received",
 					    "applied",
 					    "kept",
+					    "deferred",
+					    "deferred_applied",
 					    "dropped_no_service",
 					    "dropped_no_backend",
 					    "dropped_stale",
@@ -292,6 +294,8 @@ static void sync_metrics(FILE *f)
 			    c->received,
 			    c->applied,
 			    c->kept,
+			    c->deferred,
+			    c->deferred_applied,
 			    c->drop_no_service,
 			    c->drop_no_backend,
 			    c->drop_stale,
@@ -303,7 +307,8 @@ static void sync_metrics(FILE *f)
 		return;
 	head(f, "chlb_sync_records_total", "counter",
 	     "Entry-sync records by result (sent to peers; received from them: applied, kept - "
-	     "a live entry there already - or dropped by reason).");
+	     "a live entry there already -, deferred until their service or backend is here and "
+	     "then applied, or dropped by reason).");
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		snprintf(extra, sizeof(extra), "result=\"%s\"", what[i]);
 		put(f, "chlb_sync_records_total", NULL, extra, v[i]);

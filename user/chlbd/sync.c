@@ -15,10 +15,15 @@
  *    records for it are dropped and counted (peer_slow).
  *  - Receiving (the connection we opened to a peer): each entry's VIP and
  *    backend address are mapped to this host's service and backend slot
- *    and applied with its current generation (chlb_dp_sync_apply); a
- *    service or backend this host lacks (a change not yet applied here) is
- *    counted and dropped. Bad bytes drop the connection (counted); it is
- *    opened again after a backoff.
+ *    and applied with its current generation (chlb_dp_sync_apply). An
+ *    entry whose service or backend this host lacks waits (deferred): in a
+ *    rolling change a peer that already has a new backend sends entries
+ *    for it before this host has it. It is tried again every
+ *    DEFER_RETRY_NS, and dropped (counted by reason) when
+ *    it has waited as long as a replaced table stays in the view
+ *    (--history-ms, at most DEFER_MAX_MS): a change not made here by then
+ *    is not a rollout in progress. Bad bytes drop the connection
+ *    (counted); it is opened again after a backoff.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -43,6 +48,9 @@
 #define KEEPALIVE_IDLE	5 /* s: a silently dead peer's connection goes in ~11 s */
 #define KEEPALIVE_INTVL 2
 #define KEEPALIVE_CNT	3
+#define DEFER_MAX	65536 /* entries waiting for their service or backend */
+#define DEFER_MAX_MS	60000
+#define DEFER_RETRY_NS	200000000ull
 
 enum conn_kind { K_LISTEN, K_RING, K_IN, K_OUT };
 enum in_state { IN_DOWN, IN_CONNECTING, IN_DUMP, IN_SYNCED };
@@ -83,6 +91,15 @@ static struct sync_counters C;
 /* the ring's records as wire records, not yet queued to the peers */
 static __u8 stage[SYNC_WIRE_MSG_MAX];
 static __u16 nstage;
+/* received entries waiting for their service or backend (a rollout in progress) */
+struct deferred {
+	struct sync_entry e;
+	__u64 until; /* chlb_now_ns(): dropped after */
+	bool no_service;
+};
+static struct deferred *defer;
+static size_t ndefer;
+static __u64 defer_retry_at;
 
 /* ---- options ---- */
 
@@ -515,28 +532,78 @@ static void out_event(struct sync_peer *p, unsigned int events)
 
 /* ---- receiving ---- */
 
-static void apply_entry(struct sync_peer *p, const struct sync_entry *e, __u64 now)
+/* Apply e here: 0, or -1 (no_service set) when its service or backend is not here (yet). */
+static int try_apply(const struct sync_entry *e, __u64 coarse_now, bool *no_service)
 {
 	int id = chlb_rt_svc_id(D.rt, &e->vip), slot, rc;
 
-	p->received++;
-	C.received++;
-	if (id < 0) {
-		C.drop_no_service++;
-		return;
-	}
-	slot = chlb_rt_be_slot(D.rt, id, &e->backend);
-	if (slot < 0) {
-		C.drop_no_backend++;
-		return;
-	}
-	rc = chlb_dp_sync_apply(D.dp, &e->flow, (__u32)slot, D.rt->be[slot].gen, e->flags, now);
+	*no_service = id < 0;
+	slot = id < 0 ? -1 : chlb_rt_be_slot(D.rt, id, &e->backend);
+	if (slot < 0)
+		return -1;
+	rc = chlb_dp_sync_apply(D.dp, &e->flow, (__u32)slot, D.rt->be[slot].gen, e->flags,
+				coarse_now);
 	if (rc == CHLB_SYNC_APPLIED)
 		C.applied++;
 	else if (rc == CHLB_SYNC_KEPT)
 		C.kept++;
 	else
 		C.drop_error++;
+	return 0;
+}
+
+static void drop_deferred(const struct deferred *d)
+{
+	if (d->no_service)
+		C.drop_no_service++;
+	else
+		C.drop_no_backend++;
+}
+
+static void apply_entry(struct sync_peer *p, const struct sync_entry *e, __u64 now)
+{
+	struct deferred d = { .e = *e };
+	__u64 wait_ms = D.history_ms < DEFER_MAX_MS ? D.history_ms : DEFER_MAX_MS;
+
+	p->received++;
+	C.received++;
+	if (!try_apply(e, now, &d.no_service))
+		return;
+	if (!defer && !(defer = calloc(DEFER_MAX, sizeof(*defer)))) {
+		drop_deferred(&d);
+		return;
+	}
+	if (ndefer == DEFER_MAX) { /* the oldest goes */
+		drop_deferred(&defer[0]);
+		memmove(defer, defer + 1, (DEFER_MAX - 1) * sizeof(*defer));
+		ndefer--;
+	}
+	d.until = chlb_now_ns() + wait_ms * 1000000ull;
+	defer[ndefer++] = d;
+	C.deferred++;
+}
+
+/* Deferred entries whose service and backend are here now: applied; expired ones dropped. */
+static void retry_deferred(__u64 now)
+{
+	__u64 coarse = chlb_coarse_now_ns();
+	size_t i, k = 0;
+
+	for (i = 0; i < ndefer; i++) {
+		bool no_service;
+
+		if (!try_apply(&defer[i].e, coarse, &no_service)) {
+			C.deferred_applied++;
+			continue;
+		}
+		defer[i].no_service = no_service;
+		if (defer[i].until <= now) {
+			drop_deferred(&defer[i]);
+			continue;
+		}
+		defer[k++] = defer[i];
+	}
+	ndefer = k;
 }
 
 /* Whole messages in p->in.buf: applied; the rest kept. -1 and why on bad input. */
@@ -657,6 +724,13 @@ __u64 sync_tick(__u64 now)
 {
 	__u64 next = 0;
 
+	if (ndefer && now >= defer_retry_at) {
+		retry_deferred(now);
+		defer_retry_at = now + DEFER_RETRY_NS;
+	}
+	if (ndefer)
+		next = defer_retry_at;
+
 	for (int i = 0; i < npeers; i++) {
 		struct sync_peer *p = &peers[i];
 
@@ -720,6 +794,9 @@ void sync_close(void)
 	if (lconn.fd >= 0)
 		close(lconn.fd);
 	lconn.fd = -1;
+	free(defer);
+	defer = NULL;
+	ndefer = 0;
 	ring_buffer__free(rb); /* closes its epoll fd */
 	rb = NULL;
 	rconn.fd = -1;
@@ -747,6 +824,9 @@ json_object *sync_view(void)
 	add(o, "records_received", C.received);
 	add(o, "applied", C.applied);
 	add(o, "kept", C.kept);
+	add(o, "deferred", C.deferred);
+	add(o, "deferred_applied", C.deferred_applied);
+	add(o, "waiting", ndefer);
 	add(o, "dumps_sent", C.dumps_sent);
 	add(o, "dumps_received", C.dumps_received);
 	add(drop, "no_service", C.drop_no_service);

@@ -33,7 +33,7 @@ int sync_open(void);
 void sync_close(void);
 /* An epoll event on one of sync's descriptors (LOOP_EV_SYNC). */
 void sync_event(void *ev, unsigned int events);
-/* Reconnects due by now; returns the next deadline (ns) or 0. */
+/* Reconnects due by now, deferred entries retried (every 200 ms); the next deadline (ns) or 0. */
 __u64 sync_tick(__u64 now);
 
 /* `stats`: the "sync" object (counters, peers), or NULL when sync is off. */
@@ -42,6 +42,7 @@ json_object *sync_view(void);
 /* Counters for the metrics (metrics_text.c). */
 struct sync_counters {
 	__u64 sent, received, applied, kept;
+	__u64 deferred, deferred_applied; /* waited for their service or backend; applied later */
 	__u64 drop_no_service, drop_no_backend, drop_stale, drop_peer_slow, drop_error;
 	__u64 bad_input, truncated, unknown_peer;
 	__u64 dumps_sent, dumps_received;
