@@ -53,6 +53,28 @@
 #define CHLB_JUMP_MAX_ITERS    64 /* jump's loop: ~ln(n)+1 expected; past 64 keep the last bucket */
 #define CHLB_JUMP_MAX_REHASH   16 /* tombstone rehashes before the fallback backend */
 
+/*
+ * A jump bucket word: the backend slot in the low CHLB_JUMP_SLOT_BITS bits,
+ * the bucket's acceptance threshold in the high CHLB_JUMP_THR_BITS. A flow
+ * landing on the bucket takes it when a second hash of (key, attempt),
+ * reduced to CHLB_JUMP_THR_BITS bits, is below the threshold, or always when
+ * the threshold is CHLB_JUMP_THR_FULL (the heaviest backends: equal weights
+ * never rehash); else it rehashes (chlb_jump_lookup). Threshold 0 = never
+ * taken: a tombstone (word 0: slot field 0) or a backend of weight 0, which
+ * keeps its bucket (and its slot in the word) so weights never renumber
+ * buckets. Threshold = round(2^19 * weight / heaviest weight), at least 1.
+ */
+#define CHLB_JUMP_SLOT_BITS 13
+#define CHLB_JUMP_THR_BITS  (32 - CHLB_JUMP_SLOT_BITS)
+#define CHLB_JUMP_SLOT_MASK ((1u << CHLB_JUMP_SLOT_BITS) - 1)
+#define CHLB_JUMP_THR_FULL  ((1u << CHLB_JUMP_THR_BITS) - 1)
+#define CHLB_JUMP_WORD(slot, thr) \
+	(((__u32)(thr) << CHLB_JUMP_SLOT_BITS) | ((slot)&CHLB_JUMP_SLOT_MASK))
+#define CHLB_JUMP_WORD_SLOT(w)	 ((w)&CHLB_JUMP_SLOT_MASK)
+#define CHLB_JUMP_WORD_THR(w)	 ((w) >> CHLB_JUMP_SLOT_BITS)
+#define CHLB_JUMP_TOMBSTONE_WORD 0u
+_Static_assert(CHLB_MAX_BACKENDS <= (1u << CHLB_JUMP_SLOT_BITS), "a backend slot fits a jump word");
+
 struct chlb_table_hdr {
 	__u32 magic;	   /* CHLB_TABLE_MAGIC */
 	__u32 algo;	   /* enum chlb_algo */
