@@ -457,6 +457,51 @@ static void diff_names_check_changes(void **unused)
 	chlb_state_free(&b);
 }
 
+/* apply -f: the file's checks win; inherit keeps only the jump order, never the old checks */
+static void apply_takes_the_files_checks(void **unused)
+{
+	struct chlb_state cur, next;
+	char err[CHLB_ERR_MAX];
+	struct chlb_check k;
+
+	chlb_state_init(&cur);
+	must(&cur, "service add " VIP " algo jump check tcp interval 500 timeout 200 panic 10");
+	must(&cur, "backend add " VIP " " BE1 " check none");
+	must(&cur, "backend add " VIP " " BE2);
+	assert_int_equal(chlb_state_finalize(&cur, err, sizeof(err)), 0);
+	/* the same file again: no table change, nothing for the checker */
+	chlb_state_init(&next);
+	assert_int_equal(chlb_state_exec_text(&next,
+					      "service add " VIP
+					      " algo jump check tcp interval 500 "
+					      "timeout 200 panic 10\n"
+					      "backend add " VIP " " BE2 "\n"
+					      "backend add " VIP " " BE1 " check none\n",
+					      "f", err, sizeof(err)),
+			 0);
+	chlb_state_inherit(&next, &cur);
+	assert_true(chlb_svc_equal(svc(&cur, VIP), svc(&next, VIP)));
+	assert_true(chlb_svc_health_equal(svc(&cur, VIP), svc(&next, VIP)));
+	chlb_state_free(&next);
+	/* a file that re-declares the service without checks: back to the defaults */
+	chlb_state_init(&next);
+	assert_int_equal(chlb_state_exec_text(&next,
+					      "service add " VIP " algo jump\n"
+					      "backend add " VIP " " BE1 "\n"
+					      "backend add " VIP " " BE2 "\n",
+					      "f", err, sizeof(err)),
+			 0);
+	chlb_state_inherit(&next, &cur);
+	assert_true(chlb_svc_equal(svc(&cur, VIP), svc(&next, VIP)));
+	assert_false(chlb_svc_health_equal(svc(&cur, VIP), svc(&next, VIP)));
+	chlb_check_effective(svc(&next, VIP), be(&next, VIP, BE1), &k);
+	assert_int_equal(k.type, CHLB_CHECK_NONE);
+	assert_int_equal(k.interval_ms, CHLB_CHECK_INTERVAL_MS);
+	assert_int_equal(svc(&next, VIP)->health.panic_pct, CHLB_PANIC_PCT);
+	chlb_state_free(&next);
+	chlb_state_free(&cur);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,6 +513,7 @@ int main(void)
 		cmocka_unit_test(no_checks_unchanged),
 		cmocka_unit_test(check_change_is_no_table_change),
 		cmocka_unit_test(diff_names_check_changes),
+		cmocka_unit_test(apply_takes_the_files_checks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
