@@ -210,8 +210,8 @@ static void slot_fp(struct chlb_rt *rt, struct chlb_rt_slot *sl, const char *vip
 {
 	char err[CHLB_ERR_MAX];
 
-	sl->has_dfp = !chlb_rt_table_fp(rt, sl->t.words, sl->t.nwords, sl->bes, sl->nbes,
-					&sl->dfp, err, sizeof(err));
+	sl->has_dfp = !chlb_rt_table_fp(rt, sl->t.words, sl->t.nwords, sl->bes, sl->nbes, &sl->dfp,
+					err, sizeof(err));
 	if (!sl->has_dfp)
 		rt_log(rt, LOG_WARNING, "service %s: no table fingerprint: %s", vip, err);
 }
@@ -331,8 +331,9 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	rt_log(rt, LOG_INFO,
 	       "service %s: swapped to table slot %d: %s, %u backends, %u words, fingerprint "
 	       "%08x, %.3f ms (build %.3f, write %.3f, publish %.3f)",
-	       vip, k, chlb_algo_name(c->algo), c->nbe, t.nwords, s->slot[k].dfp, s->last_swap_ms, (double)(t_built - t0) / 1e6,
-	       (double)(t_written - t_built) / 1e6, (double)(chlb_now_ns() - t_written) / 1e6);
+	       vip, k, chlb_algo_name(c->algo), c->nbe, t.nwords, s->slot[k].dfp, s->last_swap_ms,
+	       (double)(t_built - t0) / 1e6, (double)(t_written - t_built) / 1e6,
+	       (double)(chlb_now_ns() - t_written) / 1e6);
 	return 0;
 }
 

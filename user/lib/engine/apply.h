@@ -189,8 +189,8 @@ int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st);
  * (nslots of them) when the caller knows which, NULL for every known slot
  * (a table adopted from a previous chlbd). 0 or -errno with err.
  */
-int chlb_rt_table_fp(const struct chlb_rt *rt, const __u32 *words, __u32 nwords,
-		     const __u32 *slots, __u32 nslots, __u32 *fp, char *err, size_t errlen);
+int chlb_rt_table_fp(const struct chlb_rt *rt, const __u32 *words, __u32 nwords, const __u32 *slots,
+		     __u32 nslots, __u32 *fp, char *err, size_t errlen);
 
 struct chlb_rt_svc *chlb_rt_find(struct chlb_rt *rt, const struct chlb_vip *vip);
 /* id of a service (its stats index), or -1 */
