@@ -305,6 +305,12 @@ test_health_check_config() {
 		grep -qE "^service add $A algo jump .*hash 5tuple check http path /healthz interval 1000 timeout 500 on-down reset panic 25$" <<<"$out" || return 1
 	check "save shows the backend's override, its weight kept" \
 		grep -qE "^backend add $A 10\.1\.0\.3 weight 100 .*check none$" <<<"$out" || return 1
+	out=$(ctl -j service list $A)
+	check "service list --json: the check and policy: $out" \
+		[ "$(pyjson '[d["services"][0]["check"][k] for k in ("type", "path", "interval_ms", "timeout_ms", "rise", "panic_pct", "on_down", "backend_overrides")]' <<<"$out")" = "['http', '/healthz', 1000, 500, 2, 25, 'reset', 1]" ] || return 1
+	out=$(ctl service list $A)
+	check "service list: a check line: $out" \
+		grep -qF "  check http /healthz expect 200-399 via auto interval 1000 ms timeout 500 ms rise 2 fall 3; on-down reset, slow-start 0 s, panic 25%; 1 backend override(s)" <<<"$out" || return 1
 	out=$(ctl service set $A rise 5 fall 4 --dry-run)
 	check "dry run of a check change: no table change: $out" \
 		grep -qF "health check settings change: no table change" <<<"$out" || return 1

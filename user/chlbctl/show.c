@@ -45,6 +45,27 @@ static const char *param(json_object *e, char *buf, size_t len)
 	return buf;
 }
 
+/* "  check http /healthz 200-399 every 2000 ms ...": a service's check, when it has one */
+static void show_check(json_object *e)
+{
+	json_object *c;
+
+	if (!json_object_object_get_ex(e, "check", &c))
+		return;
+	if (!strcmp(s(c, "type"), "none") && !d(c, "backend_overrides"))
+		return;
+	printf("  check %s", s(c, "type"));
+	if (!strcmp(s(c, "type"), "http"))
+		printf(" %s expect %s%s%s", s(c, "path"), s(c, "expect"),
+		       *s(c, "host") ? " host " : "", s(c, "host"));
+	if (d(c, "port"))
+		printf(" port %s", s(c, "port"));
+	printf(" via %s interval %s ms timeout %s ms rise %s fall %s; on-down %s, slow-start %s s, "
+	       "panic %s%%; %s backend override(s)\n",
+	       s(c, "via"), s(c, "interval_ms"), s(c, "timeout_ms"), s(c, "rise"), s(c, "fall"),
+	       s(c, "on_down"), s(c, "slow_start_s"), s(c, "panic_pct"), s(c, "backend_overrides"));
+}
+
 void show_services(json_object *r)
 {
 	json_object *a = arr(r, "services");
@@ -59,6 +80,7 @@ void show_services(json_object *r)
 		       s(e, "algo"), param(e, p, sizeof(p)), s(e, "fwd"), s(e, "hash"),
 		       s(e, "backends"), s(e, "fingerprint"), s(e, "tables"), s(e, "swaps"),
 		       d(e, "last_swap_ms"));
+		show_check(e);
 	}
 }
 

@@ -36,6 +36,35 @@ static void add_hex(json_object *o, const char *k, __u32 v)
 	add_str(o, k, b);
 }
 
+/* The service's health check and policy as configured (the effective check, defaults filled in). */
+static json_object *check_json(const struct chlb_svc_cfg *s)
+{
+	json_object *o = json_object_new_object();
+	struct chlb_check k;
+	char b[16];
+	int over = 0;
+
+	chlb_check_effective(s, NULL, &k);
+	add_str(o, "type", chlb_check_type_name(k.type));
+	add_str(o, "via", chlb_check_via_name(k.via));
+	add_int(o, "port", k.port); /* 0: the VIP's */
+	add_int(o, "interval_ms", k.interval_ms);
+	add_int(o, "timeout_ms", k.timeout_ms);
+	add_int(o, "rise", k.rise);
+	add_int(o, "fall", k.fall);
+	add_str(o, "path", k.path);
+	snprintf(b, sizeof(b), "%u-%u", k.expect_lo, k.expect_hi);
+	add_str(o, "expect", b);
+	add_str(o, "host", k.host);
+	add_str(o, "on_down", chlb_on_down_name(s->health.on_down));
+	add_int(o, "slow_start_s", s->health.slow_start_s);
+	add_int(o, "panic_pct", s->health.panic_pct);
+	for (__u32 i = 0; i < s->nbe; i++)
+		over += s->be[i].check.set != 0;
+	add_int(o, "backend_overrides", over); /* backends with check options of their own */
+	return o;
+}
+
 static json_object *svc_json(const struct chlb_svc_cfg *s)
 {
 	struct chlb_rt_svc *r = chlb_rt_find(D.rt, &s->vip);
@@ -58,6 +87,7 @@ static json_object *svc_json(const struct chlb_svc_cfg *s)
 	if (s->encap_src.family)
 		add_str(o, "encap_src", chlb_fmt_addr(&s->encap_src, b, sizeof(b)));
 	add_int(o, "backends", s->nbe);
+	json_object_object_add(o, "check", check_json(s));
 	if (r && r->nview) {
 		struct served_table cur;
 
