@@ -111,6 +111,7 @@ test_tcp_down_then_up() {
 		[ $((t1 - t0)) -le $((IV * 3 + 100)) ] || return 1
 	check "backend list says why" grep -q "fall 2.*refused" <<<"$reason" || return 1
 	check "effective weight 0" [ "$(be_field 2 effective_weight)" = 0 ] || return 1
+	diag "swap after the deciding result (chlbd's log): $(grep -o 'applied [0-9.]* ms after' "$CHLBD_LOG" | tail -1)"
 	check "transition logged once" [ "$(grep -c 'backend 10.0.2.12: up -> down' "$CHLBD_LOG")" = 1 ] ||
 		return 1
 	f=$(flows 400)
@@ -226,6 +227,26 @@ test_panic() {
 	check "b2 still down, out of the table" lib_wait_for 2 eff_is 2 0
 }
 
+no_backend_drops() { ctl -j stats | jq '.global.drop_no_backend // .global.reasons.drop_no_backend // 0'; }
+
+test_panic_0_all_down() {
+	local d0 d1 ok
+	# shellcheck disable=SC2046
+	setup maglev $(tcp_check) || return 1
+	ctl service set "$VIP" panic 0 >/dev/null || return 1
+	for i in 1 2 3 4; do ck_stop "$i"; done
+	lib_wait_for 5 all_health down 1 2 3 4 || return 1
+	check "every effective weight 0" lib_wait_for 2 min_eff_is 0 || return 1
+	d0=$(no_backend_drops)
+	ok=$(client once -t "$VIP4" -n 4 -k 4 -T 300 -q | awk '/^summary /{ for (i = 2; i < NF; i++) if ($i == "ok") print $(i + 1) }')
+	d1=$(no_backend_drops)
+	diag "panic 0, every backend down: ${ok:-0} of 4 new connections answered, drop_no_backend +$((d1 - d0))"
+	check "no new flow is served" [ "${ok:-0}" = 0 ] || return 1
+	check "the SYNs are dropped and counted" [ "$d1" -gt "$d0" ] || return 1
+	check "logged" grep -q "every backend is down and panic is 0" "$CHLBD_LOG" || return 1
+	check "not panic" [ "$(be_field 1 panic)" != true ]
+}
+
 test_check_change_no_swap() {
 	local swaps p
 	# shellcheck disable=SC2046
@@ -239,6 +260,43 @@ test_check_change_no_swap() {
 	check "still probing ($p -> $(be_field 1 probes))" [ "$(be_field 1 probes)" -gt "$p" ] || return 1
 	check "no swap for a check change" \
 		[ "$(ctl -j service list "$VIP" | jq '.services[0].swaps')" = "$swaps" ]
+}
+
+via_why_route() { be_field "$1" via_why | grep -qi "route"; }
+steered() { ctl -j stats | jq '.global.probe_steered // .global.reasons.probe_steered // 0'; }
+
+test_via_vip_needs_the_vip_on_lo() {
+	local s0 s1
+	for i in 1 2 3 4; do ck_stop "$i"; done
+	svc_setup 4 maglev l2dsr "1 2 3 4" || return 1
+	# the LB host's route to the VIP: out of chlbd's interface, where the steering program is
+	ip -n "$NS_LB" route add "$VIP4/32" via "$CLIENT4" dev eth0 || return 1
+	s0=$(steered)
+	ctl service set "$VIP" check tcp interval $IV timeout $TMO rise 2 fall 2 via vip >/dev/null ||
+		return 1
+	check "every backend up via vip" lib_wait_for 5 all_health up 1 2 3 4 || {
+		ctl backend list "$VIP" | sed "s/^/#   /"
+		return 1
+	}
+	s1=$(steered)
+	diag "probes steered by the TC egress program: $((s1 - s0))"
+	check "backend list says vip" [ "$(be_field 1 via)" = vip ] || return 1
+	check "the probes went through the steering program" [ "$s1" -gt "$s0" ] || return 1
+	ip -n "$(ns_b 2)" addr del "$VIP4/32" dev lo
+	lib_wait_for 5 health_is 2 down || { diag "b2 without the VIP on lo stayed up"; return 1; }
+	diag "b2 without the VIP on lo, via vip: $(be_field 2 last)"
+	check "the others stay up" all_health up 1 3 4 || return 1
+	ctl backend set "$VIP" "$(be_addr4 2)" via direct >/dev/null || return 1
+	check "via direct it passes" lib_wait_for 5 health_is 2 up || return 1
+	check "and backend list says direct" [ "$(be_field 2 via)" = direct ] || return 1
+	ip -n "$(ns_b 2)" addr add "$VIP4/32" dev lo
+	ip -n "$NS_LB" route del "$VIP4/32"
+	ctl service set "$VIP" via auto >/dev/null || return 1
+	ctl backend set "$VIP" "$(be_addr4 2)" via auto >/dev/null || return 1
+	check "via auto without a route to the VIP: direct, and why" lib_wait_for 7 via_why_route 1 ||
+		return 1
+	diag "via auto, no route: $(be_field 1 via_why)"
+	check "and every backend stays up" all_health up 1 2 3 4
 }
 
 # ---- scale: 200 backends, 100 silent ----

@@ -384,7 +384,7 @@ __u64 health_tick(__u64 now)
 		if (health_apply_overlay(err, sizeof(err)))
 			pr_err("health: %s", err);
 		else if (decided)
-			pr_debug(
+			pr_info(
 			    "health: effective weights applied %.3f ms after the deciding result",
 			    (double)(chlb_now_ns() - decided) / 1e6);
 		dirty_ns = 0;

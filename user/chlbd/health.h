@@ -45,12 +45,16 @@ struct hc {
 	struct chlb_check ck; /* the effective check (chlb_check_effective) */
 	__u8 state;	      /* enum hc_state */
 	__u8 ok_run, fail_run;
-	bool seen;		  /* sync: still in the desired state */
-	bool via_vip;		  /* the last probe went to the VIP with a mark */
-	__u64 since_ns;		  /* monotonic: last transition (or creation) */
-	time_t since_wall;	  /* the same, wall clock, for people */
-	char reason[HC_TEXT_MAX]; /* why the last transition happened */
-	char last[HC_TEXT_MAX];	  /* last result: "ok 0.41 ms", "timeout after 1000 ms (connect)" */
+	bool seen;    /* sync: still in the desired state */
+	bool via_vip; /* the last probe went to the VIP with a mark */
+	/* via vip/auto: the route to the VIP for this backend's mark, looked up now and then */
+	__u64 path_ns;		    /* when (0: never) */
+	int path_rc, path_slot;	    /* 0: a route out of an interface with steering */
+	char path_err[HC_TEXT_MAX]; /* why not */
+	__u64 since_ns;		    /* monotonic: last transition (or creation) */
+	time_t since_wall;	    /* the same, wall clock, for people */
+	char reason[HC_TEXT_MAX];   /* why the last transition happened */
+	char last[HC_TEXT_MAX]; /* last result: "ok 0.41 ms", "timeout after 1000 ms (connect)" */
 	__u64 sent, failed;
 	__u64 ramp_start_ns; /* slow start from here; 0: none */
 	__u32 eff_weight;    /* as last applied */

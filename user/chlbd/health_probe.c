@@ -10,6 +10,7 @@
  * behind on the load balancer.
  */
 #include <errno.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,8 +18,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "health.h"
+#include "dp/nexthop.h"
 
-#define NS_PER_MS 1000000ull
+#define NS_PER_MS	1000000ull
+#define PATH_RECHECK_NS 5000000000ull /* routes change rarely: a lookup per 5 s per backend */
 
 void probe_cancel(struct hc *h)
 {
@@ -43,10 +46,61 @@ static void fail_errno(struct hc *h, const char *what, int e, __u64 now)
 	finish(h, false, t, now);
 }
 
-/* The port probed: the check's, else the service's. */
+/* The port probed: the check's, else the service's; via vip the service's (the VIP's key). */
 static __u16 probe_port(const struct hc *h)
 {
+	if (h->via_vip && h->vip.port)
+		return h->vip.port;
 	return h->ck.port ? h->ck.port : h->vip.port;
+}
+
+/*
+ * The probe's path: 1 via the VIP (*mark set), 0 direct, -1 neither (why
+ * says it: `via vip` that cannot work). `via auto` is vip when the route to
+ * the VIP for this backend's mark leaves by an interface that carries the
+ * steering program (chlbd attaches it on its -i interfaces), else direct.
+ */
+static int probe_path(struct hc *h, __u64 now, __u32 *mark, char *why, size_t len)
+{
+	bool must = h->ck.via == CHLB_VIA_VIP;
+	int slot, ifindex = 0;
+
+	if (h->ck.via == CHLB_VIA_DIRECT)
+		return 0;
+	if (h->ck.port && h->vip.port && h->ck.port != h->vip.port) {
+		/* the steering program forwards only what a service of the VIP would */
+		snprintf(why, len,
+			 "via vip: a probe to the VIP goes to its port %u, not check port %u "
+			 "(use via direct)",
+			 h->vip.port, h->ck.port);
+		return must ? -1 : 0;
+	}
+	slot = chlb_rt_be_slot(D.rt, chlb_rt_svc_id(D.rt, &h->vip), &h->addr);
+	if (slot < 0) {
+		snprintf(why, len, "via vip: the backend has no slot in the data plane yet");
+		return must ? -1 : 0;
+	}
+	*mark = CHLB_PROBE_MARK(slot);
+	if (!h->path_ns || now - h->path_ns >= PATH_RECHECK_NS || h->path_slot != slot) {
+		h->path_ns = now;
+		h->path_slot = slot;
+		h->path_rc = chlb_nh_probe_route(&h->vip.addr, *mark, &ifindex, h->path_err,
+						 sizeof(h->path_err));
+		if (!h->path_rc && !chlb_dp_probe_attached(D.dp, ifindex)) {
+			char name[IF_NAMESIZE] = "?";
+
+			if_indextoname((unsigned int)ifindex, name);
+			h->path_rc = -ENODEV;
+			snprintf(h->path_err, sizeof(h->path_err),
+				 "the route to the VIP leaves by %s, which has no probe steering "
+				 "(chlbd puts it on its -i interfaces)",
+				 name);
+		}
+	}
+	if (!h->path_rc)
+		return 1;
+	snprintf(why, len, "via vip: %.100s", h->path_err);
+	return must ? -1 : 0;
 }
 
 static socklen_t sockaddr_of(const struct chlb_addr *a, __u16 port, struct sockaddr_storage *ss)
@@ -102,31 +156,56 @@ void probe_start(struct hc *h, __u64 now)
 {
 	struct sockaddr_storage ss;
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-	__u16 port = probe_port(h);
-	const struct chlb_addr *to;
+	char why[HC_TEXT_MAX];
+	__u32 mark = 0;
+	__u16 port;
 	socklen_t sl;
+	int path;
 
 	probe_cancel(h);
 	h->sent++;
 	h->t0 = now;
 	h->deadline = now + (__u64)h->ck.timeout_ms * NS_PER_MS;
+	path = probe_path(h, now, &mark, why, sizeof(why));
+	if (path < 0) {
+		finish(h, false, why, now);
+		return;
+	}
+	h->via_vip = path == 1;
+	port = probe_port(h);
 	if (!port) {
 		finish(h, false, "no port to probe: the service has none; set `check port N`", now);
 		return;
 	}
-	/* via vip needs the steering program (not there yet): every path is direct */
-	h->via_vip = false;
-	to = &h->addr;
-	sl = sockaddr_of(to, port, &ss);
+	sl = sockaddr_of(h->via_vip ? &h->vip.addr : &h->addr, port, &ss);
 	h->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (h->fd < 0) {
 		fail_errno(h, "socket", errno, now);
 		return;
 	}
 	setsockopt(h->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	/* the mark names the backend: the TC egress program steers the probe to it */
+	if (h->via_vip && setsockopt(h->fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark))) {
+		fail_errno(h, "via vip: SO_MARK", errno, now);
+		return;
+	}
 	h->phase = HC_CONNECTING;
 	if (connect(h->fd, (struct sockaddr *)&ss, sl) && errno != EINPROGRESS) {
-		fail_errno(h, "connect", errno, now);
+		int e = errno;
+
+		if (h->via_vip && (e == ENETUNREACH || e == EHOSTUNREACH)) {
+			/* the route to the VIP went away since the last lookup: look again */
+			h->path_rc = -e;
+			h->path_ns = now;
+			snprintf(h->path_err, sizeof(h->path_err), "no route to the VIP (%s)",
+				 strerror(e));
+			if (h->ck.via == CHLB_VIA_AUTO) {
+				h->sent--; /* the same probe, direct */
+				probe_start(h, now);
+				return;
+			}
+		}
+		fail_errno(h, h->via_vip ? "via vip: connect" : "connect", e, now);
 		return;
 	}
 	if (watch(h, EPOLLOUT, EPOLL_CTL_ADD))

@@ -44,6 +44,8 @@ void health_be_json(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b, j
 	if (h->ck.type == CHLB_CHECK_NONE)
 		return;
 	add_str(e, "via", h->via_vip ? "vip" : "direct");
+	if (!h->via_vip && h->ck.via == CHLB_VIA_AUTO && h->path_ns && h->path_rc)
+		add_str(e, "via_why", h->path_err); /* why auto is direct */
 	add_str(e, "last", h->last[0] ? h->last : "-");
 	gmtime_r(&h->since_wall, &tm);
 	strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%SZ", &tm);
