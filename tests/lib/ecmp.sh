@@ -224,21 +224,35 @@ ecmp_chlbd_start() {
 ecmp_chlbd_stop() {
 	local pid=${ECMP_CHLBD_PID[$1]:-}
 	[ -n "$pid" ] || return 0
-	lib_stop "$pid" "${2:-TERM}"
+	# (no "Killed" job notice from the shell on SIGKILL)
+	lib_stop "$pid" "${2:-TERM}" 2>/dev/null
 	ECMP_CHLBD_PID[$1]=
 }
 
 # ecmp_chlbd_wipe I: LB I's chlbd stopped, its program detached, pins and
-# state removed: the next start is a fresh LB.
+# state removed: the next start is a fresh LB. A killed chlbd's program is
+# still attached through its pinned link: a chlbd adopts it first, so that
+# `shutdown --detach` takes it away.
 ecmp_chlbd_wipe() {
 	local i=$1
+	if [ -z "${ECMP_CHLBD_PID[$i]:-}" ] && [ -n "${ECMP_PIN[$i]:-}" ] &&
+		[ -n "$(ls -A "${ECMP_PIN[$i]}" 2>/dev/null)" ]; then
+		ecmp_chlbd_start "$i" || return 1
+	fi
 	if [ -n "${ECMP_CHLBD_PID[$i]:-}" ]; then
 		lbctl_quiet "$i" shutdown --detach
 		ecmp_chlbd_stop "$i"
 	fi
-	ip -n "$(ns_lb "$i")" link set dev eth0 xdp off 2>/dev/null
 	[ -z "${ECMP_PIN[$i]:-}" ] || rm -rf "${ECMP_PIN[$i]:?}"/*
 	rm -f "$(lb_state "$i")" "$(lb_state "$i")".*
+}
+
+# ecmp_lb_fresh I CONF: LB I as a new host configured from CONF in one
+# batch: whatever it had wiped, links up, chlbd started with -c CONF, BIRD
+# running.
+ecmp_lb_fresh() {
+	ecmp_chlbd_wipe "$1" || return 1
+	ecmp_lb_up "$1" -c "$2"
 }
 
 # ecmp_bird_start I: BIRD in LB I's namespace (docs/examples/bird-lb.conf).
@@ -256,7 +270,8 @@ ecmp_bird_start() {
 ecmp_bird_stop() {
 	local pid=${ECMP_BIRD_PID[$1]:-}
 	[ -n "$pid" ] || return 0
-	lib_stop "$pid" "${2:-TERM}"
+	# (no "Killed" job notice from the shell on SIGKILL)
+	lib_stop "$pid" "${2:-TERM}" 2>/dev/null
 	ECMP_BIRD_PID[$1]=
 }
 
@@ -319,7 +334,19 @@ ecmp_wait_nexthops() {
 	fi
 	diag "router: $addr has $(ecmp_nexthops "$addr") nexthops, not $k, after $t s:" \
 		"$(ip -n "$NS_ER" route show exact "$addr" | tr '\n' ' ')"
+	ecmp_diag_bgp
 	return 1
+}
+
+# ecmp_diag_bgp: the BGP sessions as the router and each running LB see them.
+ecmp_diag_bgp() {
+	local i
+	rtbirdc show protocols 2>&1 | sed 's/^/#   router: /'
+	for i in "${ECMP_LBS[@]}"; do
+		[ -n "${ECMP_BIRD_PID[$i]:-}" ] || continue
+		lbbirdc "$i" show protocols 2>&1 | sed "s/^/#   lb$i: /"
+		lbbirdc "$i" show route 2>&1 | sed "s/^/#   lb$i: /"
+	done
 }
 ecmp_nexthops_are() { [ "$(ecmp_nexthops "$2")" = "$1" ]; }
 
@@ -363,11 +390,35 @@ ecmp_survivors() {
 	echo $((n - bad))
 }
 
+# ecmp_survive NAME K WHAT CMD...: CMD (an event), then wait until the
+# router's route has K nexthops, then one exchange on every connection of
+# NAME. Diag "WHAT: S of N connections survived"; 0 if S >= 99.9% of N
+# (issue 19's goal).
+ecmp_survive() {
+	local name=$1 k=$2 what=$3 n s
+	shift 3
+	"$@" || {
+		diag "$what: the event ($*) failed"
+		return 1
+	}
+	ecmp_wait_nexthops "$k" || return 1
+	s=$(ecmp_survivors "$name") || return 1
+	n=$(summary_field "$LIB_DIR/$name.r0" ok)
+	diag "$what: $s of $n connections survived"
+	[ $((s * 1000)) -ge $((n * 999)) ]
+}
+
 # ecmp_lb_flows I: how many of the client's flows LB I's connection table
-# has an entry for (the flows the router sent it, up to now).
+# has an entry for (the connections whose handshake it saw).
 ecmp_lb_flows() {
 	lbctl "$1" -j conns 2>/dev/null |
 		jq --arg c "$CLIENT4:" '[.conns[]? | select(.client | startswith($c))] | length'
+}
+
+# ecmp_lb_packets I: packets LB I's data plane forwarded for its services
+# (a connection moved to it mid-way gets no entry there, but its packets count).
+ecmp_lb_packets() {
+	lbctl "$1" -j stats 2>/dev/null | jq '[.services[]?.packets] | add // 0'
 }
 
 # ---- hooks for later cases ----

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Issue 19: several LB hosts behind an ECMP router that learns the VIP from
+# each over BGP through BIRD (tests/lib/ecmp.sh: a router, 3 LBs each with
+# its own chlbd and BIRD, 4 backends, real TCP, native XDP, l2dsr).
+#   a. route export: chlbd --route-table keeps a route per VIP it can serve
+#      (a service with a backend of weight > 0), removes the route of a VIP
+#      whose service goes or has no backend left, removes only routes of
+#      its own protocol (adopting a previous chlbd's at start), removes all
+#      on SIGTERM and none on SIGKILL; a bad --route-table is refused;
+#   b. BGP: the router has an ECMP route with a nexthop per LB (IPv4 and
+#      IPv6), an LB whose chlbd stops is withdrawn (its session stays up);
+#   c. connections: LBs configured in one batch from the same file, 300
+#      held connections; an LB dies silently, one is withdrawn for
+#      maintenance, a new one joins: >= 99.9% survive each, for ring,
+#      jump and maglev.
+# The cases after a rolling change (configured step by step, a rollout, a
+# fresh LB after a change) need entry sync between the LBs; they use the
+# same helpers (ecmp_each_lb for the rolling change, ecmp_lb_fresh,
+# ecmp_survive) and belong to the sync work.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/ecmp.sh"
+
+HELD=${HELD:-300}
+NBE=4
+ecmp_require
+ecmp_build 3 $NBE
+CONF=$LIB_DIR/lbs.conf
+
+# routes I: LB I's exported routes as "ADDR" words, sorted, on one line.
+routes() { ecmp_table_routes "$1" | awk '{ print $2 }' | sort | tr '\n' ' ' | sed 's/ $//'; }
+
+# routes_are I "ADDR...": LB I's table holds exactly those chlb routes.
+routes_are() {
+	local got
+	got=$(routes "$1")
+	[ "$got" = "$2" ] && return 0
+	diag "table $ECMP_TABLE of LB $1: '$got', expected '$2'"
+	return 1
+}
+
+# ---- a. route export (LB 1's chlbd alone; no BGP needed) ----
+test_route_table_refused() {
+	local out rc=0
+	out=$("$CHLBD" -i eth0 --route-table 254 -f 2>&1)
+	check "--route-table 254 (main) refused with exit 2 ($?)" [ $? = 2 ] || rc=1
+	check "the error names the value and why: $out" grep -q "'254'.*main" <<<"$out" || rc=1
+	out=$("$CHLBD" -i eth0 --route-table main -f 2>&1)
+	check "--route-table main refused: $out" grep -q "'main': bad value for --route-table" \
+		<<<"$out" || rc=1
+	return $rc
+}
+
+test_route_export() {
+	local ns rc=0
+	ns=$(ns_lb 1)
+	ecmp_conf_write "$CONF" ring "1 2 3 4"
+	ecmp_chlbd_start 1 -c "$CONF" || return 1
+	routes_are 1 "10.0.0.10" || rc=1
+	# someone else's route in the table, and a stale one of chlb's protocol
+	ip -n "$ns" route add blackhole 10.0.0.98/32 table "$ECMP_TABLE" proto static
+	ip -n "$ns" route add blackhole 10.0.0.99/32 table "$ECMP_TABLE" proto 250
+	# a service without backends: no route; the next commit drops the stale one
+	lbctl 1 service add 10.0.0.11:80/tcp >/dev/null || return 1
+	routes_are 1 "10.0.0.10" || rc=1
+	check "someone else's route (proto static) left alone" \
+		ip -n "$ns" route show table "$ECMP_TABLE" 10.0.0.98 proto static | grep -q . || rc=1
+	lbctl 1 backend add 10.0.0.11:80/tcp "$(be_addr4 1)" weight 100 >/dev/null || return 1
+	routes_are 1 "10.0.0.10 10.0.0.11" || rc=1
+	lbctl 1 backend set 10.0.0.11:80/tcp "$(be_addr4 1)" weight 0 >/dev/null || return 1
+	check "a service whose only backend has weight 0: no route" routes_are 1 "10.0.0.10" || rc=1
+	lbctl 1 backend set 10.0.0.11:80/tcp "$(be_addr4 1)" weight 100 >/dev/null || return 1
+	lbctl 1 service add 10.0.0.11:443/tcp >/dev/null || return 1
+	routes_are 1 "10.0.0.10 10.0.0.11" || rc=1
+	lbctl 1 backend del 10.0.0.11:80/tcp "$(be_addr4 1)" >/dev/null || return 1
+	check "a VIP whose services have no backend left: no route" routes_are 1 "10.0.0.10" || rc=1
+	lbctl 1 backend add 10.0.0.11:443/tcp "$(be_addr4 2)" >/dev/null || return 1
+	check "the same address, another port with a backend: routed" \
+		routes_are 1 "10.0.0.10 10.0.0.11" || rc=1
+	lbctl 1 service del 10.0.0.11:443/tcp >/dev/null && lbctl 1 service del 10.0.0.11:80/tcp >/dev/null ||
+		return 1
+	check "services deleted: no route" routes_are 1 "10.0.0.10" || rc=1
+	lbctl 1 service add "$(vip_spec 6)" >/dev/null &&
+		lbctl 1 backend add "$(vip_spec 6)" "$(be_addr6 1)" >/dev/null || return 1
+	routes_are 1 "10.0.0.10 fd00::10" || rc=1
+	# SIGKILL: the data plane keeps serving, so the routes stay
+	ecmp_chlbd_stop 1 KILL
+	check "SIGKILL: the routes stay" routes_are 1 "10.0.0.10 fd00::10" || rc=1
+	# a restart adopts them (no duplicate, no gap) and drops what it does not serve
+	ip -n "$ns" route add blackhole 10.0.0.99/32 table "$ECMP_TABLE" proto 250
+	ecmp_chlbd_start 1 || return 1
+	check "a restart keeps its routes and removes the stale one" \
+		routes_are 1 "10.0.0.10 fd00::10" || rc=1
+	grep -q "route export: 10.0.0.99 removed" "$LIB_DIR/chlbd-lb1-${ECMP_STARTS[1]}.log" || {
+		diag "the restart's log does not say it removed 10.0.0.99"
+		rc=1
+	}
+	ecmp_chlbd_stop 1 TERM
+	check "SIGTERM: every chlb route removed" routes_are 1 "" || rc=1
+	check "SIGTERM: someone else's route left alone" \
+		ip -n "$ns" route show table "$ECMP_TABLE" 10.0.0.98 proto static | grep -q . || rc=1
+	ip -n "$ns" route del 10.0.0.98/32 table "$ECMP_TABLE"
+	ecmp_chlbd_wipe 1
+	return $rc
+}
+
+# ---- b. BGP ----
+# lbs_fresh ALGO: LBs 1-3 new, configured from one file (ALGO, backends
+# 1-4), announcing; LB 4 (if it exists) gone; the router has 3 nexthops.
+lbs_fresh() {
+	local i
+	ecmp_conf_write "$CONF" "$1" "1 2 3 4"
+	if [ -n "${ECMP_PIN[4]:-}" ]; then
+		ecmp_bird_stop 4
+		ecmp_chlbd_wipe 4
+	fi
+	for i in 1 2 3; do ecmp_lb_fresh "$i" "$CONF" || return 1; done
+	ecmp_wait_nexthops 3
+}
+
+# established: how many of the router's BGP sessions are up.
+established() { rtbirdc show protocols | grep -c 'Established'; }
+
+test_router_ecmp_from_each_lb() {
+	local rc=0 gw
+	lbs_fresh ring || return 1
+	gw=$(ip -n "$NS_ER" -j route show exact "$ECMP_VIP" | jq -r '.[0].nexthops[].gateway' | sort | tr '\n' ' ')
+	check "a nexthop per LB: $gw" [ "$gw" = "10.0.4.11 10.0.4.12 10.0.4.13 " ] || rc=1
+	# IPv6: the same VIP route over the same sessions (the examples' ipv6 channels)
+	ecmp_each_lb lbctl service add "$(vip_spec 6)" >/dev/null &&
+		ecmp_each_lb lbctl backend add "$(vip_spec 6)" "$(be_addr6 1)" >/dev/null || return 1
+	ecmp_wait_nexthops 3 20 "$VIP6" || rc=1
+	ecmp_each_lb lbctl service del "$(vip_spec 6)" >/dev/null || return 1
+	check "the IPv6 service deleted on every LB: the router's route is gone" \
+		ecmp_wait_nexthops 0 10 "$VIP6" || rc=1
+	return $rc
+}
+
+test_chlbd_stop_withdraws() {
+	local rc=0 up
+	up=$(established)
+	check "3 BGP sessions up on the router ($up)" [ "$up" = 3 ] || return 1
+	ecmp_chlbd_stop 3 TERM
+	check "chlbd stopped on LB 3: the router's route drops to 2 nexthops" \
+		ecmp_wait_nexthops 2 || rc=1
+	check "by a withdrawal: LB 3's session is still up ($(established) sessions)" \
+		[ "$(established)" = 3 ] || rc=1
+	ecmp_chlbd_start 3 || return 1
+	check "chlbd started again on LB 3: 3 nexthops" ecmp_wait_nexthops 3 || rc=1
+	ecmp_chlbd_stop 3 KILL
+	sleep 2
+	check "chlbd killed on LB 3: its route stays (the data plane serves)" \
+		[ "$(ecmp_nexthops)" = 3 ] || rc=1
+	ecmp_chlbd_start 3 || return 1
+	# maintenance with chlbd running (docs/operations.md): BIRD's session down
+	lbbirdc 3 disable uplink >/dev/null || return 1
+	check "birdc disable uplink on LB 3: 2 nexthops" ecmp_wait_nexthops 2 || rc=1
+	lbbirdc 3 enable uplink >/dev/null || return 1
+	check "birdc enable uplink on LB 3: 3 nexthops" ecmp_wait_nexthops 3 || rc=1
+	return $rc
+}
+
+# ---- c. connections across LB events, configured in one batch ----
+# One held set per algorithm, three events in a row: LB 3 dies silently
+# (3 -> 2 LBs), LB 2 is withdrawn for maintenance (2 -> 1), LB 4 joins
+# (1 -> 2). Each event moves flows between LBs (the router's hash-threshold
+# remaps flows of the LBs that stay too); an LB that has no entry for a
+# moved connection decides it from the same table as the others.
+events() {
+	local algo=$1 h=held$1 n3 n4 rc=0
+	lbs_fresh "$algo" || return 1
+	ecmp_hold_open "$h" "$HELD" || return 1
+	n3=$(ecmp_lb_flows 3)
+	diag "$algo: LB 1 carries $(ecmp_lb_flows 1), LB 2 $(ecmp_lb_flows 2), LB 3 $n3 of $HELD"
+	check "$algo: LB 3 carries some connections ($n3)" [ "${n3:-0}" -gt 0 ] || rc=1
+	ecmp_survive "$h" 2 "$algo: LB 3 died silently" ecmp_lb_die 3 || rc=1
+	ecmp_survive "$h" 1 "$algo: LB 2 withdrawn for maintenance (chlbd stopped)" \
+		ecmp_lb_withdraw 2 || rc=1
+	ecmp_survive "$h" 2 "$algo: LB 4 joined" ecmp_lb_join 4 -c "$CONF" || rc=1
+	n4=$(ecmp_lb_packets 4)
+	check "$algo: connections moved to the new LB 4 (it forwarded $n4 packets)" \
+		[ "${n4:-0}" -gt 0 ] || rc=1
+	hold_stop "$h"
+	return $rc
+}
+test_lb_events_ring() { events ring; }
+test_lb_events_jump() { events jump; }
+test_lb_events_maglev() { events maglev; }
+
+# The control: the measurement can fail. LB 3 is configured without b4, so
+# it decides differently from LB 1 and 2; when LB 1 and 2 are withdrawn and
+# all flows go to LB 3, every connection on b4 and those LB 3 decides
+# elsewhere break.
+test_lb_disagreeing_breaks() {
+	local h=control s n conf3=$LIB_DIR/lb3.conf
+	lbs_fresh ring || return 1
+	ecmp_conf_write "$conf3" ring "1 2 3"
+	ecmp_lb_fresh 3 "$conf3" && ecmp_wait_nexthops 3 || return 1
+	ecmp_hold_open "$h" "$HELD" || return 1
+	ecmp_chlbd_stop 1 TERM && ecmp_chlbd_stop 2 TERM
+	ecmp_wait_nexthops 1 || return 1
+	s=$(ecmp_survivors "$h") || return 1
+	n=$(summary_field "$LIB_DIR/$h.r0" ok)
+	hold_stop "$h"
+	diag "LB 3 without b4 carries every flow: $s of $n connections survived"
+	check "fewer than 99.9% survived on the LB that decides differently ($s of $n)" \
+		[ $((s * 1000)) -lt $((n * 999)) ]
+}
+
+lib_run
