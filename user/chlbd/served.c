@@ -67,8 +67,9 @@ static int read_pinned(__u32 tslot, struct chlb_table *t)
 		goto out;
 	}
 	memcpy(&hdr, chunk, sizeof(hdr));
+	/* 2^26 words: past any table the builders make (a 2^20-vnode ring is ~4.5M) */
 	if (hdr.magic != CHLB_TABLE_MAGIC || hdr.words < CHLB_TBL_HDR_WORDS ||
-	    hdr.words > CHLB_CHUNK_WORDS * 1024u) {
+	    hdr.words > (1u << 26)) {
 		rc = -EINVAL;
 		goto out;
 	}
