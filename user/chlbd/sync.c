@@ -755,6 +755,15 @@ int sync_open(void)
 		       "entries)");
 		return -1;
 	}
+	/* the same peer list on every host: each leaves itself out */
+	for (int i = 0; i < npeers; i++) {
+		if (peers[i].alen == l_alen && !memcmp(&peers[i].addr, &l_addr, l_alen)) {
+			pr_debug("sync: %s is this host (--sync-listen): not a peer", peers[i].name);
+			memmove(&peers[i], &peers[i + 1], (size_t)(npeers - i - 1) * sizeof(peers[0]));
+			npeers--;
+			i--;
+		}
+	}
 	rb = ring_buffer__new(chlb_dp_sync_ring_fd(D.dp), on_ring_record, NULL, NULL);
 	if (!rb) {
 		pr_err("sync: couldn't open the data plane's ring buffer: %s", strerror(errno));
