@@ -114,6 +114,11 @@ static void backend_forms(void **st)
 	assert_true(c.reset);
 	ok("   # only a comment", &c);
 	assert_int_equal(c.kind, CHLB_CMD_NONE);
+	/* '#' begins a comment only at a token's start: inside one it is data */
+	ok("service set 10.0.0.10:80/tcp check http path /a#b # a comment", &c);
+	assert_string_equal(c.check.path, "/a#b");
+	ok("backend add 10.0.0.10:80/tcp 10.1.0.2 weight 7 #a comment", &c);
+	assert_int_equal(c.weight, 7);
 }
 
 static const struct {

@@ -39,12 +39,9 @@ int chlb_tokenize(char *line, char **tok, int max, char *err, size_t errlen)
 			return chlb_err(err, errlen, -E2BIG,
 					"'%.32s': too many tokens (at most %d)", p, max);
 		tok[n++] = p;
-		while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n' && *p != '#')
+		/* '#' starts a comment only at a token's start, as in sh: "path /a#b" is one token */
+		while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
 			p++;
-		if (*p == '#') {
-			*p = '\0';
-			break;
-		}
 		if (*p)
 			*p++ = '\0';
 	}
@@ -306,10 +303,16 @@ static void store_opt(const struct chlb_gopt *o, __u32 v, __u8 n, const struct c
 	case CHLB_OPT_WEIGHT:
 		c->weight = v;
 		break;
+	case CHLB_OPT_BUCKET: /* `bucket N`; `buckets B1,...` filled c->bucket already */
+		if (o->val == CHLB_GV_UINT) {
+			c->bucket[0] = v;
+			c->nbucket = 1;
+		}
+		break;
 	case CHLB_OPT_ENCAP_SRC:
 		c->encap_src = *a;
 		break;
-	default: /* CHLB_OPT_FORCE: the bit alone; CHLB_OPT_BUCKET: in c->bucket already */
+	default: /* CHLB_OPT_FORCE: the bit alone */
 		break;
 	}
 	c->set |= o->bit;

@@ -117,7 +117,7 @@ struct chlb_cmd {
 /* Is this statement a change of the desired state (add/set/del)? */
 bool chlb_cmd_is_change(enum chlb_cmd_kind kind);
 
-/* Splits a line into tokens in place (whitespace; '#' starts a comment): their count, or -E2BIG. */
+/* Splits a line into tokens in place (whitespace; '#' at a token's start begins a comment): their count, or -E2BIG. */
 int chlb_tokenize(char *line, char **tok, int max, char *err, size_t errlen);
 
 /*
