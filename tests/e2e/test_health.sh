@@ -25,13 +25,15 @@
 lib_require_e2e
 command -v socat >/dev/null || die "needs socat (the check-port servers)"
 command -v python3 >/dev/null || die "needs python3 (timing control requests)"
+command -v promtool >/dev/null || die "needs promtool (the metrics' format)"
 
 IV=200    # check interval, ms
 TMO=150   # check timeout, ms
 CKPORT=8080
 
 topo_build 4
-chlbd_start xdp --history-ms 300
+MPORT=9181 # chlbd's metrics port, inside the LB namespace
+chlbd_start xdp --history-ms 300 --metrics "127.0.0.1:$MPORT"
 VIP=$(vip_spec 4)
 
 # ---- check-port servers (socat in backend I's namespace) ----
@@ -74,6 +76,13 @@ all_health() {
 }
 eff_is() { [ "$(be_field "$1" effective_weight)" = "$2" ]; }
 min_eff_is() { [ "$(ctl -j backend list "$VIP" | jq '[.backends[].effective_weight] | min')" = "$1" ]; }
+scrape() { ip netns exec "$NS_LB" curl -sf "http://127.0.0.1:$MPORT/metrics"; }
+promtool_ok() {
+	local out
+	out=$(promtool check metrics <"$1" 2>&1) && [ -z "$out" ] && return 0
+	diag "promtool: $out"
+	return 1
+}
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # flows N: N new connections to the VIP; "bI COUNT" lines.
@@ -220,7 +229,14 @@ test_panic() {
 	diag "new flows in panic: $(tr '\n' ' ' <<<"$f")"
 	check "all four serve in panic" [ "$(wc -l <<<"$f")" = 4 ] || return 1
 	check "panic logged" grep -q "panic: 1 of 4 backends up" "$CHLBD_LOG" || return 1
-	check "panic counted (backend list says panic)" [ "$(be_field 1 panic)" = true ] || return 1
+	check "backend list says panic" [ "$(be_field 1 panic)" = true ] || return 1
+	scrape >"$LIB_DIR/panic.prom" || return 1
+	check "panic counted in the metrics" grep -q "^chlb_service_health_panics_total{vip=\"$VIP\"} 1$" \
+		"$LIB_DIR/panic.prom" || return 1
+	check "b2's health gauge says down" grep -q \
+		"^chlb_backend_health{vip=\"$VIP\",backend=\"$(be_addr4 2)\",state=\"down\"} 1$" \
+		"$LIB_DIR/panic.prom" || return 1
+	check "promtool check metrics: no findings" promtool_ok "$LIB_DIR/panic.prom" || return 1
 	ck_start 3 tcp
 	ck_start 4 tcp
 	check "panic over once 3 of 4 are up" lib_wait_for 5 all_health up 3 4 || return 1

@@ -18,15 +18,9 @@
 #include <syslog.h>
 #include "health.h"
 
-#define HC_HASH	   4096
 #define NS_PER_MS  1000000ull
-#define RAMP_STEPS 5 /* slow start: 1/5, 2/5 ... of the weight, then all of it */
 #define JITTER_PCT 10
 
-static struct hc *heads[HC_HASH];
-static struct hc **all;
-static __u32 nall, capall;
-static struct hc_svc svcs[CHLB_MAX_SERVICES];
 static bool synced_once; /* the first sync is the start: nothing ramps */
 static bool dirty;	 /* effective weights changed: swap at the next tick */
 static __u64 dirty_ns;	 /* when the first change of the pending swap was decided */
@@ -40,50 +34,6 @@ static __u64 rnd(void)
 	rng ^= rng << 25;
 	rng ^= rng >> 27;
 	return rng * 2685821657736338717ull;
-}
-
-static __u32 hc_hash(const struct chlb_vip *v, const struct chlb_addr *a)
-{
-	__u32 h = 2166136261u;
-
-	for (int i = 0; i < 16; i++)
-		h = (h ^ v->addr.a[i]) * 16777619u;
-	h = (h ^ v->port) * 16777619u;
-	h = (h ^ v->proto) * 16777619u;
-	for (int i = 0; i < 16; i++)
-		h = (h ^ a->a[i]) * 16777619u;
-	return h & (HC_HASH - 1);
-}
-
-const char *health_state_name(__u8 st)
-{
-	return st == HC_UP ? "up" : st == HC_DOWN ? "down" : "unknown";
-}
-
-struct hc *health_find(const struct chlb_vip *vip, const struct chlb_addr *a)
-{
-	for (struct hc *h = heads[hc_hash(vip, a)]; h; h = h->hnext)
-		if (!chlb_vip_cmp(&h->vip, vip) && !chlb_addr_cmp(&h->addr, a))
-			return h;
-	return NULL;
-}
-
-struct hc_svc *health_svc(const struct chlb_vip *vip)
-{
-	struct hc_svc *free_one = NULL;
-
-	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
-		if (svcs[i].used && !chlb_vip_cmp(&svcs[i].vip, vip))
-			return &svcs[i];
-		if (!svcs[i].used && !free_one)
-			free_one = &svcs[i];
-	}
-	if (free_one) {
-		memset(free_one, 0, sizeof(*free_one));
-		free_one->used = true;
-		free_one->vip = *vip;
-	}
-	return free_one;
 }
 
 /* The next probe's start: an interval after `from`, +-JITTER_PCT. */
@@ -116,61 +66,17 @@ static const char *type_name(__u8 t)
 	return t == CHLB_CHECK_TCP ? "tcp" : t == CHLB_CHECK_HTTP ? "http" : "none";
 }
 
-static struct hc *hc_new(const struct chlb_vip *vip, const struct chlb_cfg_be *b, __u64 now)
-{
-	struct hc *h = calloc(1, sizeof(*h));
-	__u32 k = hc_hash(vip, &b->addr);
-
-	if (!h)
-		return NULL;
-	if (nall == capall) {
-		__u32 cap = capall ? capall * 2 : 64;
-		void *p = realloc(all, cap * sizeof(*all));
-
-		if (!p) {
-			free(h);
-			return NULL;
-		}
-		all = p;
-		capall = cap;
-	}
-	all[nall++] = h;
-	h->ev.type = LOOP_EV_HEALTH;
-	h->fd = -1;
-	h->vip = *vip;
-	h->addr = b->addr;
-	snprintf(h->name, sizeof(h->name), "%s", b->name);
-	h->since_ns = now;
-	h->since_wall = time(NULL);
-	snprintf(h->reason, sizeof(h->reason), "no result yet");
-	h->hnext = heads[k];
-	heads[k] = h;
-	return h;
-}
-
-static void hc_del(__u32 i)
-{
-	struct hc *h = all[i], **p = &heads[hc_hash(&h->vip, &h->addr)];
-
-	probe_cancel(h);
-	while (*p && *p != h)
-		p = &(*p)->hnext;
-	if (*p)
-		*p = h->hnext;
-	all[i] = all[--nall];
-	free(h);
-}
-
 void health_sync(const struct chlb_state *st)
 {
 	__u64 now = chlb_now_ns();
 	char vs[CHLB_ADDRSTR];
 
+	__u32 nall;
+	struct hc **all = health_list(&nall);
+
 	for (__u32 i = 0; i < nall; i++)
 		all[i]->seen = false;
-	for (int i = 0; i < CHLB_MAX_SERVICES; i++)
-		if (svcs[i].used && !chlb_state_find(st, &svcs[i].vip))
-			svcs[i].used = false;
+	health_svc_keep(st);
 	for (__u32 i = 0; i < st->nsvc; i++) {
 		const struct chlb_svc_cfg *s = &st->svc[i];
 
@@ -183,6 +89,7 @@ void health_sync(const struct chlb_state *st)
 			chlb_check_effective(s, b, &ck);
 			if (!h) {
 				h = hc_new(&s->vip, b, now);
+				all = health_list(&nall);
 				if (!h) {
 					pr_err("health: out of memory: backend %s is not checked",
 					       b->name);
@@ -215,11 +122,15 @@ void health_sync(const struct chlb_state *st)
 			h->seen = true;
 		}
 	}
-	for (__u32 i = 0; i < nall;)
-		if (!all[i]->seen)
-			hc_del(i);
-		else
+	for (__u32 i = 0; i < nall;) {
+		if (all[i]->seen) {
 			i++;
+			continue;
+		}
+		probe_cancel(all[i]);
+		hc_del(i);
+		all = health_list(&nall);
+	}
 	synced_once = true;
 	next_due = 0;
 }
@@ -252,7 +163,7 @@ static void transition(struct hc *h, __u8 to, const char *why, __u64 now)
 		  health_state_name(to), why, hs && hs->panic ? " (panic: health ignored)" : "");
 }
 
-void health_result(struct hc *h, bool ok, const char *text, __u64 now)
+static void health_result(struct hc *h, bool ok, const char *text, __u64 now)
 {
 	char why[HC_TEXT_MAX + 64];
 
@@ -282,26 +193,6 @@ void health_result(struct hc *h, bool ok, const char *text, __u64 now)
 	}
 }
 
-/* Slow start: the weight h serves with now; 0 when down. Panic is the service's (apply). */
-__u32 health_weight(const struct hc *h, __u32 cfg_weight, __u32 slow_start_s, __u64 now)
-{
-	__u64 span = (__u64)slow_start_s * 1000000000ull, el;
-	__u32 w;
-
-	if (!cfg_weight)
-		return 0;
-	if (h->ck.type != CHLB_CHECK_NONE && h->state == HC_DOWN)
-		return 0;
-	if (!h->ramp_start_ns || !span)
-		return cfg_weight;
-	el = now - h->ramp_start_ns;
-	if (el >= span)
-		return cfg_weight;
-	/* steps at 0, span/4 ... 3 span/4: 1/5 .. 4/5 of the weight; all of it at span */
-	w = (__u32)((__u64)cfg_weight * (el * (RAMP_STEPS - 1) / span + 1) / RAMP_STEPS);
-	return w ? w : 1;
-}
-
 /* The next slow-start step of h (ns), or 0; ends ramps that are over. */
 static __u64 ramp_next(struct hc *h, __u32 slow_start_s, __u64 now)
 {
@@ -316,13 +207,24 @@ static __u64 ramp_next(struct hc *h, __u32 slow_start_s, __u64 now)
 		dirty = true; /* the last step: the configured weight */
 		return 0;
 	}
-	k = (now - h->ramp_start_ns) * (RAMP_STEPS - 1) / span + 1;
-	return h->ramp_start_ns + k * span / (RAMP_STEPS - 1);
+	k = (now - h->ramp_start_ns) * (HC_RAMP_STEPS - 1) / span + 1;
+	return h->ramp_start_ns + k * span / (HC_RAMP_STEPS - 1);
+}
+
+/* A probe that finished (health_probe.c left its result in h) counts. */
+static void probe_done(struct hc *h, __u64 now)
+{
+	if (!h->done)
+		return;
+	h->done = false;
+	health_result(h, h->res_ok, h->res, now);
 }
 
 static void scan(__u64 now)
 {
 	__u64 next = ~0ull;
+	__u32 nall;
+	struct hc **all = health_list(&nall);
 
 	for (__u32 i = 0; i < nall; i++) {
 		struct hc *h = all[i];
@@ -357,6 +259,7 @@ static void scan(__u64 now)
 		if (h->phase == HC_IDLE && now >= h->next_ns) {
 			h->next_ns = next_probe(h, now);
 			probe_start(h, now);
+			probe_done(h, now); /* failed at once: no route, refused locally */
 		}
 		if (h->phase != HC_IDLE && h->deadline < next)
 			next = h->deadline;
@@ -368,13 +271,30 @@ static void scan(__u64 now)
 
 void health_event(struct loop_ev *e, unsigned int events)
 {
-	probe_event((struct hc *)e, events, chlb_now_ns());
+	struct hc *h = (struct hc *)e;
+	__u64 now = chlb_now_ns();
+
+	probe_event(h, events, now);
+	probe_done(h, now);
+}
+
+int health_apply_desired(const struct chlb_state *cur, struct chlb_state *next, char *err,
+			 size_t errlen)
+{
+	int r;
+
+	health_sync(next);
+	r = health_apply_effective(cur, next, err, errlen);
+	if (r)
+		health_sync(next); /* services put back to their old form */
+	return r;
 }
 
 __u64 health_tick(__u64 now)
 {
 	char err[CHLB_ERR_MAX * 2];
 
+	hc_bury();
 	if (!next_due || now >= next_due)
 		scan(now);
 	if (dirty && !D.rt->defer_adopted) {
@@ -394,10 +314,15 @@ __u64 health_tick(__u64 now)
 
 void health_close_all(void)
 {
-	while (nall)
-		hc_del(nall - 1);
-	free(all);
-	all = NULL;
-	capall = 0;
+	__u32 n;
+	struct hc **all = health_list(&n);
+
+	while (n) {
+		probe_cancel(all[n - 1]);
+		hc_del(n - 1);
+		all = health_list(&n);
+	}
+	hc_bury();
+	health_list_free();
 	health_applied_free();
 }

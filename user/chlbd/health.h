@@ -8,11 +8,12 @@
  * state: it changes the data plane through a normal table swap and is
  * never written to the state file.
  *
- *   health.c        checkers: sync with the desired state, scheduling,
- *                   rise/fall, transitions, slow start, panic
- *   health_probe.c  one probe: tcp connect, http GET status line, timeout
- *   health_apply.c  the effective state and its apply (no fsync)
- *   health_view.c   backend list fields and metrics
+ *   health.c        the checker: sync with the desired state, scheduling,
+ *                   rise/fall, transitions, slow-start steps (calls down:)
+ *   health_apply.c  the effective state (weights, panic) and its apply (no fsync)
+ *   health_probe.c  one probe: tcp connect, http GET status line
+ *   health_reg.c    the registry of checkers and per-service records
+ *   health_view.c   backend list fields and metrics (reads the registry)
  */
 #ifndef CHLBD_HEALTH_H
 #define CHLBD_HEALTH_H
@@ -35,7 +36,8 @@ enum hc_phase {
 	HC_EXCHANGING, /* http: request being sent, status line awaited */
 };
 
-#define HC_TEXT_MAX 128
+#define HC_TEXT_MAX   128
+#define HC_RAMP_STEPS 5 /* slow start: 1/5, 2/5 ... of the weight, then all of it */
 
 struct hc {
 	struct loop_ev ev; /* first: the probe socket's epoll data.ptr points here */
@@ -64,21 +66,23 @@ struct hc {
 	__u8 phase; /* enum hc_phase */
 	__u64 t0, deadline, next_ns;
 	__u32 req_off, req_len, blen;
-	char buf[64];	  /* the response's first bytes: the status line */
+	char buf[64];	   /* the response's first bytes: the status line */
+	bool done, res_ok; /* a finished probe's result, for the checker */
+	char res[HC_TEXT_MAX];
 	struct hc *hnext; /* hash chain */
 };
 
-/* health.c */
-/* (Re)creates checkers from st: new ones probe soon, changed checks restart, gone ones stop. */
-void health_sync(const struct chlb_state *st);
-/* Due probes, timeouts, slow-start steps, pending swaps; the next deadline (ns, 0: none). */
-__u64 health_tick(__u64 now);
-/* A probe socket is ready. */
-void health_event(struct loop_ev *e, unsigned int events);
-/* The checker of (vip, addr), or NULL. */
+/* health_reg.c: the registry (below the checker and the effective state) */
 struct hc *health_find(const struct chlb_vip *vip, const struct chlb_addr *a);
-/* The weight h serves with now (0 down, a slow-start step, or cfg_weight); panic aside. */
-__u32 health_weight(const struct hc *h, __u32 cfg_weight, __u32 slow_start_s, __u64 now);
+/* Every checker: list[0..*n); valid until one is added or removed. */
+struct hc **health_list(__u32 *n);
+void health_list_free(void);
+/* A new checker of (vip, b), unknown since now; NULL without memory. */
+struct hc *hc_new(const struct chlb_vip *vip, const struct chlb_cfg_be *b, __u64 now);
+/* Unlists list[i] (its probe cancelled by the caller); freed by hc_bury(). */
+void hc_del(__u32 i);
+/* Frees the unlisted: after the batch of events that may still name them. */
+void hc_bury(void);
 /* Per service: is health ignored (panic)? counters */
 struct hc_svc {
 	struct chlb_vip vip;
@@ -86,31 +90,48 @@ struct hc_svc {
 	__u64 panics, all_downs; /* times it entered panic / had every backend down (panic 0) */
 	__u32 up, total;
 };
+/* The service's record (made on first use), or NULL when all are taken. */
 struct hc_svc *health_svc(const struct chlb_vip *vip);
-/* Close every probe (at exit). */
-void health_close_all(void);
+/* Forgets the records of services st does not have. */
+void health_svc_keep(const struct chlb_state *st);
 const char *health_state_name(__u8 st);
+/* The weight h serves with now (0 down, a slow-start step, or cfg_weight); panic aside. */
+__u32 health_weight(const struct hc *h, __u32 cfg_weight, __u32 slow_start_s, __u64 now);
 
-/* health_probe.c: the result goes to health_result() */
+/* health_probe.c: a finished probe sets h->done, h->res_ok and h->res */
 void probe_start(struct hc *h, __u64 now);
 void probe_event(struct hc *h, unsigned int events, __u64 now);
 void probe_cancel(struct hc *h);
-/* health.c: a probe finished; ok, and what it saw ("ok 0.4 ms" or the error) */
-void health_result(struct hc *h, bool ok, const char *text, __u64 now);
 
-/* health_apply.c */
+/* health_apply.c: the effective state (below the checker) */
 /*
- * Converge the data plane to desired state `next` with the health overlay
- * (what chlbd_commit() calls instead of chlb_rt_apply()): as chlb_rt_apply,
- * next then describes what serves, a failed service put back to cur's form.
+ * Converge the data plane to desired `next` with the health overlay: as
+ * chlb_rt_apply, next then describes what serves, a failed service put
+ * back to cur's form. The checkers must be in step with next (health_sync).
  */
-int health_apply_desired(const struct chlb_state *cur, struct chlb_state *next, char *err,
-			 size_t errlen);
+int health_apply_effective(const struct chlb_state *cur, struct chlb_state *next, char *err,
+			   size_t errlen);
 /* The health overlay changed: swap the services whose effective form changed (no fsync). */
 int health_apply_overlay(char *err, size_t errlen);
 /* What serves, effective weights and all (what the engine was last given). */
 const struct chlb_state *health_applied(void);
 void health_applied_free(void);
+
+/* health.c: the checker (what the rest of chlbd calls) */
+/* (Re)creates checkers from st: new ones probe soon, changed checks restart, gone ones stop. */
+void health_sync(const struct chlb_state *st);
+/*
+ * What chlbd_commit() calls instead of chlb_rt_apply(): the checkers in
+ * step with next, then health_apply_effective().
+ */
+int health_apply_desired(const struct chlb_state *cur, struct chlb_state *next, char *err,
+			 size_t errlen);
+/* Due probes, timeouts, slow-start steps, pending swaps; the next deadline (ns, 0: none). */
+__u64 health_tick(__u64 now);
+/* A probe socket is ready. */
+void health_event(struct loop_ev *e, unsigned int events);
+/* Close every probe (at exit). */
+void health_close_all(void);
 
 /* health_view.c */
 void health_be_json(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b, json_object *e);

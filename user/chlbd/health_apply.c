@@ -195,13 +195,12 @@ static void put_back(struct chlb_state *next, const struct chlb_vip *vip,
 	free(one.svc);
 }
 
-int health_apply_desired(const struct chlb_state *cur, struct chlb_state *next, char *err,
-			 size_t errlen)
+int health_apply_effective(const struct chlb_state *cur, struct chlb_state *next, char *err,
+			   size_t errlen)
 {
 	struct chlb_state eff, want;
 	int r;
 
-	health_sync(next);
 	r = effective(next, &eff, err, errlen);
 	if (r)
 		return r;
@@ -219,7 +218,6 @@ int health_apply_desired(const struct chlb_state *cur, struct chlb_state *next, 
 			if (!e || !chlb_svc_equal(e, w))
 				put_back(next, &w->vip, chlb_state_find(cur, &w->vip));
 		}
-		health_sync(next);
 	}
 	chlb_state_free(&want);
 	chlb_state_free(&applied);
