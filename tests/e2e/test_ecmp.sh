@@ -114,7 +114,10 @@ lbs_fresh() {
 		ecmp_bird_stop 4
 		ecmp_chlbd_wipe 4
 	fi
-	for i in 1 2 3; do ecmp_lb_fresh "$i" "$CONF" || return 1; done
+	# all gone first, so the wait below cannot see a route about to be withdrawn
+	for i in 1 2 3; do ecmp_chlbd_wipe "$i" || return 1; done
+	ecmp_wait_nexthops 0 || return 1
+	for i in 1 2 3; do ecmp_lb_up "$i" -c "$CONF" || return 1; done
 	ecmp_wait_nexthops 3
 }
 
@@ -195,7 +198,8 @@ test_lb_disagreeing_breaks() {
 	local h=control s n conf3=$LIB_DIR/lb3.conf
 	lbs_fresh ring || return 1
 	ecmp_conf_write "$conf3" ring "1 2 3"
-	ecmp_lb_fresh 3 "$conf3" && ecmp_wait_nexthops 3 || return 1
+	ecmp_chlbd_wipe 3 && ecmp_wait_nexthops 2 || return 1
+	ecmp_lb_up 3 -c "$conf3" && ecmp_wait_nexthops 3 || return 1
 	ecmp_hold_open "$h" "$HELD" || return 1
 	ecmp_chlbd_stop 1 TERM && ecmp_chlbd_stop 2 TERM
 	ecmp_wait_nexthops 1 || return 1

@@ -201,11 +201,17 @@ ecmp_lb_neigh() {
 }
 
 # ---- the LBs' daemons ----
+# ecmp_chlbd_extra_args I: more options for LB I's chlbd, one per line (a
+# hook: a suite redefines it, e.g. to give each LB its sync peers).
+ecmp_chlbd_extra_args() { :; }
+
 # ecmp_chlbd_start I [ARGS]: LB I's chlbd (native XDP on eth0, --route-table),
-# with ECMP_CHLBD_ARGS and ARGS (e.g. -c FILE); waits until it answers.
+# with ECMP_CHLBD_ARGS, ecmp_chlbd_extra_args and ARGS (e.g. -c FILE); waits
+# until it answers.
 ecmp_chlbd_start() {
-	local i=$1 name
+	local i=$1 name extra
 	shift
+	mapfile -t extra < <(ecmp_chlbd_extra_args "$i")
 	if [ -z "${ECMP_PIN[$i]:-}" ]; then
 		lib_pindir "lb$i"
 		ECMP_PIN[$i]=$LIB_PINDIR
@@ -214,7 +220,7 @@ ecmp_chlbd_start() {
 	name=chlbd-lb$i-${ECMP_STARTS[$i]}
 	lib_bg "$name" "$CHLBD" -i eth0 --netns "$(ns_lb "$i")" -m xdp -s "$(lb_sock "$i")" \
 		--pin-dir "${ECMP_PIN[$i]}" --state "$(lb_state "$i")" --route-table "$ECMP_TABLE" -f \
-		${ECMP_CHLBD_ARGS[@]+"${ECMP_CHLBD_ARGS[@]}"} "$@"
+		${ECMP_CHLBD_ARGS[@]+"${ECMP_CHLBD_ARGS[@]}"} ${extra[@]+"${extra[@]}"} "$@"
 	ECMP_CHLBD_PID[$i]=$LIB_LASTPID
 	lib_wait_up "$name" lbctl_quiet "$i" service list
 }
@@ -247,12 +253,18 @@ ecmp_chlbd_wipe() {
 	rm -f "$(lb_state "$i")" "$(lb_state "$i")".*
 }
 
-# ecmp_lb_fresh I CONF: LB I as a new host configured from CONF in one
-# batch: whatever it had wiped, links up, chlbd started with -c CONF, BIRD
-# running.
+# ecmp_lb_fresh I [CONF] [ARGS]: LB I as a new host: whatever it had wiped,
+# links up, chlbd started (configured from CONF in one batch, if given; with
+# ARGS), BIRD running.
 ecmp_lb_fresh() {
-	ecmp_chlbd_wipe "$1" || return 1
-	ecmp_lb_up "$1" -c "$2"
+	local i=$1 conf=${2:-}
+	shift $(($# < 2 ? $# : 2))
+	ecmp_chlbd_wipe "$i" || return 1
+	if [ -n "$conf" ]; then
+		ecmp_lb_up "$i" -c "$conf" "$@"
+	else
+		ecmp_lb_up "$i" "$@"
+	fi
 }
 
 # ecmp_bird_start I: BIRD in LB I's namespace (docs/examples/bird-lb.conf).
