@@ -84,7 +84,7 @@ int chlb_route_dump(__u32 table, __u8 proto, struct chlb_addr *out, int max, cha
 {
 	struct rt_req r = { 0 };
 	char buf[32768];
-	int fd, n = 0, len, rc = 0;
+	int fd, n = 0, len, rc = 0, one = 1;
 	bool done = false;
 
 	fd = nl_open();
@@ -94,7 +94,18 @@ int chlb_route_dump(__u32 table, __u8 proto, struct chlb_addr *out, int max, cha
 	r.nh.nlmsg_len = NLMSG_LENGTH(sizeof(r.rt));
 	r.nh.nlmsg_type = RTM_GETROUTE;
 	r.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-	r.rt.rtm_family = AF_UNSPEC; /* IPv4 and IPv6: filtered here, not by the kernel */
+	r.rt.rtm_family = AF_UNSPEC; /* IPv4 and IPv6 */
+	/*
+	 * With strict checking the kernel dumps only this table and protocol (a
+	 * host with a full BGP table in main must not send it all at every
+	 * commit); without it (before 4.20) everything comes, and the filter
+	 * below is the only one.
+	 */
+	if (!setsockopt(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, &one, sizeof(one))) {
+		r.rt.rtm_table = table < 256 ? (unsigned char)table : RT_TABLE_UNSPEC;
+		r.rt.rtm_protocol = proto;
+		add_attr(&r, RTA_TABLE, &table, sizeof(table));
+	}
 	rc = nl_send(fd, &r);
 	while (!rc && !done) {
 		len = (int)recv(fd, buf, sizeof(buf), 0);
