@@ -434,6 +434,20 @@ ecmp_lb_packets() {
 }
 
 # ---- hooks for later cases ----
+# ecmp_rollout SECONDS CMD ARGS...: ecmp_each_lb, SECONDS apart (a change
+# rolled out to the LBs one after another: ecmp_rollout 1.5 lbctl backend
+# add VIP ADDR).
+ecmp_rollout() {
+	local gap=$1 cmd=$2 i first=1
+	shift 2
+	for i in "${ECMP_LBS[@]}"; do
+		[ -n "${ECMP_CHLBD_PID[$i]:-}" ] || continue
+		[ $first = 1 ] || sleep "$gap"
+		first=0
+		"$cmd" "$i" "$@" || return 1
+	done
+}
+
 # ecmp_each_lb CMD ARGS...: CMD I ARGS... for every LB whose chlbd runs, one
 # after another (a rolling change: ecmp_each_lb lbctl backend add VIP ADDR).
 ecmp_each_lb() {
