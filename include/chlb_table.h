@@ -13,8 +13,8 @@
  *     and names the answer for all of them (see chlb_ring_lookup);
  *   spill from chlb_ring_base(): the vnodes of the lines too full to hold
  *     them, pairs {hash, backend slot}, in ring order
- * jump   (count = buckets, in order of addition):
- *   bucket[b] at HDR + b: backend slot, or CHLB_TOMBSTONE for a removed backend
+ * jump   (count = buckets, one per backend, numbered by the desired state):
+ *   bucket[b] at HDR + b: CHLB_JUMP_WORD(slot, threshold), see below
  * maglev (count = M, prime):
  *   entry[i] at HDR + i: backend slot
  *
@@ -51,7 +51,14 @@
 #define CHLB_TOMBSTONE	       0xffffffffu
 #define CHLB_RING_MAX_DIR_BITS 20
 #define CHLB_JUMP_MAX_ITERS    64 /* jump's loop: ~ln(n)+1 expected; past 64 keep the last bucket */
-#define CHLB_JUMP_MAX_REHASH   16 /* tombstone rehashes before the fallback backend */
+/*
+ * Attempts (weight rejections and tombstones) before the fallback backend:
+ * a flow reaches the fallback with probability q^64, q = the share of a
+ * bucket's keys it rejects (1 - mean threshold / 2^19), and every other
+ * backend's share is short by that factor: under 2% while the mean weight is
+ * over 6% of the heaviest (docs/algorithms.md).
+ */
+#define CHLB_JUMP_MAX_REHASH   64
 
 /*
  * A jump bucket word: the backend slot in the low CHLB_JUMP_SLOT_BITS bits,
@@ -80,7 +87,7 @@ struct chlb_table_hdr {
 	__u32 algo;	   /* enum chlb_algo */
 	__u32 count;	   /* ring: vnodes; jump: buckets (tombstones included); maglev: M */
 	__u32 dir_bits;	   /* ring: the table has 2^dir_bits lines; else 0 */
-	__u32 fallback;	   /* jump: backend when every rehash hit a tombstone */
+	__u32 fallback;	   /* jump: backend slot when every attempt was rejected */
 	__u32 nbackends;   /* distinct backends the table names */
 	__u32 fingerprint; /* CRC32C of all words after the header */
 	__u32 words;	   /* total words, header included */
@@ -270,10 +277,23 @@ CHLB_SUBPROG __u32 chlb_jump_bucket(__u64 key, __u32 n)
 }
 
 /*
- * Jump over buckets in order of addition. A removed backend leaves a
- * tombstone: flows that land on it rehash and jump again, so they spread
- * evenly over the live buckets and nobody else moves (1.0x ideal).
+ * Weighted jump: one bucket per backend, buckets in their canonical order
+ * (the desired state's `bucket N`). A flow lands on jump(key, count); the
+ * bucket takes it when chlb_jump_accept_hash(key) is below the bucket's
+ * threshold (CHLB_JUMP_WORD_THR), else the key is rehashed and jumps again,
+ * up to CHLB_JUMP_MAX_REHASH attempts, then the fallback (the heaviest
+ * backend). Each attempt picks bucket b with probability 1/count and keeps it
+ * with probability thr(b) / 2^19, so shares follow the thresholds, i.e. the
+ * weights; a threshold change (weight) or a tombstone moves only flows to
+ * or from that bucket, and an appended bucket takes flows only from others
+ * (jump's monotonicity, attempt by attempt). Equal weights: every threshold
+ * is CHLB_JUMP_THR_FULL, one attempt, no second hash.
  */
+static __always_inline __u32 chlb_jump_accept_hash(__u64 key)
+{
+	return (__u32)(chlb_fmix64(key ^ 0x6a756d7077656967ULL) >> (64 - CHLB_JUMP_THR_BITS));
+}
+
 static __always_inline int chlb_jump_lookup(const void *t, const struct chlb_table_hdr *hdr,
 					    __u64 key, __u32 *backend)
 {
@@ -282,12 +302,13 @@ static __always_inline int chlb_jump_lookup(const void *t, const struct chlb_tab
 	if (hdr->count == 0)
 		return -1;
 	for (r = 0; r < CHLB_JUMP_MAX_REHASH; r++) {
-		__u32 b = chlb_jump_bucket(key, hdr->count), v;
+		__u32 b = chlb_jump_bucket(key, hdr->count), v, thr;
 
 		if (chlb_tbl_word(t, CHLB_TBL_HDR_WORDS + b, &v))
 			return -1;
-		if (v != CHLB_TOMBSTONE) {
-			*backend = v;
+		thr = CHLB_JUMP_WORD_THR(v);
+		if (thr == CHLB_JUMP_THR_FULL || (thr && chlb_jump_accept_hash(key) < thr)) {
+			*backend = CHLB_JUMP_WORD_SLOT(v);
 			return 0;
 		}
 		key = chlb_fmix64(key + 0x9e3779b97f4a7c15ULL);

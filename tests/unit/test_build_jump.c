@@ -181,29 +181,47 @@ static void test_fresh_table_layout(void **state)
 	struct chlb_table t;
 	const struct chlb_table_hdr *h;
 
-	be[1].weight = 250; /* 3 buckets (round(2.5) up) */
-	be[2].weight = 0;   /* drained: no bucket */
-	be[3].weight = 20;  /* at least 1 */
+	be[1].weight = 250; /* the heaviest: a full threshold, the fallback */
+	be[2].weight = 0;   /* drained: keeps its bucket, threshold 0 */
+	be[3].weight = 20;
+	t_shuffle(be, 4, &(__u64){ 9 }); /* a fresh order is name order, whatever be[] order */
 	t = t_build(CHLB_ALGO_JUMP, be, 4);
 	h = t_hdr(&t);
 	assert_int_equal(h->algo, CHLB_ALGO_JUMP);
-	assert_int_equal(h->count, 5);
+	assert_int_equal(h->count, 4);
 	assert_int_equal(h->nbackends, 3);
-	assert_int_equal(h->fallback, 1000);
+	assert_int_equal(h->fallback, 1001);
 	assert_int_equal(h->fingerprint, chlb_table_fingerprint(t.words, t.nwords));
-	assert_int_equal(t.nwords, CHLB_TBL_HDR_WORDS + 5);
-	static const __u32 want[] = { 1000, 1001, 1001, 1001, 1003 };
+	assert_int_equal(t.nwords, CHLB_TBL_HDR_WORDS + 4);
+	/* round(2^19 * 100 / 250) = 209715, round(2^19 * 20 / 250) = 41943 */
+	const __u32 want[] = { CHLB_JUMP_WORD(1000, 209715),
+			       CHLB_JUMP_WORD(1001, CHLB_JUMP_THR_FULL), CHLB_JUMP_WORD(1002, 0),
+			       CHLB_JUMP_WORD(1003, 41943) };
 
 	assert_memory_equal(t.words + CHLB_TBL_HDR_WORDS, want, sizeof(want));
+	assert_int_equal(CHLB_JUMP_WORD_SLOT(want[2]), 1002);
+	assert_int_equal(CHLB_JUMP_WORD_THR(want[1]), CHLB_JUMP_THR_FULL);
 	chlb_table_free(&t);
+	/* the threshold's edges */
+	assert_int_equal(chlb_jump_threshold(0, 100), 0);
+	assert_int_equal(chlb_jump_threshold(1, 10000), 52); /* 52.4: the coarsest, 0.8% */
+	assert_int_equal(chlb_jump_threshold(100, 100), CHLB_JUMP_THR_FULL);
+	assert_int_equal(chlb_jump_threshold(9999, 10000), 524236);
 	free(be);
+}
+
+static __u32 want_none(__u32 i)
+{
+	(void)i;
+	return CHLB_TOMBSTONE;
 }
 
 static void test_order_rules(void **state)
 {
 	struct chlb_table_be *be = t_backends(8, 0), cur[8];
-
 	struct chlb_jump_order o = { 0 };
+	static const char *const legacy[] = { "10.9.0.1", "10.9.0.2", "10.9.0.1" };
+	__u32 want[3] = { want_none(0), want_none(1), want_none(2) };
 	char err[256];
 
 	/* simultaneous additions go in name order whatever be[] order */
@@ -242,31 +260,55 @@ static void test_order_rules(void **state)
 	    chlb_jump_order_sync(&o, (struct chlb_table_be[]){ be[0], be[4] }, 2, err, sizeof(err)),
 	    0);
 	assert_string_equal(order_str(&o), "1,5,-");
-	/* weight up: one more bucket; drain: tombstones; too many tombstones: compaction */
+	/* weights never change buckets: heavier, drained, all the same */
 	{
-		struct chlb_table_be s[3] = { be[0], be[4], be[6] };
+		struct chlb_table_be s[4] = { be[0], be[4], be[6], be[7] };
 
 		s[0].weight = 200;
 		assert_int_equal(chlb_jump_order_sync(&o, s, 3, err, sizeof(err)), 0);
-		assert_string_equal(order_str(&o), "1,5,1,7");
-		s[0].weight = 100; /* the highest of its buckets goes */
+		assert_string_equal(order_str(&o), "1,5,7");
+		s[1].weight = 0;
+		s[0].weight = 1;
 		assert_int_equal(chlb_jump_order_sync(&o, s, 3, err, sizeof(err)), 0);
-		assert_string_equal(order_str(&o), "1,5,-,7");
-		s[1].weight = 0; /* drain: 2 tombstones vs 2 live: compaction */
-		assert_int_equal(chlb_jump_order_sync(&o, s, 3, err, sizeof(err)), 1);
-		assert_string_equal(order_str(&o), "1,7");
-		/* everything drained: all trailing tombstones of this sync, trimmed: empty */
-		s[0].weight = s[2].weight = 0;
-		assert_int_equal(chlb_jump_order_sync(&o, s, 3, err, sizeof(err)), 0);
-		assert_int_equal(o.n, 0);
+		assert_string_equal(order_str(&o), "1,5,7");
+		assert_int_equal(chlb_jump_order_sync(&o, s, 4, err, sizeof(err)), 0);
+		assert_string_equal(order_str(&o), "1,5,7,8");
+		/* two removals: 2 tombstones vs 2 live: compaction, the same way everywhere */
+		s[1] = s[3];
+		assert_int_equal(chlb_jump_order_sync(&o, s, 2, err, sizeof(err)), 1);
+		assert_string_equal(order_str(&o), "1,8");
 	}
+	/* asked-for buckets: placed (the order grows), the old one freed, no compaction */
+	want[0] = 5;
+	assert_int_equal(chlb_jump_order_sync_want(&o, (struct chlb_table_be[]){ be[0], be[7] }, 2,
+						   want, err, sizeof(err)),
+			 0);
+	assert_string_equal(order_str(&o), "-,8,-,-,-,1");
+	assert_int_equal(chlb_jump_order_find(&o, "10.9.0.1"), 5);
+	assert_int_equal(chlb_jump_order_find(&o, "10.9.0.9"), CHLB_TOMBSTONE);
+	/* a bucket held by a backend that stays: refused, the order as it was */
+	want[0] = 1;
+	assert_int_equal(chlb_jump_order_sync_want(&o, (struct chlb_table_be[]){ be[0], be[7] }, 2,
+						   want, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "'bucket 1': held by 10.9.0.8"));
+	assert_string_equal(order_str(&o), "-,8,-,-,-,1");
+	/* ...but free when its holder leaves in the same sync */
+	assert_int_equal(chlb_jump_order_sync_want(&o, (struct chlb_table_be[]){ be[0] }, 1, want,
+						   err, sizeof(err)),
+			 0);
+	/* its old bucket was the last: trimmed; the older tombstones before it stay */
+	assert_string_equal(order_str(&o), "-,1,-,-,-");
+	/* an old order with a backend in two buckets: it keeps the lowest */
+	assert_int_equal(chlb_jump_order_set(&o, legacy, 3), 0);
+	assert_int_equal(chlb_jump_order_sync(&o, be, 2, err, sizeof(err)), 0);
+	assert_string_equal(order_str(&o), "1,2");
 	/* errors leave the order as it was */
-	assert_int_equal(chlb_jump_order_sync(&o, be, 4, err, sizeof(err)), 0);
 	assert_int_equal(
 	    chlb_jump_order_sync(&o, (struct chlb_table_be[]){ be[0], be[0] }, 2, err, sizeof(err)),
 	    -EINVAL);
 	assert_non_null(strstr(err, "twice"));
-	assert_string_equal(order_str(&o), "1,2,3,4");
+	assert_string_equal(order_str(&o), "1,2");
 	chlb_jump_order_free(&o);
 	free(be);
 }
@@ -287,7 +329,8 @@ static void test_order_set_and_map(void **state)
 	assert_int_equal(idx[1], CHLB_TOMBSTONE);
 	assert_int_equal(idx[3], 0);
 	t = build_order(&o, be, 3);
-	assert_int_equal(t_hdr(&t)->fallback, 1001); /* first live bucket */
+	assert_int_equal(t_hdr(&t)->fallback,
+			 1001); /* the heaviest; all equal: the lowest bucket */
 	assert_int_equal(t_hdr(&t)->count, 4);
 	assert_int_equal(t_hdr(&t)->nbackends, 2);
 	chlb_table_free(&t);

@@ -323,7 +323,7 @@ static void save_load_round_trip(void **unused)
 	    strstr(one, "backend add " VIP " " BE1 " weight 200 check tcp port 8443 via direct\n"));
 	assert_non_null(strstr(one, "backend add " VIP " " BE2 " weight 100 check none\n"));
 	assert_non_null(strstr(one, " check tcp port 22 panic 0\n"));
-	assert_non_null(strstr(one, BE2 " weight 100 buckets "));
+	assert_non_null(strstr(one, BE2 " weight 100 bucket "));
 	assert_non_null(strstr(one, " timeout 1000\n"));
 
 	chlb_state_init(&back);

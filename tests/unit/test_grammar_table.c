@@ -210,6 +210,8 @@ static __u32 stored(const struct chlb_cmd *c, __u32 bit)
 		return c->buckets;
 	case CHLB_OPT_WEIGHT:
 		return c->weight;
+	case CHLB_OPT_BUCKET_ONE:
+		return c->bucket[0];
 	case CHLB_OPT_CHECK:
 		return c->check.type;
 	case CHLB_OPT_CK_PORT:

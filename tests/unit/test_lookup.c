@@ -150,13 +150,15 @@ static void test_maglev_vs_brute_force(void **state)
 	assert_int_equal(chlb_maglev_lookup(&ft, hdr, 5, &got), -1);
 }
 
+/* The weighted jump of include/chlb_table.h, spelled out from its comment. */
 static __u32 brute_jump(const __u32 *bucket, __u32 n, __u32 fallback, __u64 key)
 {
 	for (int r = 0; r < CHLB_JUMP_MAX_REHASH; r++) {
-		__u32 b = chlb_jump_bucket(key, n);
+		__u32 v = bucket[chlb_jump_bucket(key, n)], thr = v >> 13;
+		__u32 u = (__u32)(chlb_fmix64(key ^ 0x6a756d7077656967ULL) >> 45);
 
-		if (bucket[b] != CHLB_TOMBSTONE)
-			return bucket[b];
+		if (thr == (1u << 19) - 1 || u < thr)
+			return v & 0x1fff;
 		key = chlb_fmix64(key + 0x9e3779b97f4a7c15ULL);
 	}
 	return fallback;
@@ -167,7 +169,7 @@ static void test_jump_tombstones_vs_brute_force(void **state)
 	static __u32 w[CHLB_TBL_HDR_WORDS + 300];
 	struct chlb_table_hdr *hdr = (struct chlb_table_hdr *)w;
 	struct chlb_flat_table ft = { w, sizeof(w) / 4 };
-	__u32 *bucket = w + CHLB_TBL_HDR_WORDS, got;
+	__u32 *bucket = w + CHLB_TBL_HDR_WORDS, got, fellback = 0;
 	__u64 seed = 5;
 
 	hdr->magic = CHLB_TABLE_MAGIC;
@@ -177,27 +179,38 @@ static void test_jump_tombstones_vs_brute_force(void **state)
 
 		hdr->count = n;
 		hdr->fallback = CHLB_TOMBSTONE;
+		/* tombstones, weight 0, light, heavy and full buckets; rounds of light ones only */
 		for (__u32 b = 0; b < n; b++) {
-			bucket[b] = (t_rand(&seed) % 4 == 0) ? CHLB_TOMBSTONE : b;
-			if (hdr->fallback == CHLB_TOMBSTONE)
-				hdr->fallback = bucket[b];
+			__u32 kind = t_rand(&seed) % 5, thr;
+
+			thr = kind == 0 ? 0
+			      : kind == 1
+				  ? (round % 4 ? CHLB_JUMP_THR_FULL : 1 + t_rand(&seed) % 64)
+				  : (__u32)(t_rand(&seed) % CHLB_JUMP_THR_FULL);
+			bucket[b] = thr ? CHLB_JUMP_WORD(b, thr) : CHLB_JUMP_TOMBSTONE_WORD;
+			if (hdr->fallback == CHLB_TOMBSTONE && thr)
+				hdr->fallback = b;
 		}
 		for (int k = 0; k < 2000; k++) {
 			__u64 key = t_rand(&seed);
 			int rc = chlb_jump_lookup(&ft, hdr, key, &got);
+			__u32 want = brute_jump(bucket, n, hdr->fallback, key);
 
 			if (hdr->fallback == CHLB_TOMBSTONE) {
 				assert_int_equal(rc, -1);
 				continue;
 			}
 			assert_int_equal(rc, 0);
-			assert_int_equal(got, brute_jump(bucket, n, hdr->fallback, key));
+			assert_int_equal(got, want);
+			assert_true(got == hdr->fallback || CHLB_JUMP_WORD_THR(bucket[got]));
+			fellback += got == hdr->fallback;
 		}
 	}
-	/* every bucket a tombstone: the fallback, or -1 without one */
+	assert_true(fellback > 0);
+	/* every bucket a tombstone or drained: the fallback, or -1 without one */
 	hdr->count = 4;
 	for (int b = 0; b < 4; b++)
-		bucket[b] = CHLB_TOMBSTONE;
+		bucket[b] = b % 2 ? CHLB_JUMP_TOMBSTONE_WORD : CHLB_JUMP_WORD(b, 0);
 	hdr->fallback = 77;
 	assert_int_equal(chlb_jump_lookup(&ft, hdr, 12345, &got), 0);
 	assert_int_equal(got, 77);

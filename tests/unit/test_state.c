@@ -157,11 +157,16 @@ static void text_round_trip(void **unused)
 	chlb_state_init(&b);
 	if (chlb_state_exec_text(&a, cfg, "cfg", err, sizeof(err)))
 		fail_msg("%s", err);
+	/* one transaction: 10.1.0.2 came and went without a bucket; then a removal */
+	if (chlb_state_exec_text(&a, "backend del 10.0.0.10:80/tcp 10.1.0.3\n", "del", err,
+				 sizeof(err)))
+		fail_msg("%s", err);
 	ta = chlb_state_format(&a, true);
 	assert_true(chlb_state_text_intact(ta));
-	/* the saved jump order keeps the tombstone of 10.1.0.2 */
-	assert_non_null(strstr(ta, "buckets 4"));
-	assert_non_null(strstr(ta, "10.1.0.3 weight 100 buckets 2"));
+	/* the saved jump order keeps the tombstone of 10.1.0.3 */
+	assert_non_null(strstr(ta, "buckets 3"));
+	assert_non_null(strstr(ta, "10.1.0.1 weight 100 bucket 0\n"));
+	assert_non_null(strstr(ta, "10.1.0.4 weight 100 bucket 2\n"));
 	if (chlb_state_exec_text(&b, ta, "saved", err, sizeof(err)))
 		fail_msg("%s", err);
 	tb = chlb_state_format(&b, true);

@@ -303,16 +303,14 @@ static void store_opt(const struct chlb_gopt *o, __u32 v, __u8 n, const struct c
 	case CHLB_OPT_WEIGHT:
 		c->weight = v;
 		break;
-	case CHLB_OPT_BUCKET: /* `bucket N`; `buckets B1,...` filled c->bucket already */
-		if (o->val == CHLB_GV_UINT) {
-			c->bucket[0] = v;
-			c->nbucket = 1;
-		}
+	case CHLB_OPT_BUCKET_ONE: /* `bucket N`; an old file's `buckets B1,...` filled c->bucket */
+		c->bucket[0] = v;
+		c->nbucket = 1;
 		break;
 	case CHLB_OPT_ENCAP_SRC:
 		c->encap_src = *a;
 		break;
-	default: /* CHLB_OPT_FORCE: the bit alone */
+	default: /* CHLB_OPT_FORCE: the bit alone; CHLB_OPT_BUCKET: in c->bucket already */
 		break;
 	}
 	c->set |= o->bit;

@@ -272,6 +272,18 @@ static const struct chlb_gopt be_opts[] = {
 	  .bit = CHLB_OPT_WEIGHT,
 	  .desc = "the backend's share relative to the others; 0 drains it (its connections "
 		  "stay, new ones go elsewhere)" },
+	{ .word = "bucket",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_UINT,
+	  .meta = "N",
+	  .what = "bucket",
+	  .lo = 0,
+	  .hi = CHLB_JUMP_MAX_BUCKETS - 1,
+	  .bit = CHLB_OPT_BUCKET_ONE,
+	  .desc = "jump and jtable: the backend's bucket (one each; save writes it); without "
+		  "it a new backend takes the lowest free bucket, new backends of one "
+		  "transaction in address order, so hosts given the same state build the same "
+		  "table" },
 	{ .word = "buckets",
 	  .where = GW_ALL,
 	  .val = CHLB_GV_UINT_LIST,
@@ -280,7 +292,8 @@ static const struct chlb_gopt be_opts[] = {
 	  .lo = 0,
 	  .hi = CHLB_JUMP_MAX_BUCKETS - 1,
 	  .bit = CHLB_OPT_BUCKET,
-	  .desc = "jump and jtable: the backend's buckets in the saved order (save writes them)" },
+	  .desc = "old state files (a bucket per 100 of weight): the first is the backend's "
+		  "bucket" },
 	CHECK_OPTS,
 	DRY_RUN_OPT,
 	{ 0 },
@@ -371,8 +384,8 @@ const struct chlb_gstmt chlb_grammar[] = {
 	{ "backend", "add", CHLB_CMD_BACKEND_ADD, GW_ALL, vip_addr_args, be_opts, 0, false,
 	  "a new backend ADDR of the service VIP" },
 	{ "backend", "set", CHLB_CMD_BACKEND_SET, GW_ALL, vip_addr_args, be_opts,
-	  CHLB_OPT_WEIGHT | CHLB_OPT_CHECK_ALL, false,
-	  "change a backend's weight or its check's overrides (at least one option)" },
+	  CHLB_OPT_WEIGHT | CHLB_OPT_BUCKET_ONE | CHLB_OPT_BUCKET | CHLB_OPT_CHECK_ALL, false,
+	  "change a backend's weight, bucket or its check's overrides (at least one option)" },
 	{ "backend", "del", CHLB_CMD_BACKEND_DEL, GW_ALL, vip_addr_args, dry_run_opts, 0, false,
 	  "remove a backend; its running flows are decided again" },
 	{ "backend", "list", CHLB_CMD_BACKEND_LIST, GW_REQUEST, opt_vip_arg, NULL, 0, false,

@@ -103,8 +103,8 @@ struct chlb_cfg_be *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struc
  * backends is 100,000 statements, each naming a service and a backend. A
  * chained hash per (VIP) and per (service, backend address), kept in step
  * with every change a statement makes, replaces the scans; so do a running
- * vnode count per ring service (its limit is checked on every statement)
- * and appending a new backend's buckets to a jump order already in sync.
+ * vnode count per ring service (its limit is checked on every statement).
+ * Jump bucket orders are brought in line once, by chlb_state_finalize().
  */
 struct htab {
 	__u32 mask;  /* buckets - 1 */
@@ -115,9 +115,8 @@ struct htab {
 };
 
 struct be_ix {
-	struct htab h;	   /* address -> index in be[] */
-	__u64 vnodes;	   /* ring: the backends' vnodes, as ring_vnodes() counts them */
-	bool jump_in_sync; /* the order holds each backend's buckets exactly */
+	struct htab h; /* address -> index in be[] */
+	__u64 vnodes;  /* ring: the backends' vnodes, as ring_vnodes() counts them */
 };
 
 struct chlb_state_ix {
@@ -413,6 +412,7 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 			return chlb_err(err, errlen, -ENOMEM, "out of memory");
 		s->order.n = s->order.cap = c->buckets;
 		s->order_explicit = true;
+		s->order_pinned = true;
 	}
 	if (c->set & CHLB_OPT_FORCE)
 		s->force = true;
@@ -539,14 +539,12 @@ static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	if (ix) {
 		struct be_ix *x = &ix->svc[st->nsvc - 1];
 
-		/* no backends, no buckets: in sync (a restored order is synced at the end) */
 		if (be_ix_build(x, &st->svc[st->nsvc - 1]) ||
 		    ht_add(&ix->h, st->nsvc - 1, svc_hash_at, st->svc)) {
 			st->nsvc--;
 			svc_free(&st->svc[st->nsvc]);
 			return chlb_err(err, errlen, -ENOMEM, "out of memory");
 		}
-		x->jump_in_sync = true;
 	}
 	return 0;
 }
@@ -582,27 +580,30 @@ bad:
 	return rc;
 }
 
-static int fill_buckets(struct chlb_svc_cfg *s, const struct chlb_cmd *c, const char *name,
-			char *err, size_t errlen)
+/*
+ * `bucket N` (or an old state file's `buckets B1,B2,...`: one bucket per 100
+ * of weight then, one bucket per backend now, so the first is taken): the
+ * backend's jump bucket, placed by chlb_state_finalize() once the whole
+ * transaction is known (a bucket freed by a later `backend del` is free).
+ */
+static int ask_bucket(struct chlb_svc_cfg *s, struct chlb_cfg_be *b, const struct chlb_cmd *c,
+		      char *err, size_t errlen)
 {
+	__u32 k = c->bucket[0];
+
 	if (!chlb_algo_has_order(s->algo))
 		return chlb_err(err, errlen, -EINVAL,
-				"'buckets': applies to algo jump and jtable only");
-	if (!s->order_explicit)
+				"'bucket': applies to algo jump and jtable only");
+	if ((c->set & CHLB_OPT_BUCKET) && (c->set & CHLB_OPT_BUCKET_ONE))
 		return chlb_err(err, errlen, -EINVAL,
-				"'buckets': the service must declare 'buckets N' first");
-	for (__u32 i = 0; i < c->nbucket; i++) {
-		__u32 b = c->bucket[i];
-
-		if (b >= s->order.n)
-			return chlb_err(err, errlen, -EINVAL,
-					"'%u': bucket beyond the service's %u buckets", b,
-					s->order.n);
-		if (s->order.name[b][0])
-			return chlb_err(err, errlen, -EINVAL, "'%u': bucket already held by %s", b,
-					s->order.name[b]);
-		snprintf(s->order.name[b], CHLB_BE_NAME_LEN, "%s", name);
-	}
+				"'buckets': give 'bucket N' alone (one bucket per backend)");
+	if (!c->nbucket)
+		return chlb_err(err, errlen, -EINVAL, "'bucket': no bucket given");
+	if (s->order_explicit && k >= s->order.n)
+		return chlb_err(err, errlen, -EINVAL,
+				"'%u': bucket beyond the service's %u buckets", k, s->order.n);
+	b->bucket_req = k + 1;
+	s->order_pinned = true;
 	return 0;
 }
 
@@ -646,8 +647,8 @@ static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 	chlb_fmt_addr(&c->backend, b->name, sizeof(b->name));
 	b->weight = (c->set & CHLB_OPT_WEIGHT) ? c->weight : CHLB_WEIGHT_DEFAULT;
 	chlb_check_overlay(&b->check, &c->check); /* only the fields given: an override */
-	if (c->set & CHLB_OPT_BUCKET) {
-		rc = fill_buckets(s, c, b->name, err, errlen);
+	if (c->set & (CHLB_OPT_BUCKET | CHLB_OPT_BUCKET_ONE)) {
+		rc = ask_bucket(s, b, c, err, errlen);
 		if (rc)
 			return rc;
 	}
@@ -688,8 +689,21 @@ static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 			return rc;
 		}
 	}
+	if (c->set & (CHLB_OPT_BUCKET | CHLB_OPT_BUCKET_ONE)) {
+		__u32 old_req = b->bucket_req;
+		bool old_pinned = s->order_pinned;
+
+		rc = ask_bucket(s, b, c, err, errlen);
+		if (rc) {
+			b->bucket_req = old_req;
+			s->order_pinned = old_pinned;
+			if (c->set & CHLB_OPT_CHECK_ALL)
+				b->check = old_check;
+			return rc;
+		}
+	}
 	if (!(c->set & CHLB_OPT_WEIGHT))
-		return 0; /* a check override alone: the table stays */
+		return 0; /* a check override or a bucket alone: weights stay */
 	old = b->weight;
 	b->weight = c->weight;
 	vn = x ? x->vnodes - be_vnodes(s, old) + be_vnodes(s, b->weight) : ring_vnodes(s);
@@ -724,61 +738,38 @@ static int backend_del(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 	return 0;
 }
 
-/* Jump orders follow every backend change unless being restored verbatim. */
+/*
+ * Brings s's jump order in line with its backends: the buckets asked for
+ * (`bucket N`) placed, the others' new buckets handed out in canonical
+ * order (chlb_jump_order_sync_want()), never in statement order.
+ */
 static int sync_order(struct chlb_svc_cfg *s, char *err, size_t errlen)
 {
 	struct chlb_table_be *be;
+	__u32 *want;
 	int r;
 
 	if (!chlb_algo_has_order(s->algo))
 		return 0;
 	be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
-	if (!be)
+	want = calloc(s->nbe ? s->nbe : 1, sizeof(*want));
+	if (!be || !want) {
+		free(be);
+		free(want);
 		return chlb_err(err, errlen, -ENOMEM, "out of memory");
+	}
 	for (__u32 i = 0; i < s->nbe; i++) {
 		be[i].weight = s->be[i].weight;
 		memcpy(be[i].name, s->be[i].name, sizeof(be[i].name));
+		want[i] = s->be[i].bucket_req ? s->be[i].bucket_req - 1 : CHLB_TOMBSTONE;
 	}
-	r = chlb_jump_order_sync(&s->order, be, s->nbe, err, errlen);
+	r = chlb_jump_order_sync_want(&s->order, be, s->nbe, want, err, errlen);
+	free(want);
 	free(be);
+	if (r >= 0)
+		for (__u32 i = 0; i < s->nbe; i++)
+			s->be[i].bucket_req = 0;
 	return r < 0 ? r : 0;
-}
-
-/*
- * A backend added to a jump order that holds every other backend's buckets
- * exactly: what chlb_jump_order_sync() would do, without sorting every
- * backend again. Its buckets fill the lowest tombstones, then are appended;
- * nothing else changes (no tombstone is made, so no trim; the tombstone
- * share only falls, so no compaction). 1: not this case, do a full sync.
- */
-static int jump_append(struct chlb_svc_cfg *s, const struct chlb_cfg_be *b)
-{
-	struct chlb_jump_order *o = &s->order;
-	__u32 m = chlb_jump_multiplicity(b->weight), live = 0, tail;
-
-	for (__u32 k = 0; k < o->n; k++)
-		live += o->name[k][0] != 0;
-	if ((__u64)live + m > CHLB_JUMP_MAX_BUCKETS)
-		return 1; /* the full sync says why */
-	for (__u32 k = 0; k < o->n && m; k++) {
-		if (!o->name[k][0]) {
-			snprintf(o->name[k], CHLB_BE_NAME_LEN, "%s", b->name);
-			m--;
-		}
-	}
-	tail = o->n + m;
-	if (tail > o->cap) {
-		__u32 cap = o->cap * 2 > tail ? o->cap * 2 : tail + 16;
-		void *p = realloc(o->name, (size_t)cap * sizeof(*o->name));
-
-		if (!p)
-			return 1;
-		o->name = p;
-		o->cap = cap;
-	}
-	for (; o->n < tail; o->n++)
-		snprintf(o->name[o->n], CHLB_BE_NAME_LEN, "%s", b->name);
-	return 0;
 }
 
 int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const struct chlb_cmd *c,
@@ -830,14 +821,7 @@ int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	default:
 		return chlb_err(err, errlen, -EINVAL, "not a change statement");
 	}
-	if (r || s->order_explicit || !chlb_algo_has_order(s->algo))
-		return r;
-	if (x && x->jump_in_sync && c->kind == CHLB_CMD_BACKEND_ADD &&
-	    !jump_append(s, &s->be[s->nbe - 1]))
-		return 0;
-	r = sync_order(s, err, errlen);
-	if (x)
-		x->jump_in_sync = !r;
+	/* jump bucket orders: placed once per transaction (chlb_state_finalize) */
 	return r;
 }
 
@@ -860,14 +844,18 @@ int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen)
 				nbe, CHLB_MAX_BACKENDS);
 	for (__u32 i = 0; i < st->nsvc; i++) {
 		struct chlb_svc_cfg *s = &st->svc[i];
+		char vip[CHLB_ADDRSTR], msg[CHLB_ERR_MAX];
 		int rc;
 
-		if (s->order_explicit) {
-			s->order_explicit = false;
-			rc = sync_order(s, err, errlen);
-			if (rc)
-				return rc;
-		}
+		s->order_explicit = false;
+		s->weight_norm = 0;
+		for (__u32 j = 0; j < s->nbe; j++)
+			if (s->be[j].weight > s->weight_norm)
+				s->weight_norm = s->be[j].weight;
+		rc = sync_order(s, msg, sizeof(msg));
+		if (rc)
+			return chlb_err(err, errlen, rc, "%s: %s",
+					chlb_fmt_vip(&s->vip, vip, sizeof(vip)), msg);
 	}
 	return 0;
 }
@@ -880,6 +868,11 @@ void chlb_state_inherit(struct chlb_state *next, const struct chlb_state *cur)
 		struct chlb_jump_order keep;
 		char err[CHLB_ERR_MAX];
 
+		/* buckets the text gave are the desired state: a saved state from another host */
+		if (n->order_pinned) {
+			n->order_pinned = false;
+			continue;
+		}
 		if (!o || !chlb_algo_has_order(n->algo) || !chlb_algo_has_order(o->algo))
 			continue;
 		if (order_copy(&keep, &o->order))
@@ -961,7 +954,8 @@ int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_table_be *be, struc
 {
 	struct chlb_table_spec spec = { .algo = s->algo,
 					.vnodes = s->vnodes,
-					.table_size = s->table_size };
+					.table_size = s->table_size,
+					.jump_norm = s->weight_norm };
 	__u32 *idx = NULL;
 	int r;
 

@@ -25,6 +25,8 @@ struct chlb_cfg_be {
 	char name[CHLB_BE_NAME_LEN]; /* canonical address text: the builders' name */
 	__u32 weight;
 	struct chlb_check check; /* overrides of the service's check: only check.set's fields */
+	__u32 bucket_req;	 /* jump: `bucket N` of this transaction as N + 1, 0: none;
+				  * chlb_state_finalize() places it in the order */
 };
 
 struct chlb_svc_cfg {
@@ -35,10 +37,13 @@ struct chlb_svc_cfg {
 	struct chlb_addr encap_src;
 	__u32 nbe, cap;
 	struct chlb_cfg_be *be;
-	struct chlb_jump_order order;	  /* jump: bucket -> backend name */
-	bool order_explicit;		  /* order restored from `buckets` (state file) */
-	bool force;			  /* `force`: the VIP may be an address of chlbd's host */
-	struct chlb_check check;	  /* health check (type NONE: none) */
+	struct chlb_jump_order order; /* jump: bucket -> backend name */
+	bool order_explicit;	      /* order restored from `buckets` (state file) */
+	bool order_pinned;	      /* the text gave buckets: chlb_state_inherit() keeps them */
+	__u32 weight_norm;	      /* the heaviest configured weight: jump's full threshold,
+					   * which effective (health) weights never rescale */
+	bool force;		      /* `force`: the VIP may be an address of chlbd's host */
+	struct chlb_check check;      /* health check (type NONE: none) */
 	struct chlb_health_policy health; /* on-down, slow start, panic */
 };
 
@@ -87,7 +92,11 @@ static inline bool chlb_state_bad_value(int rc)
  */
 int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen);
 
-/* For `apply`: keep cur's jump bucket orders for services the file re-declares. */
+/*
+ * For `apply`: keep cur's jump bucket orders for services the file re-declares
+ * without buckets of its own (a file with `bucket N`, as save writes, is
+ * the numbering wanted: a state saved on another host builds its table).
+ */
 void chlb_state_inherit(struct chlb_state *next, const struct chlb_state *cur);
 
 /*

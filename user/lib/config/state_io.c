@@ -82,7 +82,8 @@ static int cmp_ref(const void *a, const void *b)
 }
 
 /*
- * " buckets k1,k2,..." (ascending) of name. A sorted index, not a scan of
+ * " bucket k" of name (one bucket per backend: the sync keeps one). A sorted
+ * index, not a scan of
  * the order per backend: every request saves the state, and at 1000
  * backends x 1000 buckets that scan was ~1M strcmp, several ms per reply.
  */
@@ -98,8 +99,8 @@ static void format_buckets(struct sbuf *b, const struct bucket_ref *ref, __u32 n
 		else
 			hi = mid;
 	}
-	for (__u32 i = lo; i < n && !strcmp(ref[i].name, name); i++)
-		sb_printf(b, "%s%u", i == lo ? " buckets " : ",", ref[i].k);
+	if (lo < n && !strcmp(ref[lo].name, name))
+		sb_printf(b, " bucket %u", ref[lo].k);
 }
 
 static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)

@@ -13,12 +13,15 @@
  *   ring    K = vnodes * weight / 100 vnodes (rounded, at least 1 when weight > 0).
  *   maglev  weight = relative frequency of turns in the permutation fill, so
  *           entries are proportional to weight (within one round).
- *   jump    integer bucket multiplicity: a backend holds
- *           round(weight / CHLB_JUMP_WEIGHT_UNIT) buckets (at least 1 when
- *           weight > 0). Jump has no finer weights than that: weights 100 and
- *           149 get the same share, 150 gets twice it. Use ring or maglev when
- *           ratios matter finer than multiples of 100. Weight 0 = the backend's
- *           buckets become tombstones (its flows rehash; nobody else moves).
+ *   jump    one bucket per backend; the weight is the bucket's acceptance
+ *           threshold, round(2^19 * weight / norm) with norm = the heaviest
+ *           configured weight (spec.jump_norm), stored in the bucket word
+ *           (include/chlb_table.h). Shares follow weights exactly (up to the
+ *           threshold's 19 bits and the rehash cap); a weight change moves
+ *           only flows to or from that backend while norm stays; weight 0 =
+ *           threshold 0: the backend keeps its bucket, its flows rehash.
+ *   jtable  one bucket per backend; entries per backend = M * weight / total
+ *           (largest remainder), see build_jtable.c.
  *
  * Empty set, or every weight 0: the build succeeds with count = 0 and
  * chlb_table_decide() returns -ENOENT ("no backend with weight > 0").
@@ -30,15 +33,23 @@
 #include "chlb_table.h"
 #include "base/algo.h" /* CHLB_ALGO_JTABLE */
 
-#define CHLB_BE_NAME_LEN      48
-#define CHLB_JUMP_WEIGHT_UNIT 100 /* jump: weight per bucket */
+#define CHLB_BE_NAME_LEN 48
 
-/* Jump buckets a backend of this weight holds (0 when drained). */
-static inline __u32 chlb_jump_multiplicity(__u32 weight)
+/*
+ * Jump's acceptance threshold for weight w when the heaviest (norm) weighs
+ * norm: CHLB_JUMP_THR_FULL (always taken) at or above norm, 0 for weight 0,
+ * else round(2^19 * w / norm), at least 1.
+ */
+static inline __u32 chlb_jump_threshold(__u32 w, __u32 norm)
 {
-	__u32 m = (weight + CHLB_JUMP_WEIGHT_UNIT / 2) / CHLB_JUMP_WEIGHT_UNIT;
+	__u64 t;
 
-	return weight == 0 ? 0 : (m ? m : 1);
+	if (!w)
+		return 0;
+	if (w >= norm)
+		return CHLB_JUMP_THR_FULL;
+	t = (((__u64)w << CHLB_JUMP_THR_BITS) + norm / 2) / norm;
+	return t < 1 ? 1 : t >= CHLB_JUMP_THR_FULL ? CHLB_JUMP_THR_FULL - 1 : (__u32)t;
 }
 
 /*
@@ -60,9 +71,14 @@ struct chlb_table_spec {
 	__u32 algo;		 /* enum chlb_algo, or CHLB_ALGO_JTABLE */
 	__u32 vnodes;		 /* ring: vnodes per backend at weight 100 (0 = default 160) */
 	__u32 table_size;	 /* maglev, jtable: M, prime, > backends/buckets (0 = 65537) */
-	const __u32 *jump_order; /* jump, jtable: jump_order[b] = index into be[] or CHLB_TOMBSTONE;
-				  * NULL = a fresh order: be[] order, weight multiplicity */
+	const __u32 *jump_order; /* jump, jtable: jump_order[b] = index into be[] or CHLB_TOMBSTONE,
+				  * each backend at most once; NULL = a fresh order: one bucket
+				  * per backend, in name (canonical) order */
 	__u32 jump_nbuckets;	 /* jump: entries in jump_order */
+	__u32 jump_norm;	 /* jump, jtable: the weight of a full threshold (the heaviest
+				  * configured weight, which health and slow start never exceed,
+				  * so they never rescale the others); 0 or below the heaviest
+				  * weight in be[]: that weight */
 };
 
 /* A built table: words[0..CHLB_TBL_HDR_WORDS) is struct chlb_table_hdr. */
@@ -124,27 +140,34 @@ int chlb_table_decision_fp_be(const struct chlb_table *t, const struct chlb_tabl
 int chlb_ring_vnodes(const struct chlb_table *t, __u32 *hash, __u32 *slot);
 
 /*
- * Jump bucket order: what chlbd persists per jump service. Bucket b belongs
- * to the backend named name[b]; "" is a tombstone. Rules, applied by
- * chlb_jump_order_sync():
- *   - a backend gone (or drained to weight 0, or with fewer buckets wanted
- *     than it holds) turns its highest buckets into tombstones: flows there
- *     rehash evenly over the live buckets and nobody else moves (1.0x ideal);
- *   - a new bucket fills the lowest tombstone first, else is appended; new
- *     buckets are handed out in canonical (name) order, so the result does
- *     not depend on be[] order;
+ * Jump bucket order: what chlbd persists per jump service, part of the
+ * desired state (`bucket N` on a backend, `buckets N` on the service, both
+ * written by save). Bucket b belongs to the backend named name[b]; "" is a
+ * tombstone. Every backend holds exactly one bucket, whatever its weight
+ * (weight 0 included: weights are thresholds, so weights never renumber
+ * buckets). Rules, applied by chlb_jump_order_sync():
+ *   - a backend gone turns its bucket into a tombstone: flows there rehash
+ *     over the others and nobody else moves (1.0x ideal); a backend found
+ *     in two buckets (old state files: one bucket per 100 of weight) keeps
+ *     the lowest, the others become tombstones;
+ *   - a backend asked for bucket N (want[]) gets it: the order grows with
+ *     tombstones up to N, its old bucket becomes a tombstone; a bucket held
+ *     by another backend that stays is an error;
+ *   - a backend without a bucket gets the lowest tombstone, else the next
+ *     bucket at the end, in canonical (name) order: the result does not
+ *     depend on be[] order or on the order of statements;
  *   - trailing tombstones created by this sync are trimmed (free: jump(k, n-1)
  *     equals jump(k, n) except for the keys of bucket n-1). Older trailing
  *     tombstones stay: trimming them would move their already-rehashed flows
  *     a second time;
- *   - compaction: when tombstones exceed half the live buckets, the order is
- *     rebuilt without tombstones (live buckets keep their relative order) and
- *     ~half the flows move once. Why: a flow rehashes at most
- *     CHLB_JUMP_MAX_REHASH (16) times before the fallback backend takes it;
- *     with a tombstone fraction f that is f^16 of all flows piled on one
- *     backend: 2.3e-8 at f = 1/3, but 1.5e-5 (1.5% extra load at N = 1000) at
- *     f = 1/2. It also bounds the lookup's rehash cost.
- * The table's fallback word is the first live bucket's backend.
+ *   - compaction: when this sync created tombstones (no explicit bucket
+ *     asked for) and tombstones then exceed half the live buckets, the order
+ *     is rebuilt without tombstones (live buckets keep their relative order)
+ *     and ~half the flows move once. Why: every tombstone is an attempt
+ *     wasted, and the lookup gives up after CHLB_JUMP_MAX_REHASH attempts.
+ *     A deterministic function of the order and the set, like all rules.
+ * The table's fallback word is the heaviest backend (the lowest bucket of
+ * the heaviest weight).
  */
 struct chlb_jump_order {
 	char (*name)[CHLB_BE_NAME_LEN]; /* name[b]: bucket b's backend; "" = tombstone */
@@ -153,12 +176,18 @@ struct chlb_jump_order {
 };
 
 /*
- * Brings o in line with be[0..n) (weights give each backend's bucket count).
+ * Brings o in line with be[0..n) (rules above; weights play no part).
+ * want[i] (want may be NULL): the bucket be[i] must hold, or CHLB_TOMBSTONE.
  * Returns 0, 1 when it had to compact (flows reshuffled; worth a log line),
  * or -errno with a message in err (o unchanged).
  */
 int chlb_jump_order_sync(struct chlb_jump_order *o, const struct chlb_table_be *be, __u32 n,
 			 char *err, size_t errlen);
+int chlb_jump_order_sync_want(struct chlb_jump_order *o, const struct chlb_table_be *be, __u32 n,
+			      const __u32 *want, char *err, size_t errlen);
+
+/* The bucket name holds in o, or CHLB_TOMBSTONE. O(buckets). */
+__u32 chlb_jump_order_find(const struct chlb_jump_order *o, const char *name);
 
 /* Restores a persisted order: names[b], "" or "-" for a tombstone. 0 or -errno. */
 int chlb_jump_order_set(struct chlb_jump_order *o, const char *const *names, __u32 nbuckets);

@@ -47,15 +47,19 @@ int build_maglev(const struct chlb_table_spec *spec, const struct chlb_table_be 
 		 const __u32 *byname, struct chlb_table *out, char *err, size_t errlen);
 
 /*
- * The jump bucket order of spec (or a fresh one from be[]) as be[] indices,
- * drained backends' buckets as CHLB_TOMBSTONE; *order is malloc'd. live =
- * distinct live backends.
+ * The jump bucket order of spec (or a fresh one: be[] in name order) as be[]
+ * indices or CHLB_TOMBSTONE, each backend at most once (weight-0 backends
+ * keep their buckets); *order is malloc'd. live = backends of weight > 0.
  */
 int build_jump_resolve(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		       __u32 **order, __u32 *nb, __u32 *live, char *err, size_t errlen);
 
 /* Raw CRC32C update (chlb_crc32c_update), with the SSE4.2 instruction where the CPU has it. */
 __u32 build_crc32c_update(__u32 crc, const void *buf, size_t len);
+
+/* The weight of a full threshold: spec->jump_norm, or the heaviest in the order above it. */
+__u32 build_jump_norm(const struct chlb_table_spec *spec, const struct chlb_table_be *be,
+		      const __u32 *order, __u32 nb);
 
 /* Maglev's table-size rule (prime, <= CHLB_MAGLEV_MAX_M); 0 or -EINVAL with a message. */
 int build_check_m(__u32 m, char *err, size_t errlen);

@@ -4,40 +4,41 @@
  * index, entry = h % M), so the data plane looks it up in O(1) with the
  * Maglev lookup and needs no change. The header says CHLB_ALGO_MAGLEV.
  *
- * Input is a jump bucket order (same persistence and rules as jump).
- * T(k), the table for k buckets without tombstones, is defined by induction
- * with exact quotas q_k(b) = floor(M/k) + (b < M mod k):
+ * Input is a jump bucket order (same persistence and rules as jump: one
+ * bucket per backend, numbered by the desired state).
+ * T(k), the table for k equal buckets, is defined by induction with exact
+ * quotas q_k(b) = floor(M/k) + (b < M mod k):
  *   T(1): every entry belongs to bucket 0;
  *   T(k+1): every bucket b < k hands q_k(b) - q_{k+1}(b) >= 0 of its entries
  *           (the last ones it got) to the new bucket k; nothing else moves.
  * So appending a bucket moves exactly the new bucket's quota, M/(k+1): the
- * ideal, and every bucket holds floor or ceil of M/k entries (Maglev's
- * balance). Refilling a tombstone gives the new backend exactly the entries
- * its bucket has in T(n).
+ * ideal, and every bucket holds floor or ceil of M/k entries.
  *
- * Tombstones: the dead buckets' entries of T(n) are dealt to the L live
- * buckets, each of which may grow to cap = max(ceil(M/L), floor(1.005 M/L)).
- * A live bucket holds at most ceil(M/n) <= cap already, so it never gives an
- * entry up, and L * cap >= M, so every dead entry finds room: a removal from
- * a table without tombstones moves only the removed backend's entries
- * (ideal), and balance stays within cap / (M/L). Dead entries are dealt in
- * entry order, each to the first live bucket with room along its own jump
- * rehash chain (jump's tombstone preference).
+ * Weights and tombstones: each live bucket's quota is Q(b) = M * w(b) / W,
+ * rounded by largest remainder (ties: lower bucket), 0 for tombstones and
+ * weight 0, and it may hold up to cap(b) = max(Q(b), floor(1.005 M w(b) / W)).
+ * A bucket of T(n) holding more than cap(b) keeps the first entries it got
+ * and frees the rest; the freed entries are dealt in entry order, each to
+ * the first bucket with room (below its cap) along its own weighted jump
+ * chain (the lookup's rehash and acceptance, so an entry goes where jump
+ * would send it when there is room), the rare leftovers to the lowest
+ * buckets with room. The sum of caps is at least M, so every entry finds
+ * room, and a bucket never holds more than its cap: shares within 0.5% (or
+ * one entry) above the weight share. The slack is what keeps a removal
+ * ideal: the live buckets already hold at most ceil(M/n) <= cap, so they
+ * give nothing up. Equal weights without tombstones: nothing is freed,
+ * T(n) itself.
  *
- * The honest limit: with several tombstones, a further change re-deals all
- * dead entries and some earlier-dealt ones move again (room is contended).
- * Measured at N=1000 over 30 changes (10 tombstones): 1.0x-2.3x ideal per
- * change with M=65537, and 6x at the one change where ceil(M/L) steps up
- * (every bucket gains room at once); with M=655373 (~655 entries per
- * backend, so the 0.5% slack is real room) 1.0x-1.22x throughout. Exact
- * quotas and consistency over every set of removals cannot both hold (an
- * entry that never moves unless its owner dies follows a fixed preference
- * list, which gives binomial, not exact, loads), so jtable keeps the
- * balance exact and spends disruption, and the compaction policy of the
- * jump order bounds how many tombstones build up. Use M >= ~500 * N when
- * backends come and go often.
+ * The honest limit: entries dealt are contended (room is first come, first
+ * served), so a change that alters many quotas at once (a weight change
+ * re-rounds every Q) can move some dealt entries between backends that did
+ * not change, beyond the ideal: measured in docs/algorithms.md. Exact
+ * quotas and consistency over every change cannot both hold (an entry that
+ * never moves unless its owner changes follows a fixed preference list,
+ * which gives binomial, not exact, loads), so jtable keeps the balance exact
+ * and spends disruption. Use M >= ~500 * N when backends come and go often.
  *
- * Cost: O(M log n + n) to build; the table is M words like Maglev.
+ * Cost: O(M log n + n log n) to build; the table is M words like Maglev.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -97,41 +98,94 @@ static int build_t(struct stacks *s, __u32 m, __u32 nb)
 	return 0;
 }
 
-/* Deals the dead buckets' entries to the live ones (policy: file comment). */
-static int deal(struct stacks *s, const __u32 *order, __u32 m, __u32 nb, __u32 live, __u32 *owner)
-{
-	__u32 *room = calloc(nb, sizeof(*room)), cap = (m + live - 1) / live, left = 0;
-	__u32 slack = (__u32)((__u64)m * 1005 / ((__u64)live * 1000));
-	__u32 *leftover = NULL;
-	__u64 ndead = 0;
+struct rank {
+	__u64 rem;
+	__u32 b;
+};
 
-	if (!room)
+static int by_rem(const void *a, const void *b)
+{
+	const struct rank *x = a, *y = b;
+
+	if (x->rem != y->rem)
+		return x->rem > y->rem ? -1 : 1;
+	return x->b < y->b ? -1 : x->b > y->b;
+}
+
+/* Q(b): M * w(b) / W by largest remainder, ties to the lower bucket; 0 when dead. */
+static int quotas(const struct chlb_table_be *be, const __u32 *order, __u32 m, __u32 nb, __u32 *q)
+{
+	struct rank *rk = malloc((nb ? nb : 1) * sizeof(*rk));
+	__u64 wsum = 0, given = 0;
+	__u32 nr = 0;
+
+	if (!rk)
 		return -ENOMEM;
-	if (slack > cap)
-		cap = slack;
-	/* cap = max(ceil(M / L), floor(1.005 M / L)): see the file comment */
+	for (__u32 b = 0; b < nb; b++)
+		if (order[b] != CHLB_TOMBSTONE)
+			wsum += be[order[b]].weight;
 	for (__u32 b = 0; b < nb; b++) {
-		if (order[b] == CHLB_TOMBSTONE)
-			ndead += s->len[b];
-		else
+		__u64 w = order[b] == CHLB_TOMBSTONE ? 0 : be[order[b]].weight;
+
+		q[b] = (__u32)(w * m / wsum);
+		given += q[b];
+		if (w)
+			rk[nr++] = (struct rank){ .rem = w * m % wsum, .b = b };
+	}
+	qsort(rk, nr, sizeof(*rk), by_rem);
+	for (__u32 i = 0; given < m && i < nr; i++, given++)
+		q[rk[i].b]++;
+	free(rk);
+	return 0;
+}
+
+/* Brings every bucket of T(nb) to its quota (policy: file comment). */
+static int deal(struct stacks *s, const struct chlb_table_be *be, const __u32 *order, __u32 m,
+		__u32 nb, __u32 norm, __u32 *owner)
+{
+	__u32 *room = calloc(nb, sizeof(*room)), *q = malloc(nb * sizeof(*q)), *thr = NULL;
+	__u32 *leftover = NULL, left = 0;
+	__u8 *freed = NULL;
+	int rc = -ENOMEM;
+
+	__u64 wsum = 0;
+
+	thr = malloc(nb * sizeof(*thr));
+	freed = calloc(m, 1);
+	if (!room || !q || !thr || !freed || quotas(be, order, m, nb, q))
+		goto out;
+	for (__u32 b = 0; b < nb; b++)
+		wsum += order[b] == CHLB_TOMBSTONE ? 0 : be[order[b]].weight;
+	for (__u32 b = 0; b < nb; b++) {
+		__u64 w = order[b] == CHLB_TOMBSTONE ? 0 : be[order[b]].weight;
+		/* cap = max(Q, floor(1.005 * M * w / W)): see the file comment */
+		__u32 cap = (__u32)(w * m * 1005 / (wsum * 1000));
+
+		cap = cap > q[b] ? cap : q[b];
+		thr[b] = w ? chlb_jump_threshold((__u32)w, norm) : 0;
+		if (s->len[b] > cap) {
+			/* keeps the first entries it got, frees the last ones */
+			for (__u32 i = cap; i < s->len[b]; i++)
+				freed[s->pool[s->start[b] + i]] = 1;
+		} else {
 			room[b] = cap - s->len[b];
+		}
 	}
-	leftover = malloc((ndead ? ndead : 1) * sizeof(*leftover));
-	if (!leftover) {
-		free(room);
-		return -ENOMEM;
-	}
-	/* in entry order: one global priority, whichever buckets are dead */
+	leftover = malloc(m * sizeof(*leftover));
+	if (!leftover)
+		goto out;
+	/* in entry order: one global priority, whatever the weights */
 	for (__u32 e = 0; e < m; e++) {
 		__u64 key = chlb_fmix64(((__u64)e << 32) | 0x6a746162u);
 		int placed = 0;
 
-		if (order[owner[e]] != CHLB_TOMBSTONE)
+		if (!freed[e])
 			continue;
 		for (int r = 0; r < CHLB_JUMP_MAX_REHASH && !placed; r++) {
 			__u32 c = chlb_jump_bucket(key, nb);
 
-			if (order[c] != CHLB_TOMBSTONE && room[c]) {
+			if (room[c] &&
+			    (thr[c] == CHLB_JUMP_THR_FULL || chlb_jump_accept_hash(key) < thr[c])) {
 				room[c]--;
 				owner[e] = c;
 				placed = 1;
@@ -141,22 +195,27 @@ static int deal(struct stacks *s, const __u32 *order, __u32 m, __u32 nb, __u32 l
 		if (!placed)
 			leftover[left++] = e;
 	}
-	/* rare (a chain of 16 dead or full buckets): the lowest buckets with room */
+	/* rare (a chain of dead, light or full buckets): the lowest buckets with room */
 	for (__u32 b = 0, i = 0; b < nb && i < left; b++)
 		while (room[b] && i < left) {
 			room[b]--;
 			owner[leftover[i++]] = b;
 		}
+	rc = 0;
+out:
 	free(leftover);
+	free(freed);
+	free(thr);
+	free(q);
 	free(room);
-	return 0;
+	return rc;
 }
 
 int build_jtable(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		 struct chlb_table *out, char *err, size_t errlen)
 {
 	__u32 m = spec->table_size ? spec->table_size : CHLB_MAGLEV_DEFAULT_M;
-	__u32 nb, live, nlive = 0, *order = NULL, *owner = NULL, *entry;
+	__u32 nb, live, *order = NULL, *owner = NULL, *entry;
 	struct stacks s = { 0 };
 	int rc;
 
@@ -175,8 +234,6 @@ int build_jtable(const struct chlb_table_spec *spec, const struct chlb_table_be 
 			      "jtable: %u buckets need a table larger than %u", nb, m);
 		goto out;
 	}
-	for (__u32 b = 0; b < nb; b++)
-		nlive += order[b] != CHLB_TOMBSTONE;
 	owner = malloc((size_t)m * sizeof(*owner));
 	if (!owner || build_t(&s, m, nb)) {
 		rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
@@ -185,7 +242,7 @@ int build_jtable(const struct chlb_table_spec *spec, const struct chlb_table_be 
 	for (__u32 b = 0; b < nb; b++)
 		for (__u32 i = 0; i < s.len[b]; i++)
 			owner[s.pool[s.start[b] + i]] = b;
-	if (nlive < nb && deal(&s, order, m, nb, nlive, owner)) {
+	if (deal(&s, be, order, m, nb, build_jump_norm(spec, be, order, nb), owner)) {
 		rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}

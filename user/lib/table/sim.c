@@ -177,11 +177,25 @@ static int jump_bucket_dist(__u32 n, double *p)
 	return 1;
 }
 
+/* A jump bucket word's chance to take a flow that lands on it. */
+static double jump_accept(__u32 word)
+{
+	__u32 thr = CHLB_JUMP_WORD_THR(word);
+
+	return thr == CHLB_JUMP_THR_FULL ? 1.0 : thr / (double)(1u << CHLB_JUMP_THR_BITS);
+}
+
+/*
+ * Every attempt lands on bucket b with p[b] (a rehashed key is a fresh
+ * uniform one) and keeps it with accept(b), independently (the acceptance
+ * hash is another hash of the key): a flow ends on b with p[b] * accept(b)
+ * * (1 - q^R) / (1 - q), q = 1 - sum p * accept, and on the fallback with q^R.
+ */
 static int jump_shares(const struct chlb_table *t, double *share, __u32 nslots)
 {
 	const struct chlb_table_hdr *h = chlb_table_header(t);
 	const __u32 *bk = t->words + CHLB_TBL_HDR_WORDS;
-	double *p, tomb = 0, scale;
+	double *p, acc = 0, scale;
 	int exact;
 
 	if (!h->count)
@@ -191,17 +205,29 @@ static int jump_shares(const struct chlb_table *t, double *share, __u32 nslots)
 		return -ENOMEM;
 	exact = jump_bucket_dist(h->count, p);
 	for (__u32 b = 0; b < h->count; b++)
-		if (bk[b] == CHLB_TOMBSTONE)
-			tomb += p[b];
+		acc += p[b] * jump_accept(bk[b]);
 	/* up to CHLB_JUMP_MAX_REHASH attempts, then the fallback */
-	scale = tomb < 1 ? (1 - pow(tomb, CHLB_JUMP_MAX_REHASH)) / (1 - tomb) : 0;
-	for (__u32 b = 0; b < h->count; b++)
-		if (bk[b] != CHLB_TOMBSTONE && bk[b] < nslots)
-			share[bk[b]] += p[b] * scale;
+	scale = acc > 0 ? (1 - pow(1 - acc, CHLB_JUMP_MAX_REHASH)) / acc : 0;
+	for (__u32 b = 0; b < h->count; b++) {
+		__u32 slot = CHLB_JUMP_WORD_SLOT(bk[b]);
+
+		if (CHLB_JUMP_WORD_THR(bk[b]) && slot < nslots)
+			share[slot] += p[b] * jump_accept(bk[b]) * scale;
+	}
 	if (h->fallback < nslots)
-		share[h->fallback] += pow(tomb, CHLB_JUMP_MAX_REHASH);
+		share[h->fallback] += pow(1 - acc, CHLB_JUMP_MAX_REHASH);
 	free(p);
 	return exact;
+}
+
+/* The heaviest weight of a set: jump's threshold scale. */
+static __u32 max_weight(const struct chlb_table_be *be, __u32 n)
+{
+	__u32 w = 0;
+
+	for (__u32 i = 0; i < n; i++)
+		w = be[i].weight > w ? be[i].weight : w;
+	return w;
 }
 
 /* ---- the three tables ---- */
@@ -296,8 +322,15 @@ static int keyspace_moved(const struct chlb_sim_opts *o, const struct sim_set *a
 		maglev_shares(&a->t, &b->t, NULL, 0, moved);
 		return 0;
 	default:
-		if (b->compacted)
-			return -EAGAIN; /* reshuffled: only the flow measurement tells */
+		/*
+		 * Reshuffled, or every threshold rescaled, or a bucket appended
+		 * below the full threshold (the flows that land on it and are
+		 * turned away rehash elsewhere: docs/algorithms.md): only the
+		 * flow measurement tells.
+		 */
+		if (b->compacted || max_weight(a->be, a->n) != max_weight(b->be, b->n) ||
+		    (added && b->be[b->n - 1].weight < max_weight(b->be, b->n)))
+			return -EAGAIN;
 		*moved = added ? share_b[changed_slot] : share_a[changed_slot];
 		return 0;
 	}

@@ -11,10 +11,12 @@
  *     h % M == i. jump has no arcs: its numbers come from the exact bucket
  *     distribution of the integer jump under a uniform key, computed by
  *     dynamic programming over the buckets (O(buckets^2), up to 8192
- *     buckets; past that 1/buckets per bucket), tombstone rehashes included.
- *     jump moves only the added / removed backend's flows (jump's
- *     monotonicity; the tombstone rehash preserves it), so its disruption
- *     is that backend's share.
+ *     buckets; past that 1/buckets per bucket), with each bucket's
+ *     acceptance threshold (weights, tombstones) and the rehash cap's
+ *     fallback. jump moves only the added / removed backend's flows (jump's
+ *     monotonicity; the rehash preserves it), so its disruption is that
+ *     backend's share - unless the heaviest weight changed (every threshold
+ *     is rescaled) or the order was compacted: then the flows tell.
  *     jtable tables are Maglev-format: measured like maglev.
  *   measured numbers (flows_*): F random IPv4 TCP flows through
  *     chlb_table_decide(). For jump the balance uses max(F, 2^24) flows.
