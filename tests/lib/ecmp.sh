@@ -12,6 +12,16 @@
 #   ecmp_wait_nexthops 3 || ...
 #   ecmp_hold_open h 300; ecmp_lb_die 2; ecmp_wait_nexthops 2; ecmp_survivors h
 #
+# The functions: ecmp_build, ecmp_lb_add (a namespace), ecmp_lb_up / _fresh /
+# _join (chlbd + BIRD running), ecmp_chlbd_start / _stop / _wipe,
+# ecmp_bird_start / _stop, the events ecmp_lb_die / _link_down / _withdraw,
+# ecmp_nexthops / ecmp_wait_nexthops (the router's route), ecmp_table_routes
+# (an LB's exported routes), ecmp_hold_open / ecmp_survivors / ecmp_survive
+# (held connections across an event), ecmp_lb_flows / _packets (what an LB
+# carried), lbctl / lbbirdc / rtbirdc, and for changes across LBs
+# ecmp_each_lb, ecmp_rollout and the per-LB options hook
+# ecmp_chlbd_extra_args.
+#
 #   client ns (-c)         router ns (-er)               switch ns (-sw)
 #   eth0 10.0.1.2 ----- eth0 10.0.1.1                     br1 (uplink)
 #                         up0 10.0.4.1 --------------- rtup |
