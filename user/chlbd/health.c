@@ -24,6 +24,7 @@
 static bool synced_once; /* the first sync is the start: nothing ramps */
 static bool dirty;	 /* effective weights changed: swap at the next tick */
 static __u64 dirty_ns;	 /* when the first change of the pending swap was decided */
+static __u64 retry_at;	 /* a deferred health swap: not before (health_apply_overlay) */
 static __u64 next_due;	 /* earliest deadline of any checker; 0: scan at the next tick */
 static __u64 rng = 0x9e3779b97f4a7c15ull;
 
@@ -297,18 +298,29 @@ __u64 health_tick(__u64 now)
 	hc_bury();
 	if (!next_due || now >= next_due)
 		scan(now);
-	if (dirty && !D.rt->defer_adopted) {
-		__u64 decided = dirty_ns;
+	if (dirty && !D.rt->defer_adopted && now >= retry_at) {
+		__u64 decided = dirty_ns, retry;
+		int rc;
 
 		dirty = false;
-		if (health_apply_overlay(err, sizeof(err)))
+		rc = health_apply_overlay(&retry, err, sizeof(err));
+		if (rc)
 			pr_err("health: %s", err);
-		else if (decided)
-			pr_info(
-			    "health: effective weights applied %.3f ms after the deciding result",
-			    (double)(chlb_now_ns() - decided) / 1e6);
-		dirty_ns = 0;
+		if (retry) { /* a service swapped within its grace period: its turn comes */
+			dirty = true;
+			retry_at = retry;
+		} else {
+			if (!rc && decided)
+				pr_info(
+				    "health: effective weights applied %.3f ms after the deciding "
+				    "result",
+				    (double)(chlb_now_ns() - decided) / 1e6);
+			dirty_ns = 0;
+			retry_at = 0;
+		}
 	}
+	if (dirty && retry_at && (!next_due || retry_at < next_due))
+		return retry_at;
 	return next_due;
 }
 

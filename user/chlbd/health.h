@@ -111,8 +111,12 @@ void probe_cancel(struct hc *h);
  */
 int health_apply_effective(const struct chlb_state *cur, struct chlb_state *next, char *err,
 			   size_t errlen);
-/* The health overlay changed: swap the services whose effective form changed (no fsync). */
-int health_apply_overlay(char *err, size_t errlen);
+/*
+ * The health overlay changed: swap the services whose effective form
+ * changed (no fsync). One whose swap would wait for a table slot keeps its
+ * form: *retry (ns, else 0) says when to call again.
+ */
+int health_apply_overlay(__u64 *retry, char *err, size_t errlen);
 /* What serves, effective weights and all (what the engine was last given). */
 const struct chlb_state *health_applied(void);
 void health_applied_free(void);

@@ -105,9 +105,53 @@ static bool svc_panic(const struct chlb_svc_cfg *s, __u64 now)
 	return panic;
 }
 
-/* out = desired with effective weights (and no check settings: the engine never needs them). */
-static int effective(const struct chlb_state *desired, struct chlb_state *out, char *err,
-		     size_t errlen)
+/* dst (a service of a state) becomes a deep copy of src; 0 or -ENOMEM (dst unchanged). */
+static int svc_replace(struct chlb_svc_cfg *dst, const struct chlb_svc_cfg *src)
+{
+	struct chlb_state one, tmp = { .nsvc = 1, .cap = 1, .svc = (struct chlb_svc_cfg *)src };
+
+	if (chlb_state_copy(&one, &tmp))
+		return -ENOMEM;
+	free(dst->be);
+	chlb_jump_order_free(&dst->order);
+	*dst = one.svc[0];
+	free(one.svc);
+	return 0;
+}
+
+/*
+ * A health swap of s (its effective form) that would wait for a table slot
+ * (chlb_rt_swap_wait(): swaps faster than the grace period) keeps the
+ * applied form for now; *retry says when to try again. The loop never
+ * waits, and the next health apply takes the change.
+ */
+static void defer_if_busy(struct chlb_svc_cfg *s, __u64 now, __u64 *retry)
+{
+	const struct chlb_svc_cfg *a = chlb_state_find(&applied, &s->vip);
+	__u64 when;
+
+	if (!a || chlb_svc_equal(a, s))
+		return;
+	when = chlb_rt_swap_wait(D.rt, &s->vip, now);
+	if (!when || svc_replace(s, a))
+		return;
+	if (!*retry || when < *retry)
+		*retry = when;
+	for (__u32 j = 0; j < s->nbe; j++) {
+		struct hc *h = health_find(&s->vip, &s->be[j].addr);
+
+		if (h)
+			h->eff_weight = s->be[j].weight; /* what still serves */
+	}
+}
+
+/*
+ * out = desired with effective weights (and no check settings: the engine
+ * never needs them). retry: NULL for a commit (its swaps wait for slots as
+ * every commit's do), else health's: busy services deferred (defer_if_busy).
+ */
+static int effective(const struct chlb_state *desired, struct chlb_state *out, __u64 *retry,
+		     char *err, size_t errlen)
 {
 	__u64 now = chlb_now_ns();
 
@@ -136,6 +180,8 @@ static int effective(const struct chlb_state *desired, struct chlb_state *out, c
 			chlb_state_free(out);
 			return -EINVAL;
 		}
+		if (retry)
+			defer_if_busy(s, now, retry);
 	}
 	return 0;
 }
@@ -201,7 +247,7 @@ int health_apply_effective(const struct chlb_state *cur, struct chlb_state *next
 	struct chlb_state eff, want;
 	int r;
 
-	r = effective(next, &eff, err, errlen);
+	r = effective(next, &eff, NULL, err, errlen);
 	if (r)
 		return r;
 	if (chlb_state_copy(&want, &eff)) {
@@ -226,10 +272,13 @@ int health_apply_effective(const struct chlb_state *cur, struct chlb_state *next
 	return r;
 }
 
-int health_apply_overlay(char *err, size_t errlen)
+int health_apply_overlay(__u64 *retry, char *err, size_t errlen)
 {
 	struct chlb_state eff;
-	int r = effective(&D.state, &eff, err, errlen);
+	int r;
+
+	*retry = 0;
+	r = effective(&D.state, &eff, retry, err, errlen);
 
 	if (r)
 		return r;

@@ -151,6 +151,26 @@ static int free_slot(struct chlb_rt *rt, struct chlb_rt_svc *s)
 	}
 }
 
+__u64 chlb_rt_swap_wait(const struct chlb_rt *rt, const struct chlb_vip *vip, __u64 now)
+{
+	int id = chlb_rt_svc_id(rt, vip);
+	const struct chlb_rt_svc *s;
+	__u64 soonest = ~0ull;
+
+	if (id < 0)
+		return 0;
+	s = &rt->svc[id];
+	for (int k = 0; k < CHLB_SLOTS_PER_SERVICE; k++) {
+		const struct chlb_rt_slot *sl = &s->slot[k];
+
+		if (!sl->used || (!in_view(s, k) && sl->free_at <= now))
+			return 0;
+		if (!in_view(s, k) && sl->free_at < soonest)
+			soonest = sl->free_at;
+	}
+	return soonest == ~0ull ? now + rt->grace_ns : soonest;
+}
+
 static void fill_view(const struct chlb_svc_cfg *c, int id, struct chlb_rt_svc *s)
 {
 	struct chlb_service *v = &s->sv;

@@ -198,6 +198,13 @@ int chlb_rt_svc_id(const struct chlb_rt *rt, const struct chlb_vip *vip);
 /* backend slot of addr in the service with id svc_id (LIVE), or -1 */
 int chlb_rt_be_slot(const struct chlb_rt *rt, int svc_id, const struct chlb_addr *a);
 /*
+ * Would a swap of the service vip find a free table slot now? 0 if so (or
+ * no such service: its first swap needs none), else when one frees (ns):
+ * a swap sooner waits for it (the slot's grace period). Health checks
+ * defer their swaps instead, so the event loop never waits.
+ */
+__u64 chlb_rt_swap_wait(const struct chlb_rt *rt, const struct chlb_vip *vip, __u64 now);
+/*
  * Health checks' on-down reset: the LIVE slot of addr in service svc_id
  * gets generation + 1 (its counters stay), so the connection entries that
  * name it become stale and their next packets are decided again from the
