@@ -247,7 +247,14 @@ test_slow_start_ramps() {
 	# at 40 of 340 the share is ~12% of new flows (maglev: within a round)
 	diag "flows at effective weight 40: $(tr '\n' ' ' <<<"$f")"
 	check "new flows follow the ramp: b2 got 6-20% at weight 40" \
-		[ "$(share_of b2 "$f")" -ge 36 ] && [ "$(share_of b2 "$f")" -le 120 ]
+		[ "$(share_of b2 "$f")" -ge 36 ] && [ "$(share_of b2 "$f")" -le 120 ] || return 1
+	# a backend added to the running service ramps too
+	ctl service set "$VIP" slow-start 2 >/dev/null || return 1
+	ctl backend del "$VIP" "$(be_addr4 4)" >/dev/null || return 1
+	ctl backend add "$VIP" "$(be_addr4 4)" weight 100 >/dev/null || return 1
+	w=$(be_field 4 effective_weight)
+	check "an added backend starts at 1/5 of its weight ($w)" [ "$w" = 20 ] || return 1
+	check "and reaches its weight" lib_wait_for 4 eff_is 4 100
 }
 
 test_panic() {
