@@ -9,7 +9,9 @@
 #      its own protocol (adopting a previous chlbd's at start), removes all
 #      on SIGTERM and none on SIGKILL; a bad --route-table is refused;
 #   b. BGP: the router has an ECMP route with a nexthop per LB (IPv4 and
-#      IPv6), an LB whose chlbd stops is withdrawn (its session stays up);
+#      IPv6), an LB whose chlbd stops is withdrawn (its session stays up),
+#      a killed one is not; `chlbctl route withdraw` / `announce` and
+#      `birdc disable` / `enable` take an LB out and back with chlbd running;
 #   c. connections: LBs configured in one batch from the same file, 300
 #      held connections; an LB dies silently, one is withdrawn for
 #      maintenance, a new one joins: >= 99.9% survive each, for ring,
@@ -160,6 +162,32 @@ test_chlbd_stop_withdraws() {
 	check "birdc disable uplink on LB 3: 2 nexthops" ecmp_wait_nexthops 2 || rc=1
 	lbbirdc 3 enable uplink >/dev/null || return 1
 	check "birdc enable uplink on LB 3: 3 nexthops" ecmp_wait_nexthops 3 || rc=1
+	return $rc
+}
+
+# chlbctl route withdraw / announce: maintenance with chlbd running
+test_route_withdraw_announce() {
+	local rc=0 j out
+	lbctl 3 route withdraw >/dev/null || return 1
+	check "route withdraw on LB 3: 2 nexthops" ecmp_wait_nexthops 2 || rc=1
+	check "by a withdrawal: LB 3's session is still up" [ "$(established)" = 3 ] || rc=1
+	check "LB 3's table is empty" routes_are 3 "" || rc=1
+	# a change while withdrawn adds nothing
+	lbctl 3 service add 10.0.0.12:80/tcp >/dev/null &&
+		lbctl 3 backend add 10.0.0.12:80/tcp "$(be_addr4 1)" >/dev/null || return 1
+	check "a change while withdrawn: still no route" routes_are 3 "" || rc=1
+	j=$(lbctl 3 -j route list) || return 1
+	check "route list: withdrawn, no routes, 2 servable VIPs: $j" \
+		jq -e '.withdrawn and .route_table == '"$ECMP_TABLE"' and (.routes | length) == 0
+			and (.servable | sort) == ["10.0.0.10", "10.0.0.12"]' <<<"$j" >/dev/null || rc=1
+	lbctl 3 route announce >/dev/null || return 1
+	check "route announce: LB 3's routes back" routes_are 3 "10.0.0.10 10.0.0.12" || rc=1
+	check "route announce: 3 nexthops" ecmp_wait_nexthops 3 || rc=1
+	lbctl 3 service del 10.0.0.12:80/tcp >/dev/null || return 1
+	routes_are 3 "10.0.0.10" || rc=1
+	out=$(lbctl 3 route frob 2>&1)
+	check "route frob: exit 2 ($?), the word named: $out" [ $? = 2 ] || rc=1
+	check "route frob: the word named" grep -q "'frob'" <<<"$out" || rc=1
 	return $rc
 }
 

@@ -74,6 +74,7 @@ int do_save(int argc, char **argv);
 int do_apply(int argc, char **argv);
 int do_batch(int argc, char **argv);
 int do_shutdown(int argc, char **argv);
+int do_route(int argc, char **argv); /* cmd_route.c */
 int do_version(int argc, char **argv);
 void control_usage(void);
 void sim_usage(void);

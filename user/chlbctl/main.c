@@ -27,6 +27,7 @@ static const struct chlbctl_cmd cmds[] = {
 	{ "save", do_save, "print the state in the grammar (input for apply -f)" },
 	{ "apply", do_apply, "converge to a config file, atomically" },
 	{ "batch", do_batch, "several changes as one transaction" },
+	{ "route", do_route, "exported VIP routes (--route-table): list, withdraw, announce" },
 	{ "shutdown", do_shutdown, "stop chlbd" },
 	{ "version", do_version, "this build's version and BPF build id, and the running chlbd's" },
 	{ NULL, NULL, NULL },

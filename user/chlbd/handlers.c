@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "chlbd.h"
 #include "conns.h"
+#include "routes.h"
 #include "config/plan.h"
 
 static json_object *changed_reply(__u64 t0)
@@ -151,6 +152,15 @@ static json_object *handle_save(const struct chlb_cmd *c)
 	return o;
 }
 
+/* route withdraw|announce (routes.c): changes no state, so a dry run has nothing to plan */
+static json_object *handle_route(const struct request *r)
+{
+	if (r->dry_run)
+		return chlbd_jerr_kind("'route' changes no state: nothing for dry-run to plan",
+				       CHLBD_ERR_USAGE);
+	return chlbd_routes_set_withdrawn(r->cmd->kind == CHLB_CMD_ROUTE_WITHDRAW);
+}
+
 static json_object *handle_shutdown(const struct chlb_cmd *c)
 {
 	json_object *o = json_object_new_object();
@@ -207,6 +217,9 @@ static const struct handler {
 	{ CHLB_CMD_SAVE, true, handle_save, NULL, NULL },
 	{ CHLB_CMD_APPLY, false, NULL, handle_apply, NULL },
 	{ CHLB_CMD_SHUTDOWN, false, handle_shutdown, NULL, NULL },
+	{ CHLB_CMD_ROUTE_LIST, true, view_routes, NULL, NULL },
+	{ CHLB_CMD_ROUTE_WITHDRAW, false, NULL, handle_route, NULL },
+	{ CHLB_CMD_ROUTE_ANNOUNCE, false, NULL, handle_route, NULL },
 	{ CHLB_CMD_SERVICE_ADD, false, NULL, handle_changes, NULL },
 	{ CHLB_CMD_SERVICE_SET, false, NULL, handle_changes, NULL },
 	{ CHLB_CMD_SERVICE_DEL, false, NULL, handle_changes, NULL },

@@ -110,6 +110,57 @@ int chlbd_routes_sync(void)
 	return changed;
 }
 
+static json_object *addr_array(const struct chlb_addr *a, int n)
+{
+	json_object *arr = json_object_new_array();
+	char text[64];
+
+	for (int i = 0; i < n; i++)
+		json_object_array_add(
+		    arr, json_object_new_string(chlb_fmt_addr(&a[i], text, sizeof(text))));
+	return arr;
+}
+
+json_object *view_routes(const struct chlb_cmd *c)
+{
+	struct chlb_addr *want, *have = NULL;
+	json_object *o = json_object_new_object();
+	int nwant, nhave = 0;
+
+	(void)c;
+	json_object_object_add(o, "route_table", json_object_new_int64(D.route_table));
+	json_object_object_add(o, "withdrawn", json_object_new_boolean(D.routes_withdrawn));
+	want = calloc(D.state.nsvc + 1, sizeof(*want));
+	nwant = want ? wanted(want) : 0;
+	if (D.route_table)
+		nhave = listed(&have);
+	json_object_object_add(o, "routes", addr_array(have, nhave > 0 ? nhave : 0));
+	json_object_object_add(o, "servable", addr_array(want, nwant));
+	free(want);
+	free(have);
+	return o;
+}
+
+json_object *chlbd_routes_set_withdrawn(bool withdraw)
+{
+	json_object *o;
+	int n;
+
+	if (!D.route_table)
+		return chlbd_jerr_kind("chlbd runs without --route-table: it exports no routes",
+				       CHLBD_ERR_CONFLICT);
+	D.routes_withdrawn = withdraw;
+	pr_info("route export: %s requested", withdraw ? "withdraw" : "announce");
+	n = chlbd_routes_sync();
+	if (n < 0)
+		return chlbd_jerr_kind("route export: the table could not be read: see the log",
+				       CHLBD_ERR_FAILED);
+	o = view_routes(NULL);
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "changed", json_object_new_int(n));
+	return o;
+}
+
 void chlbd_routes_withdraw_all(void)
 {
 	int n;

@@ -9,6 +9,7 @@
 #define CHLBD_ROUTES_H
 
 #include <stdbool.h>
+#include <json-c/json.h>
 #include "config/state.h"
 
 /*
@@ -35,5 +36,15 @@ int chlbd_routes_sync(void);
  * SIGKILL leaves them, as the data plane keeps serving).
  */
 void chlbd_routes_withdraw_all(void);
+
+/*
+ * `route withdraw` / `route announce` (withdraw: true/false): the table is
+ * emptied and kept empty, or filled again; not persisted (a restart
+ * announces). The reply, or an error reply without --route-table.
+ */
+json_object *chlbd_routes_set_withdrawn(bool withdraw);
+
+/* `route list`: the table, whether withdrawn, the routes in it, the servable VIPs. */
+json_object *view_routes(const struct chlb_cmd *c);
 
 #endif /* CHLBD_ROUTES_H */

@@ -50,6 +50,9 @@ enum chlb_cmd_kind {
 	CHLB_CMD_SHUTDOWN,
 	CHLB_CMD_DRY_RUN,
 	CHLB_CMD_CONNS,
+	CHLB_CMD_ROUTE_LIST,	 /* route export (chlbd --route-table): what is exported */
+	CHLB_CMD_ROUTE_WITHDRAW, /* ... empty the table and keep it empty */
+	CHLB_CMD_ROUTE_ANNOUNCE, /* ... export again */
 };
 
 /* Which service options a statement set (struct chlb_cmd.set). */

@@ -406,6 +406,13 @@ const struct chlb_gstmt chlb_grammar[] = {
 	  "the changes in FILE (- is stdin) as one transaction (one request)" },
 	{ "dry-run", NULL, CHLB_CMD_DRY_RUN, CHLB_GW_SOCKET, no_args, NULL, 0, false,
 	  "a request's first line: plan the changes that follow, change nothing" },
+	{ "route", "list", CHLB_CMD_ROUTE_LIST, GW_REQUEST, no_args, NULL, 0, false,
+	  "the VIP routes chlbd exports (--route-table) and whether they are withdrawn" },
+	{ "route", "withdraw", CHLB_CMD_ROUTE_WITHDRAW, GW_REQUEST, no_args, NULL, 0, false,
+	  "remove every exported VIP route, and add none, until announce or a restart "
+	  "(maintenance: the routers move the flows to other LBs, chlbd keeps running)" },
+	{ "route", "announce", CHLB_CMD_ROUTE_ANNOUNCE, GW_REQUEST, no_args, NULL, 0, false,
+	  "export the VIP routes again after withdraw" },
 	{ "shutdown", NULL, CHLB_CMD_SHUTDOWN, GW_REQUEST, no_args, shutdown_opts, 0, false,
 	  "stop chlbd; the program stays attached and keeps forwarding unless detach" },
 	{ "version", NULL, CHLB_CMD_NONE, CHLB_GW_CLI, no_args, NULL, 0, false,
