@@ -642,6 +642,59 @@ static void no_route_logged_once(void **unused)
 	chlb_state_free(&st);
 }
 
+/*
+ * Health checks' engine calls: chlb_rt_be_renew() gives a LIVE slot gen + 1
+ * and keeps its counters (the same occupant: on-down reset re-decides its
+ * connections); chlb_rt_swap_wait() says 0 while a swap would find a free
+ * table slot at once, and when one frees while every slot is in the view
+ * or its grace period (a health swap is deferred until then).
+ */
+static void renew_and_swap_wait(void **unused)
+{
+	struct chlb_rt *rt = chlb_rt_new(&ops, 60000, 1000); /* long history and grace */
+	struct chlb_state st;
+	struct chlb_vip v, other;
+	struct chlb_addr a;
+	char err[CHLB_ERR_MAX], line[128];
+	__u64 now, w = 0;
+	__u32 gen, resets;
+	int s2, id, i;
+
+	memset(&F, 0, sizeof(F));
+	chlb_state_init(&st);
+	change(rt, &st, "service add 10.0.0.10:80/tcp algo maglev table 251");
+	change(rt, &st, "backend add 10.0.0.10:80/tcp 10.1.0.2");
+	s2 = slot_of("10.1.0.2");
+	gen = F.be[s2].gen;
+	resets = F.resets[s2];
+	id = svc_id(rt, "10.0.0.10:80/tcp");
+	assert_int_equal(chlb_parse_addr("10.1.0.2", &a), 0);
+	assert_int_equal(chlb_rt_be_renew(rt, id, &a), 0);
+	assert_int_equal(F.be[s2].state, CHLB_BE_LIVE);
+	assert_int_equal(F.be[s2].gen, gen + 1);
+	assert_int_equal(rt->be[s2].gen, gen + 1);
+	assert_int_equal(F.resets[s2], resets); /* counters kept */
+	assert_int_equal(chlb_parse_addr("10.1.0.99", &a), 0);
+	assert_int_equal(chlb_rt_be_renew(rt, id, &a), -ENOENT);
+
+	assert_int_equal(chlb_parse_vip("10.0.0.10:80/tcp", &v, err, sizeof(err)), 0);
+	assert_int_equal(chlb_parse_vip("10.0.0.11:80/tcp", &other, err, sizeof(err)), 0);
+	assert_int_equal(chlb_rt_swap_wait(rt, &other, chlb_now_ns()), 0); /* no such service */
+	/* swap while a slot is free; within CHLB_SLOTS_PER_SERVICE swaps none is */
+	for (i = 3; i < 3 + CHLB_SLOTS_PER_SERVICE + 1; i++) {
+		now = chlb_now_ns();
+		w = chlb_rt_swap_wait(rt, &v, now);
+		if (w)
+			break;
+		snprintf(line, sizeof(line), "backend add 10.0.0.10:80/tcp 10.1.0.%d", i);
+		assert_int_equal(change(rt, &st, line), 0);
+	}
+	assert_true(w > now && w <= now + 1000 * 1000000ull);
+	assert_int_equal(chlb_rt_swap_wait(rt, &v, w), 0); /* free when it said */
+	chlb_rt_free(rt);
+	chlb_state_free(&st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -654,6 +707,7 @@ int main(void)
 		cmocka_unit_test(failed_removal_keeps_backend),
 		cmocka_unit_test(service_id_reuse_zeroes_counters),
 		cmocka_unit_test(no_route_logged_once),
+		cmocka_unit_test(renew_and_swap_wait),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
