@@ -139,75 +139,153 @@ static int quotas(const struct chlb_table_be *be, const __u32 *order, __u32 m, _
 	return 0;
 }
 
-/* Brings every bucket of T(nb) to its quota (policy: file comment). */
-static int deal(struct stacks *s, const struct chlb_table_be *be, const __u32 *order, __u32 m,
-		__u32 nb, __u32 norm, __u32 *owner)
+/*
+ * Deals the freed entries (in entry order) to buckets with room[], each
+ * along its own weighted jump chain; what finds none goes to the lowest
+ * buckets with room. room[] is consumed.
+ */
+static void deal_pass(const __u8 *freed, __u32 m, __u32 nb, const __u32 *thr, __u32 *room,
+		      __u32 *owner, __u8 *placed)
 {
-	__u32 *room = calloc(nb, sizeof(*room)), *q = malloc(nb * sizeof(*q)), *thr = NULL;
-	__u32 *leftover = NULL, left = 0;
-	__u8 *freed = NULL;
-	int rc = -ENOMEM;
+	__u32 b = 0;
 
-	__u64 wsum = 0;
-
-	thr = malloc(nb * sizeof(*thr));
-	freed = calloc(m, 1);
-	if (!room || !q || !thr || !freed || quotas(be, order, m, nb, q))
-		goto out;
-	for (__u32 b = 0; b < nb; b++)
-		wsum += order[b] == CHLB_TOMBSTONE ? 0 : be[order[b]].weight;
-	for (__u32 b = 0; b < nb; b++) {
-		__u64 w = order[b] == CHLB_TOMBSTONE ? 0 : be[order[b]].weight;
-		/* cap = max(Q, floor(1.005 * M * w / W)): see the file comment */
-		__u32 cap = (__u32)(w * m * 1005 / (wsum * 1000));
-
-		cap = cap > q[b] ? cap : q[b];
-		thr[b] = w ? chlb_jump_threshold((__u32)w, norm) : 0;
-		if (s->len[b] > cap) {
-			/* keeps the first entries it got, frees the last ones */
-			for (__u32 i = cap; i < s->len[b]; i++)
-				freed[s->pool[s->start[b] + i]] = 1;
-		} else {
-			room[b] = cap - s->len[b];
-		}
-	}
-	leftover = malloc(m * sizeof(*leftover));
-	if (!leftover)
-		goto out;
-	/* in entry order: one global priority, whatever the weights */
 	for (__u32 e = 0; e < m; e++) {
 		__u64 key = chlb_fmix64(((__u64)e << 32) | 0x6a746162u);
-		int placed = 0;
 
-		if (!freed[e])
+		if (!freed[e] || placed[e])
 			continue;
-		for (int r = 0; r < CHLB_JUMP_MAX_REHASH && !placed; r++) {
+		for (int r = 0; r < CHLB_JUMP_MAX_REHASH && !placed[e]; r++) {
 			__u32 c = chlb_jump_bucket(key, nb);
 
 			if (room[c] &&
 			    (thr[c] == CHLB_JUMP_THR_FULL || chlb_jump_accept_hash(key) < thr[c])) {
 				room[c]--;
 				owner[e] = c;
-				placed = 1;
+				placed[e] = 1;
 			}
 			key = chlb_fmix64(key + 0x9e3779b97f4a7c15ULL);
 		}
-		if (!placed)
-			leftover[left++] = e;
 	}
 	/* rare (a chain of dead, light or full buckets): the lowest buckets with room */
-	for (__u32 b = 0, i = 0; b < nb && i < left; b++)
-		while (room[b] && i < left) {
-			room[b]--;
-			owner[leftover[i++]] = b;
+	for (__u32 e = 0; e < m; e++) {
+		if (!freed[e] || placed[e])
+			continue;
+		while (b < nb && !room[b])
+			b++;
+		if (b == nb)
+			return;
+		room[b]--;
+		owner[e] = b;
+		placed[e] = 1;
+	}
+}
+
+/*
+ * Slack taken by some buckets can leave another short of its quota (the
+ * entries ran out before its turn): the buckets above their quota hand
+ * their last dealt entries (highest entry first) to those more than 0.5%
+ * below it, lowest bucket first. So every bucket ends within 0.5% (or one
+ * entry) of its quota, either way.
+ */
+static void repair(const __u8 *freed, __u32 m, __u32 nb, const __u32 *q, __u32 *owner)
+{
+	__u32 *cnt = calloc(nb, sizeof(*cnt)), b = 0;
+
+	if (!cnt)
+		return; /* balance within the slack instead: still a valid table */
+	for (__u32 e = 0; e < m; e++)
+		cnt[owner[e]]++;
+	for (__u32 e = m; e-- > 0;) {
+		__u32 o = owner[e];
+
+		/* short by more than the slack (0.5%, as above): exact balance for
+		 * light buckets, no churn for heavy ones that are merely rounded */
+		while (b < nb && cnt[b] + q[b] / 200 >= q[b])
+			b++;
+		if (b == nb)
+			break;
+		if (!freed[e] || cnt[o] <= q[o])
+			continue;
+		cnt[o]--;
+		cnt[b]++;
+		owner[e] = b;
+	}
+	free(cnt);
+}
+
+/* Brings every bucket of T(nb) to its quota (policy: file comment). */
+static int deal(struct stacks *s, const struct chlb_table_be *be, const __u32 *order, __u32 m,
+		__u32 nb, __u32 norm, __u32 *owner)
+{
+	__u32 *need = calloc(nb, sizeof(*need)), *q = malloc(nb * sizeof(*q)), *thr = NULL;
+	__u32 *slack = calloc(nb, sizeof(*slack));
+	__u64 wsum = 0, freed_n = 0, need_n = 0, given = 0;
+	__u8 *freed = NULL, *placed = NULL;
+	int rc = -ENOMEM;
+
+	thr = malloc(nb * sizeof(*thr));
+	freed = calloc(m, 1);
+	placed = calloc(m, 1);
+	if (!need || !q || !thr || !slack || !freed || !placed || quotas(be, order, m, nb, q))
+		goto out;
+	for (__u32 b = 0; b < nb; b++)
+		wsum += order[b] == CHLB_TOMBSTONE ? 0 : be[order[b]].weight;
+	for (__u32 b = 0; b < nb; b++) {
+		__u64 w = order[b] == CHLB_TOMBSTONE ? 0 : be[order[b]].weight;
+		/* cap = max(Q, floor(1.005 * M * w / W)): see the file comment */
+		__u32 cap = (__u32)(w * m * 1005 / (wsum * 1000)), keep = s->len[b];
+
+		cap = cap > q[b] ? cap : q[b];
+		thr[b] = w ? chlb_jump_threshold((__u32)w, norm) : 0;
+		if (keep > cap) {
+			/* over its cap: back to its quota, the last entries it got go */
+			keep = q[b];
+			for (__u32 i = keep; i < s->len[b]; i++)
+				freed[s->pool[s->start[b] + i]] = 1;
+			freed_n += s->len[b] - keep;
 		}
+		need[b] = keep < q[b] ? q[b] - keep : 0;
+		slack[b] = cap - (keep > q[b] ? keep : q[b]);
+		need_n += need[b];
+	}
+	/*
+	 * Room: up to the caps (less contention along the chains, so fewer
+	 * entries dealt differently from one table to the next). But when the
+	 * buckets kept within their slack leave fewer entries than the quotas
+	 * need, room is each need cut in proportion (largest remainder), so no
+	 * bucket starves while another fills its slack.
+	 */
+	if (freed_n < need_n) {
+		struct rank *rk = malloc(nb * sizeof(*rk));
+		__u32 nr = 0;
+
+		if (!rk)
+			goto out;
+		for (__u32 b = 0; b < nb; b++) {
+			__u64 x = (__u64)need[b] * freed_n;
+
+			need[b] = (__u32)(x / need_n);
+			given += need[b];
+			if (x % need_n)
+				rk[nr++] = (struct rank){ .rem = x % need_n, .b = b };
+		}
+		qsort(rk, nr, sizeof(*rk), by_rem);
+		for (__u32 i = 0; given < freed_n && i < nr; i++, given++)
+			need[rk[i].b]++;
+		free(rk);
+	} else
+		for (__u32 b = 0; b < nb; b++)
+			need[b] += slack[b]; /* enough for every quota: the slack is room too */
+	deal_pass(freed, m, nb, thr, need, owner, placed);
+	repair(freed, m, nb, q, owner);
 	rc = 0;
 out:
-	free(leftover);
+	free(placed);
 	free(freed);
+	free(slack);
 	free(thr);
 	free(q);
-	free(room);
+	free(need);
 	return rc;
 }
 
