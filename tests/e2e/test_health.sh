@@ -220,21 +220,34 @@ test_http_statuses_and_timeout() {
 	diag "accept, never answer: $(be_field 3 last)"
 }
 
+# sim_share W...: "LO HI", the keyspace share of the second backend when
+# backends 1-4 have weights W (chlbctl sim: balance relative to weight).
+sim_share2() {
+	local names j total=0 w
+	names="$(be_addr4 1),$(be_addr4 2),$(be_addr4 3),$(be_addr4 4)"
+	for w in "$@"; do total=$((total + w)); done
+	j=$("$CHLBCTL" sim --algo maglev --backends 4 --weights "$(IFS=,; echo "$*")" --names "$names" \
+		--flows 10000 --samples 1000 --json) || return 1
+	jq -r --argjson w "$2" --argjson t "$total" '"\($w / $t * .balance_min) \($w / $t * .balance_max)"' <<<"$j"
+}
+
 test_slow_start_ramps() {
-	local w seen="" f prev=0 ok=1
+	local w seen="" f="" prev=0 ok=1 shares
 	# shellcheck disable=SC2046
 	setup maglev $(tcp_check) || return 1
-	ctl service set "$VIP" slow-start 4 >/dev/null || return 1
+	ctl service set "$VIP" slow-start 8 >/dev/null || return 1
 	ck_stop 2
 	lib_wait_for 5 health_is 2 down || return 1
 	ck_start 2 tcp
 	lib_wait_for 5 health_is 2 up || return 1
-	# the ramp: 20 40 60 80 then 100, a step a second
-	for _ in $(seq 50); do
+	# the ramp: 20 40 60 80 then 100, a step every 2 s
+	for _ in $(seq 120); do
 		w=$(be_field 2 effective_weight)
 		case " $seen " in *" $w "*) ;; *) seen="$seen $w" ;; esac
-		if [ "$w" = 40 ] && [ -z "${f:-}" ]; then
+		if [ "$w" = 40 ] && [ -z "$f" ]; then
 			f=$(flows 600)
+			w=$(be_field 2 effective_weight) # still the step the flows saw?
+			[ "$w" = 40 ] || f=""
 		fi
 		[ "$w" = 100 ] && break
 		sleep 0.1
@@ -244,10 +257,12 @@ test_slow_start_ramps() {
 	check "the weight only grew" [ $ok = 1 ] || return 1
 	check "at least 3 steps below 100, then 100" \
 		[ "$(wc -w <<<"$seen")" -ge 4 ] && [ "$prev" = 100 ] || return 1
-	# at 40 of 340 the share is ~12% of new flows (maglev: within a round)
-	diag "flows at effective weight 40: $(tr '\n' ' ' <<<"$f")"
-	check "new flows follow the ramp: b2 got 6-20% at weight 40" \
-		[ "$(share_of b2 "$f")" -ge 36 ] && [ "$(share_of b2 "$f")" -le 120 ] || return 1
+	check "600 new flows measured within the step at 40" [ -n "$f" ] || return 1
+	shares=$(sim_share2 100 40 100 100) || return 1
+	diag "new flows at effective weight 40: $(tr '\n' ' ' <<<"$f"); chlbctl sim: b2's share $shares"
+	# shellcheck disable=SC2086
+	check "b2's share of new flows is what sim predicts for weights 100,40,100,100" \
+		within_share "$(share_of b2 "$f")" 600 $shares || return 1
 	# a backend added to the running service ramps too
 	ctl service set "$VIP" slow-start 2 >/dev/null || return 1
 	ctl backend del "$VIP" "$(be_addr4 4)" >/dev/null || return 1
