@@ -322,6 +322,33 @@ test_panic_0_all_down() {
 	check "not panic" [ "$(be_field 1 panic)" != true ]
 }
 
+# IPv6: an http check on the service's own port (chlb-echo answers GET),
+# the Host header in brackets; a stopped server goes down.
+test_ipv6_http_on_the_service_port() {
+	local vip6 f6
+	vip6=$(vip_spec 6)
+	svc_setup 6 maglev l2dsr "1 2 3 4" || return 1
+	ctl service set "$vip6" check http path /health interval $IV timeout $TMO rise 2 fall 2 \
+		>/dev/null || return 1
+	f6() { ctl -j backend list "$vip6" | jq -r --arg a "$(be_addr6 "$1")" --arg f "$2" \
+		'.backends[] | select(.address == $a) | .[$f]'; }
+	up6() { for i in 1 2 3 4; do [ "$(f6 "$i" health)" = up ] || return 1; done; }
+	check "every IPv6 backend up (http on port 80)" lib_wait_for 5 up6 || {
+		ctl backend list "$vip6" | sed "s/^/#   /"
+		return 1
+	}
+	diag "IPv6 http: $(f6 1 last)"
+	for p in $(ip netns pids "$(ns_b 2)"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = chlb-echo ] && kill "$p"
+	done
+	down6() { [ "$(f6 2 health)" = down ]; }
+	check "a stopped server is down" lib_wait_for 5 down6 || return 1
+	diag "IPv6, server stopped: $(f6 2 last)"
+	echo_start 2
+	lib_wait_for 5 tcp_probe "$NS_LB" "$(be_addr4 2)" 80 || return 1
+	ctl service del "$vip6" >/dev/null
+}
+
 test_check_change_no_swap() {
 	local swaps p
 	# shellcheck disable=SC2046
