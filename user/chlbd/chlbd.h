@@ -2,8 +2,8 @@
 /*
  * chlbd: one process, one event loop (epoll): the control socket, signals
  * (signalfd) and timers (timerfd: history retirement, slot grace periods,
- * next-hop refresh, client timeouts; health checks and weight ramps will
- * live there too).
+ * next-hop refresh, client timeouts, health probes and slow-start steps:
+ * health.h), and the health probes' sockets.
  */
 #ifndef CHLBD_H
 #define CHLBD_H
