@@ -82,6 +82,9 @@ all_health() {
 	local i
 	for i in "${@:2}"; do health_is "$i" "$1" || return 1; done
 }
+text_says_down() {
+	ctl backend list "$VIP" | grep -A1 " $(be_addr4 "$1") " | grep -q "^    health down, .*fall 2"
+}
 last_has() { be_field "$1" last | grep -qF "$2"; }
 eff_is() { [ "$(be_field "$1" effective_weight)" = "$2" ]; }
 min_eff_is() { [ "$(ctl -j backend list "$VIP" | jq '[.backends[].effective_weight] | min')" = "$1" ]; }
@@ -130,6 +133,8 @@ tcp_down_then_up() {
 	check "down within interval x fall + one interval (+100 ms of polling)" \
 		[ $((t1 - t0)) -le $((IV * 3 + 100)) ] || return 1
 	check "backend list says why" grep -q "fall 2.*refused" <<<"$reason" || return 1
+	ctl backend list "$VIP" | grep -A1 " $(be_addr4 2) " | sed 's/^/#   /'
+	check "text backend list: b2's health line says down and why" text_says_down 2 || return 1
 	check "effective weight 0" [ "$(be_field 2 effective_weight)" = 0 ] || return 1
 	diag "swap after the deciding result (chlbd's log): $(grep -o 'applied [0-9.]* ms after' "$CHLBD_LOG" | tail -1)"
 	check "transition logged once" \

@@ -90,24 +90,26 @@ void show_backends(json_object *r)
 
 	/*
 	 * CONNS: live connection entries, what a drain waits for (ended ones are
-	 * kept too). HEALTH: the checks' state, EFF: the weight the table holds
-	 * (0 down, a slow-start step), then the probe path, probes sent/failed,
-	 * since when (s) and the last result.
+	 * kept too). A checked backend gets a second line: its health, the
+	 * weight the table holds (0 down, a slow-start step), the probe path,
+	 * probes sent/failed, since when, the last result (and why, when down).
 	 */
-	printf("%-28s %-40s %6s %5s %5s %-8s %8s %-7s %6s %-6s %13s %7s  %s\n", "SERVICE",
-	       "BACKEND", "WEIGHT", "SLOT", "GEN", "STATE", "CONNS", "HEALTH", "EFF", "VIA",
-	       "PROBES/FAILED", "SINCE", "LAST");
+	printf("%-28s %-40s %6s %5s %5s %-8s %8s\n", "SERVICE", "BACKEND", "WEIGHT", "SLOT", "GEN",
+	       "STATE", "CONNS");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
-		char pf[48], since[24];
+		const char *h = s(e, "health");
 
-		snprintf(pf, sizeof(pf), "%s/%s", s(e, "probes"), s(e, "probes_failed"));
-		snprintf(since, sizeof(since), "%ss", s(e, "since_s"));
-		printf("%-28s %-40s %6s %5s %5s %-8s %8s %-7s %6s %-6s %13s %7s  %s\n",
-		       s(e, "service"), s(e, "address"), s(e, "weight"), s(e, "slot"), s(e, "gen"),
-		       s(e, "state"), s(e, "conns"), s(e, "health"), s(e, "effective_weight"),
-		       s(e, "via"), strcmp(s(e, "probes"), "-") ? pf : "-",
-		       strcmp(s(e, "since_s"), "-") ? since : "-", s(e, "last"));
+		printf("%-28s %-40s %6s %5s %5s %-8s %8s\n", s(e, "service"), s(e, "address"),
+		       s(e, "weight"), s(e, "slot"), s(e, "gen"), s(e, "state"), s(e, "conns"));
+		if (!strcmp(h, "-") || !strcmp(h, "none"))
+			continue;
+		printf(
+		    "    health %s%s, effective weight %s, via %s, probes %s/%s failed, for %ss: "
+		    "%s\n",
+		    h, d(e, "panic") ? " (panic: ignored)" : "", s(e, "effective_weight"),
+		    s(e, "via"), s(e, "probes"), s(e, "probes_failed"), s(e, "since_s"),
+		    strcmp(h, "down") ? s(e, "last") : s(e, "reason"));
 	}
 }
 
