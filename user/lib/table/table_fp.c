@@ -18,11 +18,11 @@
  *           half j <= c (half c: the first vnode after the line); then every
  *           spilled pair {hash, backend}
  *   maglev  (and jtable, which is Maglev-format) entry i's backend
- *   jump    bucket b's backend, and its acceptance threshold once the word
- *           carries one (fp_jump_word)
+ *   jump    bucket b's backend and its acceptance threshold (a bucket never
+ *           taken as a tombstone: fp_jump_word)
  * Weights need no word of their own: every layout holds them as positions
- * (ring: vnodes per backend; maglev and jtable: entries; jump: buckets, and
- * the per-bucket bits when the word carries them). So two tables have the
+ * (ring: vnodes per backend; maglev and jtable: entries; jump: each
+ * bucket's acceptance threshold). So two tables have the
  * same decision fingerprint exactly when they send every flow hash to the
  * same address (up to CRC collisions), whatever slots each host gave them.
  */
@@ -130,27 +130,20 @@ static int fp_ring(struct fp_stream *s, const __u32 *w, __u32 nwords,
 }
 
 /*
- * A jump bucket word as the lookup reads it. The weighted layout
- * (include/chlb_table.h: slot in CHLB_JUMP_WORD_SLOT, acceptance threshold
- * in CHLB_JUMP_WORD_THR, threshold 0 never taken) is decoded once the
- * lookup and the builder use it, which chlb_table.h says by defining
- * CHLB_JUMP_WEIGHTED_LOOKUP: a bucket never taken (a tombstone, or a
+ * A jump bucket word as chlb_jump_lookup reads it (include/chlb_table.h:
+ * the slot in CHLB_JUMP_WORD_SLOT, the acceptance threshold in
+ * CHLB_JUMP_WORD_THR). A bucket never taken (threshold 0: a tombstone, or a
  * weight-0 backend keeping its bucket) decides like a tombstone, so it is
- * one; else the backend and the threshold. Before, the word is the slot or
- * CHLB_TOMBSTONE.
+ * one, whatever slot it keeps; else the backend and its threshold.
  */
 static void fp_jump_word(struct fp_stream *s, __u32 w)
 {
-#ifdef CHLB_JUMP_WEIGHTED_LOOKUP
 	if (!CHLB_JUMP_WORD_THR(w)) {
 		fp_backend(s, CHLB_TOMBSTONE);
 		return;
 	}
 	fp_backend(s, CHLB_JUMP_WORD_SLOT(w));
 	fp_word(s, CHLB_JUMP_WORD_THR(w));
-#else
-	fp_backend(s, w);
-#endif
 }
 
 int chlb_table_decision_fp(const __u32 *words, __u32 nwords, const char *const *name, __u32 nname,
