@@ -18,7 +18,7 @@
  * leaves it alone, and bpf_skb_adjust_room() keeps csum_start pointing at
  * the inner L4 header, so whichever device finally sends it (veth: the
  * metadata crosses to the peer) finishes or trusts it - TC, unlike XDP,
- * forwards the skb with its metadata (../shared/DESIGN.md).
+ * forwards the skb with its metadata (an XDP frame loses it: tests/lib/topo.sh).
  *
  * Probes are not clients: they are counted in the global reasons
  * (probe_steered, probe_bad_slot, probe_dropped), not in the service's
