@@ -18,8 +18,9 @@
 #include <syslog.h>
 #include "health.h"
 
-#define NS_PER_MS  1000000ull
-#define JITTER_PCT 10
+#define NS_PER_MS     1000000ull
+#define JITTER_PCT    10
+#define SCAN_SLACK_NS 2000000ull /* 2 ms */
 
 static bool synced_once; /* the first sync is the start: nothing ramps */
 static bool dirty;	 /* effective weights changed: swap at the next tick */
@@ -267,6 +268,13 @@ static void scan(__u64 now)
 		if (h->next_ns < next)
 			next = h->next_ns;
 	}
+	/*
+	 * Deadlines within SCAN_SLACK_NS of each other share a scan: a scan
+	 * walks every checker, and thousands of backends would otherwise cost
+	 * a walk per probe. Probes start and time out up to that much late.
+	 */
+	if (next != ~0ull && next < now + SCAN_SLACK_NS)
+		next = now + SCAN_SLACK_NS;
 	next_due = next == ~0ull ? 0 : next;
 }
 
