@@ -12,6 +12,8 @@
 #      IPv6), an LB whose chlbd stops is withdrawn (its session stays up),
 #      a killed one is not; `chlbctl route withdraw` / `announce` and
 #      `birdc disable` / `enable` take an LB out and back with chlbd running;
+#      a VIP whose backends are all down by health check (panic 0) is
+#      withdrawn and comes back when one is up;
 #   c. connections: LBs configured in one batch from the same file, 300
 #      held connections; an LB dies silently, one is withdrawn for
 #      maintenance, a new one joins: >= 99.9% survive each, for ring,
@@ -188,6 +190,28 @@ test_route_withdraw_announce() {
 	out=$(lbctl 3 route frob 2>&1)
 	check "route frob: exit 2 ($?), the word named: $out" [ $? = 2 ] || rc=1
 	check "route frob: the word named" grep -q "'frob'" <<<"$out" || rc=1
+	return $rc
+}
+
+# health checks (#17): a VIP whose every backend is down (panic 0: no
+# backend serves then) is withdrawn, and announced again when one is up
+routes_now() { [ "$(routes "$1")" = "$2" ]; }
+test_route_follows_health() {
+	local rc=0 svc=10.0.0.11:80/tcp
+	lbctl 3 service add $svc check tcp port 81 interval 100 timeout 50 rise 1 fall 1 \
+		panic 0 >/dev/null && lbctl 3 backend add $svc "$(be_addr4 1)" >/dev/null || return 1
+	check "its only backend down (nothing listens on port 81): no route to 10.0.0.11" \
+		lib_wait_for 5 routes_now 3 "10.0.0.10" || rc=1
+	# announced while its health was unknown (serves as up), withdrawn when down
+	check "the route was removed by the health change (LB 3's log)" \
+		grep -q "route export: 10.0.0.11 removed" "$LIB_DIR/chlbd-lb3-${ECMP_STARTS[3]}.log" ||
+		rc=1
+	lbctl 3 backend set $svc "$(be_addr4 1)" port 80 >/dev/null || return 1
+	check "its check passes on port 80: 10.0.0.11 routed" \
+		lib_wait_for 5 routes_now 3 "10.0.0.10 10.0.0.11" || rc=1
+	check "and announced: the router has it from LB 3" ecmp_wait_nexthops 1 10 10.0.0.11 || rc=1
+	lbctl 3 service del $svc >/dev/null || return 1
+	check "service deleted: the router's route goes" ecmp_wait_nexthops 0 10 10.0.0.11 || rc=1
 	return $rc
 }
 

@@ -16,6 +16,7 @@
 #include "health.h"
 #include "loop_ev.h"
 #include "metrics.h"
+#include "routes.h"
 #include "sync.h"
 
 #define HOUSEKEEPING_NS 1000000000ull /* client timeouts, at least once a second */
@@ -81,6 +82,7 @@ static void loop_kick_timer(void)
 	 * this iteration); first, so the engine's tick sees that swap's deadlines.
 	 */
 	snext = health_tick(now);
+	chlbd_routes_follow(); /* a health swap may have made a VIP servable or not */
 	next = rt_tick(now);
 	if (snext && (!next || snext < next))
 		next = snext;

@@ -9,18 +9,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include "chlbd.h"
+#include "health.h"
 #include "routes.h"
 #include "dp/route.h"
+
+static __u64 synced_changes; /* D.rt->changes at the last sync */
 
 bool chlbd_vip_servable(const struct chlb_svc_cfg *svc)
 {
 	/*
-	 * Health checks (user/chlbd/health*.c) change this to "at least one
-	 * healthy backend of weight > 0" here, and call chlbd_routes_sync()
-	 * when a backend's health changes.
+	 * The effective form (health_apply.c): weights 0 for backends that are
+	 * down, every configured weight in panic; what the data plane serves.
+	 * A service not (yet) applied counts with its configured weights.
 	 */
-	for (__u32 i = 0; i < svc->nbe; i++)
-		if (svc->be[i].weight > 0)
+	const struct chlb_svc_cfg *eff = chlb_state_find(health_applied(), &svc->vip);
+
+	if (!eff)
+		eff = svc;
+	for (__u32 i = 0; i < eff->nbe; i++)
+		if (eff->be[i].weight > 0)
 			return true;
 	return false;
 }
@@ -89,6 +96,7 @@ int chlbd_routes_sync(void)
 
 	if (!D.route_table)
 		return 0;
+	synced_changes = D.rt ? D.rt->changes : 0;
 	want = calloc(D.state.nsvc + 1, sizeof(*want));
 	if (!want)
 		return -ENOMEM;
@@ -159,6 +167,12 @@ json_object *chlbd_routes_set_withdrawn(bool withdraw)
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "changed", json_object_new_int(n));
 	return o;
+}
+
+void chlbd_routes_follow(void)
+{
+	if (D.route_table && D.rt && D.rt->changes != synced_changes)
+		chlbd_routes_sync();
 }
 
 void chlbd_routes_withdraw_all(void)

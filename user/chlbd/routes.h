@@ -14,7 +14,9 @@
 
 /*
  * Can this service take new flows, so its VIP may be announced? The one
- * place that decides: a service with at least one backend of weight > 0.
+ * place that decides: a service with at least one backend whose effective
+ * weight is > 0 (configured > 0, and not down by its health check; a
+ * service in panic serves every backend, so it is servable).
  */
 bool chlbd_vip_servable(const struct chlb_svc_cfg *svc);
 
@@ -29,6 +31,13 @@ bool chlbd_vip_servable(const struct chlb_svc_cfg *svc);
  * --route-table or while withdrawn.
  */
 int chlbd_routes_sync(void);
+
+/*
+ * chlbd_routes_sync() if the engine applied anything since the last one (a
+ * health swap, not a commit: commits sync themselves). From the event loop:
+ * cheap when nothing changed.
+ */
+void chlbd_routes_follow(void);
 
 /*
  * Removes every route of chlb's protocol from table N (SIGTERM, `chlbctl
