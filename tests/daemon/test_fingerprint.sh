@@ -3,12 +3,14 @@
 # Table fingerprints that show whether LB hosts agree (issue 19), and
 # `chlbctl which` after a restart:
 #  - two chlbds (two network namespaces, pin directories, state files)
-#    given the same services, one in one batch, the other statement by
-#    statement in another order after unrelated services that take other
-#    backend slots first: equal fingerprints (service list and the
-#    chlb_table_info metric) for ring, maglev, jump and jtable, and the
-#    attached programs send 200 probed flows to the same backends; one
-#    backend missing on one host: another fingerprint, and flows differ;
+#    given the same services, one in one batch, the other in another order
+#    (ring, maglev: statement by statement; jump, jtable: one batch) after
+#    unrelated services that take other backend slots first: equal
+#    fingerprints (service list and the chlb_table_info metric) for ring,
+#    maglev, jump and jtable, and the attached programs send 200 probed
+#    flows to the same backends; jump added one statement at a time in
+#    another order (buckets in arrival order), a backend missing or another
+#    weight on one host: another fingerprint, and flows differ;
 #  - a restart (TERM and KILL) whose state differs from the pinned table
 #    (the state file of before a removal put back while chlbd is down):
 #    `which` names the table each packet meets, the rebuilt one for a new
@@ -57,7 +59,7 @@ metric_fp() {
 		grep -F "chlb_table_info{vip=\"$1\"," | grep -oE 'fingerprint="[0-9a-f]{8}"' | cut -d'"' -f2
 }
 
-SVCS="10.0.0.20:80/tcp 10.0.0.21:80/tcp 10.0.0.22:80/tcp 10.0.0.23:80/tcp"
+SVCS="10.0.0.20:80/tcp 10.0.0.21:80/tcp 10.0.0.22:80/tcp 10.0.0.23:80/tcp 10.0.0.24:80/tcp"
 # host 1: one batch, backends in address order
 HOST1="service add 10.0.0.20:80/tcp algo ring fwd ipip
 backend add 10.0.0.20:80/tcp 10.1.0.2
@@ -72,16 +74,22 @@ backend add 10.0.0.21:80/tcp 10.1.0.5
 service add 10.0.0.22:80/tcp algo jump fwd ipip
 backend add 10.0.0.22:80/tcp 10.1.0.2
 backend add 10.0.0.22:80/tcp 10.1.0.3
-backend add 10.0.0.22:80/tcp 10.1.0.4
+backend add 10.0.0.22:80/tcp 10.1.0.4 weight 300
 service add 10.0.0.23:80/tcp algo jtable table 4099 fwd ipip
 backend add 10.0.0.23:80/tcp 10.1.0.2
 backend add 10.0.0.23:80/tcp 10.1.0.3
-backend add 10.0.0.23:80/tcp 10.1.0.4"
+backend add 10.0.0.23:80/tcp 10.1.0.4
+service add 10.0.0.24:80/tcp algo jump fwd ipip
+backend add 10.0.0.24:80/tcp 10.1.0.2
+backend add 10.0.0.24:80/tcp 10.1.0.3
+backend add 10.0.0.24:80/tcp 10.1.0.4"
 
 # host 2: unrelated services first (they take backend slots), then the same
-# services one statement at a time, in reverse order, ring and maglev
-# backends in reverse order too (jump and jtable: in the same order; their
-# bucket order is the order of addition)
+# services in reverse order: ring and maglev one statement at a time,
+# backends in reverse order; jump and jtable as one transaction (`batch`),
+# statements in reverse order (a transaction numbers new buckets in address
+# order; one statement at a time they are numbered in arrival order, which
+# 10.0.0.24 shows: another table, and another fingerprint)
 HOST2="service add 10.0.0.99:80/tcp algo maglev fwd ipip
 backend add 10.0.0.99:80/tcp 10.1.0.30
 backend add 10.0.0.99:80/tcp 10.1.0.31
@@ -89,14 +97,10 @@ backend add 10.0.0.99:80/tcp 10.1.0.32
 service add 10.0.0.98:80/tcp fwd ipip
 backend add 10.0.0.98:80/tcp 10.1.0.5
 backend add 10.0.0.98:80/tcp 10.1.0.4
-service add 10.0.0.23:80/tcp algo jtable table 4099 fwd ipip
-backend add 10.0.0.23:80/tcp 10.1.0.2
-backend add 10.0.0.23:80/tcp 10.1.0.3
-backend add 10.0.0.23:80/tcp 10.1.0.4
-service add 10.0.0.22:80/tcp algo jump fwd ipip
-backend add 10.0.0.22:80/tcp 10.1.0.2
-backend add 10.0.0.22:80/tcp 10.1.0.3
-backend add 10.0.0.22:80/tcp 10.1.0.4
+service add 10.0.0.24:80/tcp algo jump fwd ipip
+backend add 10.0.0.24:80/tcp 10.1.0.4
+backend add 10.0.0.24:80/tcp 10.1.0.3
+backend add 10.0.0.24:80/tcp 10.1.0.2
 service add 10.0.0.21:80/tcp algo maglev fwd ipip
 backend add 10.0.0.21:80/tcp 10.1.0.5
 backend add 10.0.0.21:80/tcp 10.1.0.4 weight 50
@@ -107,6 +111,14 @@ backend add 10.0.0.20:80/tcp 10.1.0.5
 backend add 10.0.0.20:80/tcp 10.1.0.4
 backend add 10.0.0.20:80/tcp 10.1.0.3 weight 200
 backend add 10.0.0.20:80/tcp 10.1.0.2"
+HOST2_BATCH="service add 10.0.0.23:80/tcp algo jtable table 4099 fwd ipip
+backend add 10.0.0.23:80/tcp 10.1.0.4
+backend add 10.0.0.23:80/tcp 10.1.0.3
+backend add 10.0.0.23:80/tcp 10.1.0.2
+service add 10.0.0.22:80/tcp algo jump fwd ipip
+backend add 10.0.0.22:80/tcp 10.1.0.4 weight 300
+backend add 10.0.0.22:80/tcp 10.1.0.3
+backend add 10.0.0.22:80/tcp 10.1.0.2"
 
 test_hosts_agree() {
 	local f=$LIB_DIR/host1.conf i a b line rc=0
@@ -117,7 +129,12 @@ test_hosts_agree() {
 	while read -r line; do
 		# shellcheck disable=SC2086
 		ctl2 $line >/dev/null || return 1
-	done <<<"$HOST2"
+	done < <(head -8 <<<"$HOST2")
+	ctl2 batch -f - <<<"$HOST2_BATCH" >/dev/null || return 1
+	while read -r line; do
+		# shellcheck disable=SC2086
+		ctl2 $line >/dev/null || return 1
+	done < <(tail -n +9 <<<"$HOST2")
 	a=$(ctl -j backend list 10.0.0.21:80/tcp | jq -c '[.backends[] | [.address, .slot]] | sort')
 	b=$(ctl2 -j backend list 10.0.0.21:80/tcp | jq -c '[.backends[] | [.address, .slot]] | sort')
 	check "the hosts gave the backends other slots: $a vs $b" [ "$a" != "$b" ] || return 1
@@ -125,6 +142,14 @@ test_hosts_agree() {
 	b=$(fps ctl2 | grep -E '10\.0\.0\.2[0-3]')
 	check "ring, maglev, jump, jtable: the same fingerprints on both hosts: $(tr '\n' ' ' <<<"$a")" \
 		[ "$a" = "$b" ] && [ "$(grep -c ' [0-9a-f]\{8\}$' <<<"$a")" = 4 ] || return 1
+	a=$(fp_of ctl 10.0.0.24:80/tcp)
+	b=$(fp_of ctl2 10.0.0.24:80/tcp)
+	check "jump configured one statement at a time in another order: buckets in another order, another fingerprint ($a vs $b)" \
+		[ "$a" != "$b" ] && [ ${#a} = 8 ] && [ ${#b} = 8 ] || return 1
+	a=$(probe which "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.24 80 200 7)
+	b=$(probe2 which "$PIN2" "$IFX2" 10.0.0.24 80 200 7)
+	check "and the programs send $(diff <(echo "$a") <(echo "$b") | grep -c '^<') of 200 flows to 10.0.0.24 elsewhere" \
+		[ "$a" != "$b" ] || return 1
 	# the attached programs agree: SYNs of 200 flows to each VIP
 	for i in 20 21 22 23; do
 		a=$(probe which "$CHLBD_PIN" "$D_IFINDEX" 10.0.0.$i 80 200 7)
@@ -144,9 +169,9 @@ test_one_backend_missing() {
 	before=$(fps ctl2)
 	ctl2 backend del 10.0.0.20:80/tcp 10.1.0.4 >/dev/null || return 1
 	ctl2 backend del 10.0.0.21:80/tcp 10.1.0.4 >/dev/null || return 1
-	ctl2 backend set 10.0.0.22:80/tcp 10.1.0.3 weight 200 >/dev/null || return 1
+	ctl2 backend set 10.0.0.22:80/tcp 10.1.0.3 weight 50 >/dev/null || return 1
 	ctl2 backend del 10.0.0.23:80/tcp 10.1.0.2 >/dev/null || return 1
-	for i in $SVCS; do
+	for i in 10.0.0.20:80/tcp 10.0.0.21:80/tcp 10.0.0.22:80/tcp 10.0.0.23:80/tcp; do
 		a=$(fp_of ctl "$i")
 		b=$(fp_of ctl2 "$i")
 		check "$i: a backend missing (or another weight) on host 2: $a vs $b" [ "$a" != "$b" ] || rc=1
