@@ -72,7 +72,6 @@ void health_sync(const struct chlb_state *st)
 {
 	__u64 now = chlb_now_ns();
 	char vs[CHLB_ADDRSTR];
-
 	__u32 nall;
 	struct hc **all = health_list(&nall);
 
@@ -81,8 +80,10 @@ void health_sync(const struct chlb_state *st)
 	health_svc_keep(st);
 	for (__u32 i = 0; i < st->nsvc; i++) {
 		const struct chlb_svc_cfg *s = &st->svc[i];
+		struct hc_svc *hs = health_svc(&s->vip);
+		/* slow start for backends added to a service that serves, not a new one */
+		bool ramp = hs && hs->synced && s->health.slow_start_s;
 
-		health_svc(&s->vip);
 		for (__u32 j = 0; j < s->nbe; j++) {
 			const struct chlb_cfg_be *b = &s->be[j];
 			struct hc *h = health_find(&s->vip, &b->addr);
@@ -98,8 +99,8 @@ void health_sync(const struct chlb_state *st)
 					continue;
 				}
 				h->ck = ck;
-				/* a backend added later ramps up; one there at the start serves */
-				if (synced_once && s->health.slow_start_s)
+				/* added later: it ramps up; one there at the start serves at once */
+				if (ramp && synced_once)
 					h->ramp_start_ns = now;
 				schedule_first(h, now);
 			} else if (!ck_equal(&ck, &h->ck)) {
@@ -123,6 +124,8 @@ void health_sync(const struct chlb_state *st)
 			}
 			h->seen = true;
 		}
+		if (hs)
+			hs->synced = true;
 	}
 	for (__u32 i = 0; i < nall;) {
 		if (all[i]->seen) {

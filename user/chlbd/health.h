@@ -87,6 +87,7 @@ void hc_bury(void);
 struct hc_svc {
 	struct chlb_vip vip;
 	bool used, panic, all_down;
+	bool synced;		 /* in the desired state at a sync already: not new */
 	__u64 panics, all_downs; /* times it entered panic / had every backend down (panic 0) */
 	__u32 up, total;
 };
