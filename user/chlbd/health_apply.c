@@ -245,18 +245,19 @@ int health_apply_effective(const struct chlb_state *cur, struct chlb_state *next
 			   size_t errlen)
 {
 	struct chlb_state eff, want;
+	char werr[CHLB_ERR_MAX];
 	int r;
 
 	r = effective(next, &eff, NULL, err, errlen);
 	if (r)
 		return r;
-	if (chlb_state_copy(&want, &eff)) {
-		chlb_state_free(&eff);
-		return chlb_err(err, errlen, -ENOMEM, "out of memory");
-	}
 	r = chlb_rt_apply(D.rt, &applied, &eff, err, errlen);
-	if (r) {
-		/* services the engine put back to their old form: next says so too */
+	/*
+	 * Services the engine put back to their old form: next says so too.
+	 * Which ones: the effective form asked for (built again: failures are
+	 * rare, a copy of every commit's is not free) against what serves.
+	 */
+	if (r && !effective(next, &want, NULL, werr, sizeof(werr))) {
 		for (__u32 i = 0; i < want.nsvc; i++) {
 			const struct chlb_svc_cfg *w = &want.svc[i], *e;
 
@@ -264,8 +265,8 @@ int health_apply_effective(const struct chlb_state *cur, struct chlb_state *next
 			if (!e || !chlb_svc_equal(e, w))
 				put_back(next, &w->vip, chlb_state_find(cur, &w->vip));
 		}
+		chlb_state_free(&want);
 	}
-	chlb_state_free(&want);
 	chlb_state_free(&applied);
 	applied = eff;
 	reset_down(next);
