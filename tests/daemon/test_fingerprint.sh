@@ -183,12 +183,20 @@ test_one_backend_missing() {
 		[ "$a" != "$b" ] || rc=1
 	check "the unrelated services' fingerprints did not move" \
 		[ "$(grep 10.0.0.9 <<<"$before")" = "$(fps ctl2 | grep 10.0.0.9)" ] || rc=1
-	# put back: equal again (the fingerprint is the current table's, whatever the history)
+	# put back: equal again (the fingerprint is the current table's, whatever
+	# the history), and a dry run says so before the change
+	a=$(ctl2 -j backend add 10.0.0.20:80/tcp 10.1.0.4 --dry-run | jq -r '.services[0].fingerprint')
+	b=$(ctl2 -j backend set 10.0.0.22:80/tcp 10.1.0.3 weight 100 --dry-run | jq -r '.services[0].fingerprint')
+	check "--dry-run: the fingerprints after the change are host 1's ($a, $b)" \
+		[ "$a" = "$(fp_of ctl 10.0.0.20:80/tcp)" ] && [ "$b" = "$(fp_of ctl 10.0.0.22:80/tcp)" ] || rc=1
+	check "--dry-run (text): the fingerprint after" \
+		ctl2 backend add 10.0.0.20:80/tcp 10.1.0.4 --dry-run | grep -qx "  table fingerprint after: $a" || rc=1
 	ctl2 backend add 10.0.0.20:80/tcp 10.1.0.4 >/dev/null || return 1
 	ctl2 backend add 10.0.0.21:80/tcp 10.1.0.4 weight 50 >/dev/null || return 1
-	check "ring and maglev agree again once the backend is back" \
-		[ "$(fp_of ctl 10.0.0.20:80/tcp) $(fp_of ctl 10.0.0.21:80/tcp)" = \
-			"$(fp_of ctl2 10.0.0.20:80/tcp) $(fp_of ctl2 10.0.0.21:80/tcp)" ] || rc=1
+	ctl2 backend set 10.0.0.22:80/tcp 10.1.0.3 weight 100 >/dev/null || return 1
+	check "ring, maglev and jump agree again once the backend is back" \
+		[ "$(fp_of ctl 10.0.0.20:80/tcp) $(fp_of ctl 10.0.0.21:80/tcp) $(fp_of ctl 10.0.0.22:80/tcp)" = \
+			"$(fp_of ctl2 10.0.0.20:80/tcp) $(fp_of ctl2 10.0.0.21:80/tcp) $(fp_of ctl2 10.0.0.22:80/tcp)" ] || rc=1
 	lib_stop "$PID2" TERM
 	return $rc
 }

@@ -323,6 +323,9 @@ void show_plan(json_object *r)
 			       s(e, "action"), 100 * d(e, "moved"));
 		if (json_object_object_get_ex(e, "established", &est))
 			printf("  %s\n", json_object_get_string(est));
+		/* what `service list` will show after it, here and on every host applying it */
+		if (json_object_object_get_ex(e, "fingerprint", &est))
+			printf("  table fingerprint after: %s\n", json_object_get_string(est));
 		if (json_object_object_get_ex(e, "health", &est)) /* check settings (#17) */
 			printf("  %s\n", json_object_get_string(est));
 		for (size_t j = 0; b && j < json_object_array_length(b); j++) {

@@ -103,6 +103,27 @@ static json_object *established(const struct chlb_svc_cfg *o, const struct chlb_
 	return json_object_new_string(buf);
 }
 
+/*
+ * The table's decision fingerprint (table/table_fp.c): by backend address,
+ * so it is what `service list` shows once the change is applied, on any
+ * host, whatever slots the pseudo slots here stand for.
+ */
+static void add_fingerprint(json_object *j, const struct chlb_table *t, const struct names *ns)
+{
+	const char **name = calloc(ns->n + 1, sizeof(*name));
+	char err[CHLB_ERR_MAX], hex[16];
+	__u32 fp;
+
+	for (__u32 i = 0; name && i < ns->n; i++)
+		name[i] = ns->name[i];
+	if (name &&
+	    !chlb_table_decision_fp(t->words, t->nwords, name, ns->n, &fp, err, sizeof(err))) {
+		snprintf(hex, sizeof(hex), "%08x", fp);
+		json_object_object_add(j, "fingerprint", json_object_new_string(hex));
+	}
+	free(name);
+}
+
 static json_object *diff_svc(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg *n)
 {
 	struct chlb_table to = { 0 }, tn = { 0 };
@@ -172,6 +193,8 @@ static json_object *diff_svc(const struct chlb_svc_cfg *o, const struct chlb_svc
 	arr = NULL;
 	json_object_object_add(j, "no_backend_after",
 			       json_object_new_double((double)after[total] / CHLB_PLAN_SAMPLES));
+	if (n)
+		add_fingerprint(j, &tn, &ns);
 out:
 	json_object_put(arr);
 	chlb_table_free(&to);
