@@ -232,8 +232,11 @@ restart_which() {
 	tabs=$(ctl -j which 192.0.2.1:1000 $VIP:80 tcp | jq -c '[.tables[] | [.fingerprint, .adopted]]')
 	check "which: the view's tables, rebuilt then adopted: $tabs" \
 		[ "$tabs" = "[[\"$fp_full\",false],[\"$fp_small\",true]]" ] || return 1
-	check "which (text): the adopted table is marked" \
-		ctl which 192.0.2.1:1000 $VIP:80 tcp | grep -qE "^table 1: +slot [0-9]+ fingerprint $fp_small \(adopted\) -> 10\.1\.0\." || return 1
+	out=$(ctl which 192.0.2.1:1000 $VIP:80 tcp)
+	check "which (text): the adopted table is marked, and named where it decides: $out" \
+		grep -qE "^table 1: +slot [0-9]+ fingerprint $fp_small \(adopted\) -> 10\.1\.0\." <<<"$out" &&
+		grep -qE "^established: +10\.1\.0\.[0-9]+ .*by oldest table in the view \(table 1, fingerprint $fp_small, adopted\)$" <<<"$out" &&
+		grep -qE "^new flow: +10\.1\.0\.[0-9]+ .*\(table 0, fingerprint $fp_full\)$" <<<"$out" || return 1
 
 	# 120 established flows without an entry: a lone ACK each through the program
 	ack=$(probe ack "$CHLBD_PIN" "$D_IFINDEX" $VIP 80 120 11)

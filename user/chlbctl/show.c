@@ -266,15 +266,35 @@ static const char *be(json_object *o, const char *k, char *buf, size_t len)
 	return buf;
 }
 
+/* " (table N, fingerprint F[, adopted])": which table of the view decided, when one did */
+static const char *table_ref(json_object *r, json_object *tables, const char *k, char *buf,
+			     size_t len)
+{
+	json_object *v, *e, *ad;
+
+	if (!json_object_object_get_ex(r, k, &v) || !tables)
+		return "";
+	e = json_object_array_get_idx(tables, (size_t)json_object_get_int(v));
+	if (!e)
+		return "";
+	snprintf(buf, len, " (table %d, fingerprint %s%s)", json_object_get_int(v),
+		 s(e, "fingerprint"),
+		 json_object_object_get_ex(e, "adopted", &ad) && json_object_get_boolean(ad)
+		     ? ", adopted"
+		     : "");
+	return buf;
+}
+
 void show_which(json_object *r)
 {
 	json_object *t = arr(r, "tables"), *c;
-	char b[128];
+	char b[128], tb[96];
 
 	printf("service:      %s (flow hash crc32c %s)\n", s(r, "service"), s(r, "crc"));
-	printf("new flow:     %s\n", be(r, "new_flow", b, sizeof(b)));
-	printf("established:  %s, by %s\n", be(r, "established", b, sizeof(b)),
-	       s(r, "established_by"));
+	printf("new flow:     %s%s\n", be(r, "new_flow", b, sizeof(b)),
+	       table_ref(r, t, "new_flow_table", tb, sizeof(tb)));
+	printf("established:  %s, by %s%s\n", be(r, "established", b, sizeof(b)),
+	       s(r, "established_by"), table_ref(r, t, "established_table", tb, sizeof(tb)));
 	if (json_object_object_get_ex(r, "conn", &c) && c)
 		printf("conn entry:   %s (slot %s of %s) gen %s, %s\n", s(c, "backend"),
 		       s(c, "slot"), s(c, "service"), s(c, "gen"),
