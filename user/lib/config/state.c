@@ -680,8 +680,8 @@ static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 
 	if (!b)
 		return chlb_err(err, errlen, -ENOENT, "'%s': no such backend in the service", tok);
+	old_check = b->check; /* every failure below puts it back */
 	if (c->set & CHLB_OPT_CHECK_ALL) {
-		old_check = b->check;
 		chlb_check_overlay(&b->check, &c->check);
 		rc = check_health(s, b, tok, err, errlen);
 		if (rc) {
