@@ -26,6 +26,9 @@
  *    client's FIN or RST marks it ENDED. Stale entry: decided from table[0],
  *    rewritten in place.
  *
+ * Every entry inserted, rewritten or marked ENDED also goes to sync_ring
+ * when the program is loaded for entry sync (chlb_sync.h; off by default).
+ *
  * An entry is trusted only while its backend slot has the same generation:
  * a removed backend's flows are re-decided, never sent to the slot's next
  * occupant (the Katran bug). ICMP errors follow entries but never write one.

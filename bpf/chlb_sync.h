@@ -10,8 +10,7 @@
 
 #include "chlb_stats.h"
 
-static __always_inline void sync_emit(const struct chlb_flow *f, __u32 slot, __u32 gen,
-				      __u32 flags)
+static __always_inline void sync_emit(const struct chlb_flow *f, __u32 slot, __u32 gen, __u32 flags)
 {
 	struct chlb_sync_rec r;
 

@@ -68,7 +68,7 @@ static struct case_result {
 	__u32 jump_iters; /* jump cases: the flow's loop iterations */
 } res[64];
 static __u32 counter_base = 1;
-static const char *only; /* CHLB_BENCH_ONLY: time just this case (profiling) */
+static const char *only;	    /* CHLB_BENCH_ONLY: time just this case (profiling) */
 static struct ring_buffer *sync_rb; /* CHLB_BENCH_SYNC: the bench program's sync_ring */
 static __u64 sync_records;
 
@@ -643,8 +643,8 @@ int main(int argc, char **argv)
 	}
 	must(chlb_bench_bpf__load(bs), "load bench object");
 	if (bs->rodata->cfg_sync) {
-		sync_rb = ring_buffer__new(bpf_map__fd(bs->maps.sync_ring), count_sync_record,
-					   NULL, NULL);
+		sync_rb = ring_buffer__new(bpf_map__fd(bs->maps.sync_ring), count_sync_record, NULL,
+					   NULL);
 		if (!sync_rb)
 			die("sync ring buffer", -errno);
 		printf("entry sync on: a sync_ring record per entry written\n");

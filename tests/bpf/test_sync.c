@@ -21,8 +21,8 @@
 
 #include "dp_fixture.h"
 
-#define NBE   4
-#define FIRST 1 /* backend slots 1..4 */
+#define NBE    4
+#define FIRST  1 /* backend slots 1..4 */
 #define FX_FIN 0x01
 
 struct fx {
@@ -96,9 +96,8 @@ static void send_pkt(struct fx *x, struct fx_pkt *s, __u8 flags)
 	__u32 olen = sizeof(out), verdict = 0;
 
 	s->flags = flags;
-	assert_int_equal(chlb_dp_test_run(x->dp, CHLB_PROG_XDP, in, fx_build(in, s), out, &olen,
-					  &verdict),
-			 0);
+	assert_int_equal(
+	    chlb_dp_test_run(x->dp, CHLB_PROG_XDP, in, fx_build(in, s), out, &olen, &verdict), 0);
 	assert_int_equal(verdict, 3 /* XDP_TX */);
 }
 
@@ -243,12 +242,11 @@ static void test_apply(void **state)
 	assert_int_equal(c.gen, 7);
 	hits = reason(&x, CHLB_R_CT_HIT);
 	s.flags = FX_ACK;
-	assert_int_equal(chlb_dp_test_run(x.dp, CHLB_PROG_XDP, in, fx_build(in, &s), out, &olen,
-					  &verdict),
-			 0);
+	assert_int_equal(
+	    chlb_dp_test_run(x.dp, CHLB_PROG_XDP, in, fx_build(in, &s), out, &olen, &verdict), 0);
 	assert_int_equal(verdict, 3);
 	assert_int_equal(reason(&x, CHLB_R_CT_HIT), hits + 1); /* the filter let it find it */
-	assert_int_equal(out[5], FIRST + 2);			/* dmac 02:be:0:0:0:<slot> */
+	assert_int_equal(out[5], FIRST + 2);		       /* dmac 02:be:0:0:0:<slot> */
 	assert_int_equal(drain(&x), 0); /* an applied entry is not sent on: no echo */
 
 	/* a live connection's valid entry is kept */

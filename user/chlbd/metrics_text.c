@@ -290,17 +290,11 @@ static void sync_metrics(FILE *f)
 					    "dropped_stale",
 					    "dropped_peer_slow",
 					    "dropped_error" };
-	const __u64 v[] = { c->sent,
-			    c->received,
-			    c->applied,
-			    c->kept,
-			    c->deferred,
-			    c->deferred_applied,
-			    c->drop_no_service,
-			    c->drop_no_backend,
-			    c->drop_stale,
-			    c->drop_peer_slow,
-			    c->drop_error };
+	const __u64 v[] = {
+		c->sent,       c->received,	    c->applied,		c->kept,
+		c->deferred,   c->deferred_applied, c->drop_no_service, c->drop_no_backend,
+		c->drop_stale, c->drop_peer_slow,   c->drop_error
+	};
 	char extra[64];
 
 	if (!sync_configured())

@@ -52,8 +52,18 @@
 #define DEFER_MAX_MS	60000
 #define DEFER_RETRY_NS	200000000ull
 
-enum conn_kind { K_LISTEN, K_RING, K_IN, K_OUT };
-enum in_state { IN_DOWN, IN_CONNECTING, IN_DUMP, IN_SYNCED };
+enum conn_kind {
+	K_LISTEN,
+	K_RING,
+	K_IN,
+	K_OUT
+};
+enum in_state {
+	IN_DOWN,
+	IN_CONNECTING,
+	IN_DUMP,
+	IN_SYNCED
+};
 static const char *const in_names[] = { "down", "connecting", "receiving dump", "synced" };
 
 struct sync_conn {
@@ -103,8 +113,8 @@ static __u64 defer_retry_at;
 
 /* ---- options ---- */
 
-static int parse_addr(const char *opt, const char *arg, struct sockaddr_storage *ss,
-		      socklen_t *len, char *name, size_t nlen)
+static int parse_addr(const char *opt, const char *arg, struct sockaddr_storage *ss, socklen_t *len,
+		      char *name, size_t nlen)
 {
 	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
@@ -127,15 +137,19 @@ static int parse_addr(const char *opt, const char *arg, struct sockaddr_storage 
 			colon = NULL; /* IPv6 without brackets */
 	}
 	if (!colon || !hl || hl >= sizeof(host)) {
-		fprintf(stderr, "chlbd: '%s': bad value for %s: expected ADDR:PORT ([ADDR]:PORT "
-				"for IPv6)\n", arg, opt);
+		fprintf(stderr,
+			"chlbd: '%s': bad value for %s: expected ADDR:PORT ([ADDR]:PORT "
+			"for IPv6)\n",
+			arg, opt);
 		return -1;
 	}
 	errno = 0;
 	port = strtoul(colon + 1, &end, 10);
 	if (errno || *end || end == colon + 1 || !port || port > 65535) {
-		fprintf(stderr, "chlbd: '%s': bad value for %s: the port is not a number from 1 "
-				"to 65535\n", arg, opt);
+		fprintf(stderr,
+			"chlbd: '%s': bad value for %s: the port is not a number from 1 "
+			"to 65535\n",
+			arg, opt);
 		return -1;
 	}
 	memcpy(host, h, hl);
@@ -174,6 +188,7 @@ int sync_parse_peer(const char *arg)
 	p = &peers[npeers];
 	if (parse_addr("--sync-peer", arg, &p->addr, &p->alen, p->name, sizeof(p->name)))
 		return -1;
+	p->in.fd = p->out.fd = -1; /* sync_close() after a start that failed early */
 	npeers++;
 	return 0;
 }
@@ -483,7 +498,8 @@ static void on_accept(void)
 		socklen_t flen = sizeof(from);
 		char name[INET6_ADDRSTRLEN];
 		int fd = accept4(lconn.fd, (struct sockaddr *)&from, &flen,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC), i;
+				 SOCK_NONBLOCK | SOCK_CLOEXEC),
+		    i;
 
 		if (fd < 0)
 			return;
@@ -525,7 +541,8 @@ static void out_event(struct sync_peer *p, unsigned int events)
 		C.bad_input++;
 		pr_warn("sync: %s sent bytes on the connection it receives on: dropped", p->name);
 	} else {
-		pr_info("sync: %s: stopped receiving (%s)", p->name, n ? strerror(errno) : "closed");
+		pr_info("sync: %s: stopped receiving (%s)", p->name,
+			n ? strerror(errno) : "closed");
 	}
 	conn_close(&p->out);
 }
@@ -685,7 +702,8 @@ static void in_event(struct sync_peer *p, unsigned int events)
 			if (c->len) {
 				C.truncated++;
 				pr_warn("sync: %s: connection ended inside a message (%zu bytes "
-					"dropped)", p->name, c->len);
+					"dropped)",
+					p->name, c->len);
 			}
 			in_down(p, n ? strerror(errno) : "closed by the peer");
 			return;
@@ -758,8 +776,10 @@ int sync_open(void)
 	/* the same peer list on every host: each leaves itself out */
 	for (int i = 0; i < npeers; i++) {
 		if (peers[i].alen == l_alen && !memcmp(&peers[i].addr, &l_addr, l_alen)) {
-			pr_debug("sync: %s is this host (--sync-listen): not a peer", peers[i].name);
-			memmove(&peers[i], &peers[i + 1], (size_t)(npeers - i - 1) * sizeof(peers[0]));
+			pr_debug("sync: %s is this host (--sync-listen): not a peer",
+				 peers[i].name);
+			memmove(&peers[i], &peers[i + 1],
+				(size_t)(npeers - i - 1) * sizeof(peers[0]));
 			npeers--;
 			i--;
 		}
@@ -784,10 +804,12 @@ int sync_open(void)
 	for (int i = 0; i < npeers; i++) {
 		struct sync_peer *p = &peers[i];
 
-		p->in = (struct sync_conn){ .ev = { .type = LOOP_EV_SYNC }, .kind = K_IN, .fd = -1,
-					    .peer = p };
-		p->out = (struct sync_conn){ .ev = { .type = LOOP_EV_SYNC }, .kind = K_OUT,
-					     .fd = -1, .peer = p };
+		p->in = (struct sync_conn){
+			.ev = { .type = LOOP_EV_SYNC }, .kind = K_IN, .fd = -1, .peer = p
+		};
+		p->out = (struct sync_conn){
+			.ev = { .type = LOOP_EV_SYNC }, .kind = K_OUT, .fd = -1, .peer = p
+		};
 		in_connect(p);
 	}
 	pr_info("sync: listening on %s, %d peers", l_name, npeers);

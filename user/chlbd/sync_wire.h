@@ -27,9 +27,9 @@
 #include "base/addr.h"
 #include "chlb_maps.h"
 
-#define SYNC_WIRE_HDR	 8
-#define SYNC_WIRE_REC	 80
-#define SYNC_WIRE_BATCH	 256 /* records per message at most */
+#define SYNC_WIRE_HDR	  8
+#define SYNC_WIRE_REC	  80
+#define SYNC_WIRE_BATCH	  256 /* records per message at most */
 #define SYNC_WIRE_MSG_MAX (SYNC_WIRE_HDR + SYNC_WIRE_BATCH * SYNC_WIRE_REC)
 
 enum sync_msg_type {

@@ -48,8 +48,9 @@ static bool entry_valid(struct chlb_dp *dp, const struct chlb_conn *e)
 int chlb_dp_sync_apply(struct chlb_dp *dp, const struct chlb_flow *flow, __u32 slot, __u32 gen,
 		       __u16 flags, __u64 now_ns)
 {
-	struct chlb_conn c = { .backend = (__u16)slot, .flags = flags, .gen = gen,
-			       .last_ns = now_ns };
+	struct chlb_conn c = {
+		.backend = (__u16)slot, .flags = flags, .gen = gen, .last_ns = now_ns
+	};
 	int fd = chlb_dp_map_fd(dp, CHLB_MAP_CONNS), rc;
 	struct chlb_conn e;
 
