@@ -7,8 +7,8 @@
 # backend has another slot there. The two talk over a link of their own
 # (10.9.0.0/24). Checked:
 #  - connections opened through LB1 appear on LB2, each with LB2's slot of
-#    the same backend address (`chlbctl -j conns` on both); the
-#    clients' FINs mark them ended there too;
+#    the same backend address (`chlbctl -j conns` on both), IPv4 and IPv6;
+#    the clients' FINs mark them ended there too; LB2's metrics count them;
 #  - a fresh LB2 (killed, pins and state removed) gets LB1's entries by the
 #    bulk dump, and says so (`chlbctl stats`: synced, dumps_received);
 #  - a record for a backend LB2 lacks waits (deferred, the rollout race):
@@ -43,9 +43,11 @@ lb2_quiet() { lb2 "$@" >/dev/null 2>&1; }
 lib_ns_add "$NS_LB2"
 lib_veth "$NS_LB2" v0 v1 || die "veth"
 ip -n "$NS_LB2" addr add 10.0.2.100/24 dev v0
+ip -n "$NS_LB2" addr add fd00:2::100/64 dev v0 nodad
 for i in 1 2 3; do
 	mac=$(ip -n "$(ns_b "$i")" -br link show eth0 | awk '{ print $3 }')
 	ip -n "$NS_LB2" neigh replace "$(be_addr4 "$i")" lladdr "$mac" dev v0 nud permanent
+	ip -n "$NS_LB2" neigh replace "$(be_addr6 "$i")" lladdr "$mac" dev v0 nud permanent
 done
 ip -n "$NS_LB" link add sync0 type veth peer name sync0 netns "$NS_LB2" || die "veth sync"
 ip -n "$NS_LB" addr add 10.9.0.1/24 dev sync0
@@ -66,6 +68,8 @@ LB2_CONF=$LIB_DIR/lb2.conf
 	echo "backend add 10.0.0.99:80/tcp $(be_addr4 2)"
 	echo "service add $(vip_spec 4) algo ring fwd l2dsr"
 	for i in 3 2 1; do echo "backend add $(vip_spec 4) $(be_addr4 "$i") weight 100"; done
+	echo "service add $(vip_spec 6) algo maglev fwd l2dsr"
+	for i in 3 2 1; do echo "backend add $(vip_spec 6) $(be_addr6 "$i") weight 100"; done
 } >"$LB2_CONF"
 
 # lb2_start: LB2's chlbd with its config (the services exist before the
@@ -74,6 +78,7 @@ lb2_start() {
 	LB2_STARTS=$((LB2_STARTS + 1))
 	lib_bg "chlbd-lb2-$LB2_STARTS" "$CHLBD" -i v0 --netns "$NS_LB2" -m xdp -s "$LB2_SOCK" \
 		--pin-dir "$LB2_PIN" --state "$LB2_STATE" -c "$LB2_CONF" -f --history-ms 3000 \
+		--metrics 10.9.0.2:9180 \
 		--sync-listen "$SYNC2" \
 		--sync-peer "$SYNC1" --sync-peer "$FAKE"
 	LB2_PID=$LIB_LASTPID
@@ -93,21 +98,26 @@ lb2_sync() { lb2 -j stats | jq -r ".sync$1"; }
 lb2_peer_state() { lb2_sync ".peers[] | select(.peer == \"$1\") | .receiving"; }
 lb2_synced_with_lb1() { [ "$(lb2_peer_state "$SYNC1")" = synced ]; }
 
-# conns_of CTL...: "CLIENT BACKEND SLOT STATE" of the client's entries, sorted.
+# conns_of CTL...: "CLIENT BACKEND SLOT STATE" of the client's entries
+# (family $FAM), sorted.
+FAM=4
 conns_of() {
-	"$@" -j conns | jq -r --arg c "$CLIENT4:" \
+	local c="$CLIENT4:"
+	[ "$FAM" = 4 ] || c="[$CLIENT6]:"
+	"$@" -j conns | jq -r --arg c "$c" \
 		'.conns[] | select(.client | startswith($c)) | "\(.client) \(.backend) \(.slot) \(.state)"' |
 		sort
 }
 # slot_of CTL ADDR: the slot of ADDR in the VIP's service (stats' backends).
 slot_of() {
-	"$1" -j stats | jq -r --arg a "$2" --arg s "$(vip_spec 4)" \
+	"$1" -j stats | jq -r --arg a "$2" --arg s "$(vip_spec "$FAM")" \
 		'.backends[] | select(.address == $a and .service == $s) | .slot'
 }
 lb2_has_n() { [ "$(conns_of lb2 | grep -c " $2\$")" -ge "$1" ]; }
 
 chlbd_start xdp --sync-listen "$SYNC1" --sync-peer "$SYNC2"
 svc_setup 4 ring l2dsr "1 2 3" || die "LB1's service"
+svc_setup 6 maglev l2dsr "1 2 3" || die "LB1's IPv6 service"
 lb2_start || die "LB2 did not start"
 
 # every entry LB2 has for the client is LB1's, by address, in LB2's own slot
@@ -142,6 +152,17 @@ test_live_records() {
 	lib_wait_for 10 lb2_has_n $N ended
 	check "the clients' FINs ended the entries on LB2 too ($(conns_of lb2 | grep -c ended) of $N)" \
 		lb2_has_n $N ended
+}
+
+test_ipv6_records() {
+	local rc=0
+	FAM=6
+	hold_start h6 6 20 || rc=1
+	[ $rc = 1 ] || lib_wait_for 5 lb2_has_n 20 live
+	[ $rc = 1 ] || same_entries 20 || rc=1
+	hold_stop h6
+	FAM=4
+	return $rc
 }
 
 test_fresh_lb2_gets_dump() {
@@ -262,6 +283,18 @@ s.connect(("10.9.0.1", 7070)); print(len(s.recv(100)))' 2>&1)
 			[ "$(lb1_sync .rejected.unknown_peer)" = $((u0 + 1)) ] &&
 		check "chlbctl stats shows the sync counters" \
 			bash -c "'$CHLBCTL' -s '$CHLBD_SOCK' stats | grep -q '^sync (listening on $SYNC1)'"
+}
+
+test_metrics() {
+	local m
+	m=$(ip netns exec "$NS_LB2" curl -s http://10.9.0.2:9180/metrics)
+	lb2 stats | sed -n '/^sync/,$p' | sed 's/^/# LB2: /'
+	check "LB2's metrics: applied records" \
+		grep -qE '^chlb_sync_records_total\{result="applied"\} [1-9]' <<<"$m" &&
+		check "LB2's metrics: records dropped for want of a backend" \
+			grep -qE '^chlb_sync_records_total\{result="dropped_no_backend"\} [1-9]' <<<"$m" &&
+		check "LB2's metrics: bad input" \
+			grep -qE '^chlb_sync_rejected_total\{reason="bad_input"\} 2$' <<<"$m"
 }
 
 lib_run
