@@ -43,6 +43,7 @@
 #define SYNC_MAX_PEERS	16
 #define OUT_MAX		(16u << 20) /* bytes queued to a peer beyond a dump */
 #define IN_CAP		(2 * SYNC_WIRE_MSG_MAX)
+#define IN_ROUNDS	8 /* receive buffers per event */
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	5000
 #define KEEPALIVE_IDLE	5 /* s: a silently dead peer's connection goes in ~11 s */
@@ -691,7 +692,11 @@ static void in_event(struct sync_peer *p, unsigned int events)
 			return;
 		}
 	}
-	for (;;) {
+	/*
+	 * A few buffers per event: a large dump must not keep the loop from
+	 * the control socket; epoll reports the rest at the next round.
+	 */
+	for (int round = 0; round < IN_ROUNDS; round++) {
 		ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
 
 		if (n < 0 && errno == EINTR)
