@@ -37,51 +37,21 @@
 #include <bpf/libbpf.h>
 
 #include "dp/dp_int.h"
+#include "dp/dp_tc.h"
 
-#define LINK_PREFIX   "link_"
-#define TC_PREFIX     "tc_"
-#define MAX_PROG_MAPS 64
+#define LINK_PREFIX "link_"
 
-static int rec_path(const char *pin_dir, const char *prefix, int ifindex, const char *suffix,
-		    char *buf, size_t len)
-{
-	if (snprintf(buf, len, "%s/%s%d%s", pin_dir, prefix, ifindex, suffix) >= (int)len)
-		return -ENAMETOOLONG;
-	return 0;
-}
+static const struct dp_tc_filter tc_filter = {
+	.dir = BPF_TC_INGRESS,
+	.prog = CHLB_PROG_TC,
+	.rec_prefix = "tc_",
+	.what = "TC program",
+	.rec_what = "TC",
+};
 
 static int link_path(struct chlb_dp *dp, int ifindex, char *buf, size_t len)
 {
-	return rec_path(dp->pin_dir, LINK_PREFIX, ifindex, "", buf, len);
-}
-
-static const char *ifname(int ifindex, char *buf)
-{
-	if (!if_indextoname(ifindex, buf))
-		snprintf(buf, IF_NAMESIZE, "#%d", ifindex);
-	return buf;
-}
-
-static __u32 obj_id(int fd, bool prog)
-{
-	struct bpf_prog_info pi = { 0 };
-	struct bpf_map_info mi = { 0 };
-	__u32 len = prog ? sizeof(pi) : sizeof(mi);
-
-	if (fd < 0 || bpf_obj_get_info_by_fd(fd, prog ? (void *)&pi : (void *)&mi, &len))
-		return 0;
-	return prog ? pi.id : mi.id;
-}
-
-/* The id of the object pinned at path (0: none). */
-static __u32 pinned_id(const char *path, bool prog)
-{
-	int fd = bpf_obj_get(path);
-	__u32 id = obj_id(fd, prog);
-
-	if (fd >= 0)
-		close(fd);
-	return id;
+	return dp_rec_path(dp->pin_dir, LINK_PREFIX, ifindex, "", buf, len);
 }
 
 /* A pinned XDP link: its program and interface (0: the interface went away). */
@@ -111,33 +81,10 @@ static enum chlb_attach_mode xdp_mode_of(int ifindex, __u32 prog_id)
 	return CHLB_ATTACH_NONE;
 }
 
-/* Our cls_bpf filter's place on ifindex's clsact ingress. */
-static void tc_target(int ifindex, struct bpf_tc_hook *hook, struct bpf_tc_opts *opts)
-{
-	*hook = (struct bpf_tc_hook){ .sz = sizeof(*hook),
-				      .ifindex = ifindex,
-				      .attach_point = BPF_TC_INGRESS };
-	*opts = (struct bpf_tc_opts){ .sz = sizeof(*opts),
-				      .handle = CHLB_DP_TC_HANDLE,
-				      .priority = CHLB_DP_TC_PRIO };
-}
-
-/*
- * The program of the filter at chlb's handle and priority on ifindex (0:
- * none). Quietly: libbpf logs the kernel's "Parent Qdisc doesn't exists"
- * for every interface without a clsact.
- */
+/* The program of the filter at chlb's handle and priority on ifindex's ingress (0: none). */
 static __u32 tc_prog_id(int ifindex)
 {
-	libbpf_print_fn_t print = libbpf_set_print(NULL);
-	struct bpf_tc_hook hook;
-	struct bpf_tc_opts o;
-	int rc;
-
-	tc_target(ifindex, &hook, &o);
-	rc = bpf_tc_query(&hook, &o);
-	libbpf_set_print(print);
-	return rc ? 0 : o.prog_id;
+	return dp_tc_prog_id(ifindex, BPF_TC_INGRESS);
 }
 
 /* Whose programs count as ours: see the top comment. */
@@ -146,31 +93,6 @@ struct owner {
 	__u32 vips_id;	     /* our vips map; 0 when there is none yet */
 };
 
-/* prog_id's name (into name), and whether it uses the map vips_id. */
-static bool prog_uses(__u32 prog_id, __u32 vips_id, char name[BPF_OBJ_NAME_LEN])
-{
-	__u32 ids[MAX_PROG_MAPS] = { 0 }, len;
-	struct bpf_prog_info pi;
-	bool uses = false;
-	int fd;
-
-	name[0] = '\0';
-	fd = bpf_prog_get_fd_by_id(prog_id);
-	if (fd < 0)
-		return false;
-	memset(&pi, 0, sizeof(pi));
-	pi.nr_map_ids = MAX_PROG_MAPS;
-	pi.map_ids = (__u64)(unsigned long)ids;
-	len = sizeof(pi);
-	if (!bpf_obj_get_info_by_fd(fd, &pi, &len)) {
-		snprintf(name, BPF_OBJ_NAME_LEN, "%s", pi.name);
-		for (__u32 i = 0; i < pi.nr_map_ids && i < MAX_PROG_MAPS; i++)
-			uses |= vips_id && ids[i] == vips_id;
-	}
-	close(fd);
-	return uses;
-}
-
 static bool prog_ours(const struct owner *ow, int ifindex, __u32 prog_id,
 		      char name[BPF_OBJ_NAME_LEN])
 {
@@ -178,15 +100,14 @@ static bool prog_ours(const struct owner *ow, int ifindex, __u32 prog_id,
 	__u32 lprog;
 	int fd, lif;
 
-	if (prog_uses(prog_id, ow->vips_id, name))
+	if (dp_prog_uses_map(prog_id, ow->vips_id, name))
 		return true;
 	if (!ow->pin_dir[0])
 		return false;
 	/* named by a link or record here (a pin dir whose maps were removed by hand) */
-	if (!rec_path(ow->pin_dir, TC_PREFIX, ifindex, "", path, sizeof(path)) &&
-	    pinned_id(path, true) == prog_id)
+	if (dp_tc_recorded(ow->pin_dir, &tc_filter, ifindex, prog_id))
 		return true;
-	if (rec_path(ow->pin_dir, LINK_PREFIX, ifindex, "", path, sizeof(path)))
+	if (dp_rec_path(ow->pin_dir, LINK_PREFIX, ifindex, "", path, sizeof(path)))
 		return false;
 	fd = bpf_obj_get(path);
 	if (fd < 0)
@@ -215,7 +136,7 @@ static int check_iface(const struct owner *ow, int ifindex, enum chlb_attach_mod
 	const char *where = ow->pin_dir[0] ? ow->pin_dir : "this process";
 	__u32 id;
 
-	ifname(ifindex, ifn);
+	dp_ifname(ifindex, ifn);
 	if (!bpf_xdp_query(ifindex, 0, &q)) {
 		__u32 ids[3] = { q.drv_prog_id, q.skb_prog_id, q.hw_prog_id };
 
@@ -266,7 +187,7 @@ int chlb_dp_check_iface(const char *pin_dir, int ifindex, enum chlb_attach_mode 
 	if (ow.pin_dir[0]) {
 		if (snprintf(path, sizeof(path), "%s/vips", ow.pin_dir) >= (int)sizeof(path))
 			return -ENAMETOOLONG;
-		ow.vips_id = pinned_id(path, false);
+		ow.vips_id = dp_pinned_id(path, false);
 	}
 	return check_iface(&ow, ifindex, mode, err, errlen);
 }
@@ -274,7 +195,7 @@ int chlb_dp_check_iface(const char *pin_dir, int ifindex, enum chlb_attach_mode 
 static void dp_owner(struct chlb_dp *dp, struct owner *ow)
 {
 	ow->pin_dir = dp->pin_dir;
-	ow->vips_id = obj_id(chlb_dp_map_fd(dp, CHLB_MAP_VIPS), false);
+	ow->vips_id = dp_obj_id(chlb_dp_map_fd(dp, CHLB_MAP_VIPS), false);
 }
 
 static int detach_xdp(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
@@ -305,16 +226,14 @@ static int detach_xdp(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
 	}
 	if (rc)
 		return chlb_syserr(err, errlen, rc, "couldn't detach XDP from '%s'",
-				   ifname(ifindex, name));
+				   dp_ifname(ifindex, name));
 	return 0;
 }
 
 /* Our filter on ifindex (if it is ours), and its record. */
 static int detach_tc(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
 {
-	struct bpf_tc_hook hook;
-	struct bpf_tc_opts topts;
-	char path[PATH_MAX], name[IF_NAMESIZE], pname[BPF_OBJ_NAME_LEN];
+	char name[IF_NAMESIZE], pname[BPF_OBJ_NAME_LEN];
 	struct owner ow;
 	__u32 id;
 	int rc;
@@ -326,65 +245,19 @@ static int detach_tc(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
 		    err, errlen, -EBUSY,
 		    "the TC filter at chlb's handle on '%s' runs prog id %u ('%s'), not this "
 		    "data plane's: left alone",
-		    ifname(ifindex, name), id, pname);
+		    dp_ifname(ifindex, name), id, pname);
 	else if (!id)
 		rc = chlb_syserr(err, errlen, -ENOENT, "couldn't detach TC program from '%s'",
-				 ifname(ifindex, name));
-	else {
-		tc_target(ifindex, &hook, &topts);
-		rc = bpf_tc_detach(&hook, &topts);
-		if (rc)
-			chlb_syserr(err, errlen, rc, "couldn't detach TC program from '%s'",
-				    ifname(ifindex, name));
-	}
-	if (dp->pin_dir[0] && !rec_path(dp->pin_dir, TC_PREFIX, ifindex, "", path, sizeof(path)))
-		unlink(path);
+				 dp_ifname(ifindex, name));
+	else
+		rc = dp_tc_detach(&tc_filter, ifindex, err, errlen);
+	dp_tc_unrecord(dp, &tc_filter, ifindex);
 	return rc;
-}
-
-/*
- * The TC program's record: pinned beside ("_new": bpffs names take no
- * dot), then renamed over the old one, so it is never absent.
- */
-static int record_tc(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
-{
-	char path[PATH_MAX], tmp[PATH_MAX];
-	int rc;
-
-	if (!dp->pin_dir[0])
-		return 0;
-	if (rec_path(dp->pin_dir, TC_PREFIX, ifindex, "", path, sizeof(path)) ||
-	    rec_path(dp->pin_dir, TC_PREFIX, ifindex, "_new", tmp, sizeof(tmp)))
-		return -ENAMETOOLONG;
-	unlink(tmp);
-	if (bpf_obj_pin(chlb_dp_prog_fd(dp, CHLB_PROG_TC), tmp) || rename(tmp, path)) {
-		rc = -errno;
-		unlink(tmp);
-		return chlb_syserr(err, errlen, rc, "couldn't record the TC attachment as '%s'",
-				   path);
-	}
-	return 0;
 }
 
 static int attach_tc(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)
 {
-	struct bpf_tc_hook hook;
-	struct bpf_tc_opts topts;
-	char name[IF_NAMESIZE];
-	int rc;
-
-	tc_target(ifindex, &hook, &topts);
-	rc = bpf_tc_hook_create(&hook);
-	if (rc && rc != -EEXIST)
-		return chlb_syserr(err, errlen, rc, "couldn't create clsact on '%s'",
-				   ifname(ifindex, name));
-	topts.flags = BPF_TC_F_REPLACE;
-	topts.prog_fd = chlb_dp_prog_fd(dp, CHLB_PROG_TC);
-	rc = bpf_tc_attach(&hook, &topts);
-	if (rc)
-		return chlb_syserr(err, errlen, rc, "couldn't attach TC program on '%s'",
-				   ifname(ifindex, name));
-	return record_tc(dp, ifindex, err, errlen);
+	return dp_tc_attach(dp, &tc_filter, ifindex, err, errlen);
 }
 
 static int create_xdp(struct chlb_dp *dp, int ifindex, bool generic, const char *path, char *err,
@@ -399,7 +272,7 @@ static int create_xdp(struct chlb_dp *dp, int ifindex, bool generic, const char 
 	fd = bpf_link_create(prog_fd, ifindex, BPF_XDP, &lopts);
 	if (fd < 0)
 		return chlb_syserr(err, errlen, -errno, "couldn't attach XDP%s program on '%s'",
-				   generic ? " (generic)" : "", ifname(ifindex, name));
+				   generic ? " (generic)" : "", dp_ifname(ifindex, name));
 	if (dp->pin_dir[0]) {
 		if (bpf_obj_pin(fd, path)) {
 			int rc = -errno;
@@ -445,7 +318,7 @@ static int attach_xdp(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mod
 				if (rc)
 					return chlb_syserr(err, errlen, -errno,
 							   "couldn't update XDP link on '%s'",
-							   ifname(ifindex, name));
+							   dp_ifname(ifindex, name));
 				goto drop_tc;
 			}
 			/* the other XDP mode: TC handles the packets while the link is replaced */
@@ -466,7 +339,8 @@ static int attach_xdp(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mod
 	if (rc) {
 		if (bridged && err && errlen) /* TC stays: the interface keeps chlb's program */
 			snprintf(err + strlen(err), errlen - strlen(err),
-				 "; '%s' keeps chlb's TC program meanwhile", ifname(ifindex, name));
+				 "; '%s' keeps chlb's TC program meanwhile",
+				 dp_ifname(ifindex, name));
 		return rc;
 	}
 drop_tc:
@@ -538,19 +412,6 @@ static int add_att(struct chlb_dp_attachment *out, int max, int n, int ifindex,
 	return n + 1;
 }
 
-/* "<prefix><ifindex>" exactly: the ifindex, or 0. */
-static int rec_ifindex(const char *name, const char *prefix)
-{
-	size_t n = strlen(prefix);
-	char *end;
-	long v;
-
-	if (strncmp(name, prefix, n) || !name[n])
-		return 0;
-	v = strtol(name + n, &end, 10);
-	return *end || v <= 0 || v > 0x7fffffff ? 0 : (int)v;
-}
-
 int chlb_dp_attachments(struct chlb_dp *dp, struct chlb_dp_attachment *out, int max)
 {
 	struct if_nameindex *ifs, *i;
@@ -572,7 +433,7 @@ int chlb_dp_attachments(struct chlb_dp *dp, struct chlb_dp_attachment *out, int 
 	}
 	d = dp->pin_dir[0] ? opendir(dp->pin_dir) : NULL;
 	while (d && (e = readdir(d))) {
-		ifx = rec_ifindex(e->d_name, LINK_PREFIX);
+		ifx = dp_rec_ifindex(e->d_name, LINK_PREFIX);
 		if (ifx && !link_path(dp, ifx, path, sizeof(path))) {
 			enum chlb_attach_mode m = CHLB_ATTACH_NONE;
 
@@ -586,7 +447,7 @@ int chlb_dp_attachments(struct chlb_dp *dp, struct chlb_dp_attachment *out, int 
 			/* mode unknown (the interface went away): any XDP mode detaches it */
 			n = add_att(out, max, n, ifx, m ?: CHLB_ATTACH_XDP, lif != 0);
 		}
-		ifx = rec_ifindex(e->d_name, TC_PREFIX);
+		ifx = dp_rec_ifindex(e->d_name, tc_filter.rec_prefix);
 		if (ifx)
 			n = add_att(out, max, n, ifx, CHLB_ATTACH_TC, tc_prog_id(ifx) != 0);
 	}

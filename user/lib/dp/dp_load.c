@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 
 #include "dp/dp_int.h"
+#include "dp/dp_tc.h"
 #include "base/util.h"
 
 static int libbpf_print_verbose(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -174,13 +175,10 @@ static int repin_conns(struct chlb_dp *dp, char *err, size_t errlen)
 	if (map_pin_path(dp, CHLB_MAP_CONNS, path, sizeof(path)) ||
 	    pin_path(dp, "conns_new", tmp, sizeof(tmp)))
 		return -ENAMETOOLONG;
-	unlink(tmp);
-	if (bpf_obj_pin(chlb_dp_map_fd(dp, CHLB_MAP_CONNS), tmp) || rename(tmp, path)) {
-		rc = -errno;
-		unlink(tmp);
+	rc = dp_pin_replace(chlb_dp_map_fd(dp, CHLB_MAP_CONNS), path, tmp);
+	if (rc)
 		return chlb_syserr(err, errlen, rc,
 				   "couldn't pin the resized connection table '%s'", path);
-	}
 	return 0;
 }
 
