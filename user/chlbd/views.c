@@ -140,12 +140,19 @@ json_object *view_backends(const struct chlb_cmd *c)
 		pr_warn("backend list: couldn't read the connection table: %s", strerror(-ct_rc));
 	for (__u32 i = 0; i < D.state.nsvc; i++) {
 		const struct chlb_svc_cfg *s = &D.state.svc[i];
+		__u32 *bucket;
 		int id;
 
 		if (c->has_vip && chlb_vip_cmp(&c->vip, &s->vip))
 			continue;
 		found = true;
 		id = chlb_rt_svc_id(D.rt, &s->vip);
+		/* jump, jtable: each backend's bucket (desired state; save writes it) */
+		bucket = s->nbe ? malloc(s->nbe * sizeof(*bucket)) : NULL;
+		if (bucket && chlb_svc_buckets(s, bucket)) {
+			free(bucket);
+			bucket = NULL;
+		}
 		for (__u32 j = 0; j < s->nbe; j++) {
 			json_object *e = json_object_new_object();
 			/* the service's own slot: an address in two services has two */
@@ -154,6 +161,8 @@ json_object *view_backends(const struct chlb_cmd *c)
 			add_str(e, "service", chlb_fmt_vip(&s->vip, b, sizeof(b)));
 			add_str(e, "address", s->be[j].name);
 			add_int(e, "weight", s->be[j].weight);
+			if (bucket && bucket[j] != CHLB_TOMBSTONE)
+				add_int(e, "bucket", bucket[j]);
 			add_int(e, "slot", slot);
 			if (slot >= 0) {
 				add_int(e, "gen", D.rt->be[slot].gen);
@@ -166,6 +175,7 @@ json_object *view_backends(const struct chlb_cmd *c)
 			health_be_json(s, &s->be[j], e);
 			json_object_array_add(arr, e);
 		}
+		free(bucket);
 	}
 	if (!ct_rc)
 		chlb_ct_tally_free(&t);

@@ -977,3 +977,52 @@ out:
 	free(idx);
 	return r;
 }
+
+struct name_ix {
+	const char *name;
+	__u32 ix;
+};
+
+static int cmp_name_ix(const void *a, const void *b)
+{
+	return strcmp(((const struct name_ix *)a)->name, ((const struct name_ix *)b)->name);
+}
+
+int chlb_svc_buckets(const struct chlb_svc_cfg *s, __u32 *bucket)
+{
+	struct name_ix *be = NULL, *ord = NULL;
+	__u32 no = 0;
+
+	for (__u32 i = 0; i < s->nbe; i++)
+		bucket[i] = CHLB_TOMBSTONE;
+	if (!chlb_algo_has_order(s->algo) || !s->nbe || !s->order.n)
+		return 0;
+	be = malloc(s->nbe * sizeof(*be));
+	ord = malloc(s->order.n * sizeof(*ord));
+	if (!be || !ord) {
+		free(be);
+		free(ord);
+		return -ENOMEM;
+	}
+	for (__u32 i = 0; i < s->nbe; i++)
+		be[i] = (struct name_ix){ s->be[i].name, i };
+	for (__u32 k = 0; k < s->order.n; k++)
+		if (s->order.name[k][0])
+			ord[no++] = (struct name_ix){ s->order.name[k], k };
+	qsort(be, s->nbe, sizeof(*be), cmp_name_ix);
+	qsort(ord, no, sizeof(*ord), cmp_name_ix);
+	/* both sorted by name: one merge (a finalized order holds each backend once) */
+	for (__u32 i = 0, k = 0; i < s->nbe && k < no;) {
+		int c = strcmp(be[i].name, ord[k].name);
+
+		if (!c)
+			bucket[be[i++].ix] = ord[k++].ix;
+		else if (c < 0)
+			i++;
+		else
+			k++;
+	}
+	free(be);
+	free(ord);
+	return 0;
+}

@@ -122,6 +122,12 @@ bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg
 int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_table_be *be, struct chlb_table *t,
 		   char *err, size_t errlen);
 
+/*
+ * Each backend's jump bucket: bucket[i] for s->be[i] (bucket holds s->nbe
+ * entries), CHLB_TOMBSTONE when it has none (not jump or jtable). 0 or -ENOMEM.
+ */
+int chlb_svc_buckets(const struct chlb_svc_cfg *s, __u32 *bucket);
+
 /* ---- text form (state_io.c) ---- */
 
 /* The state in the grammar, services and backends sorted; malloc'd, NUL-terminated. */
