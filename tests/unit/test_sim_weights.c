@@ -199,6 +199,95 @@ static void test_jump_weight_change_moves_only_that_backend(void **state)
 	free(be);
 }
 
+/* A jump table's decisions for crc[0..flows) into out[]. */
+static void decide_all(const struct chlb_table *t, const __u32 *crc, __u32 flows, __u32 *out)
+{
+	for (__u32 f = 0; f < flows; f++)
+		assert_int_equal(chlb_table_decide(t, crc[f], &out[f]), 0);
+}
+
+/*
+ * Adding a light backend under jump: into a tombstone, only flows to it
+ * move; appended at the end, the flows that land on the new bucket and are
+ * turned away rehash elsewhere too (the limit docs/algorithms.md measures):
+ * more than its share moves, bounded by about 1/(N+1).
+ */
+static void test_jump_add_light_backend(void **state)
+{
+	const __u32 n = 20, flows = 200000;
+	struct chlb_table_be *be = t_backends(n + 1, 0);
+	struct chlb_jump_order o = { 0 };
+	__u32 *crc = malloc(flows * sizeof(*crc)), *a = malloc(flows * sizeof(*a));
+	__u32 *b = malloc(flows * sizeof(*b)), idx[32], moved = 0, other = 0;
+	struct chlb_table_spec spec = { .algo = CHLB_ALGO_JUMP, .jump_order = idx };
+	struct chlb_table t;
+	__u64 seed = 47;
+	char err[256];
+
+	for (__u32 i = 0; i < n; i++)
+		be[i].weight = 100 + t_rand(&seed) % 900;
+	be[n].weight = 10; /* the newcomer, light (slow start's first step) */
+	for (__u32 f = 0; f < flows; f++)
+		crc[f] = (__u32)t_rand(&seed);
+	/* base: n backends, then backend 5 removed (a tombstone) */
+	assert_true(chlb_jump_order_sync(&o, be, n, err, sizeof(err)) >= 0);
+	{
+		struct chlb_table_be rem[32];
+
+		memcpy(rem, be, n * sizeof(*be));
+		rem[5] = be[n - 1];
+		assert_true(chlb_jump_order_sync(&o, rem, n - 1, err, sizeof(err)) >= 0);
+		assert_int_equal(chlb_jump_order_map(&o, rem, n - 1, idx, err, sizeof(err)), 0);
+		spec.jump_nbuckets = o.n;
+		spec.jump_norm = 1000;
+		assert_int_equal(chlb_table_build(&spec, rem, n - 1, &t, err, sizeof(err)), 0);
+		decide_all(&t, crc, flows, a);
+		chlb_table_free(&t);
+		/* the newcomer fills the tombstone */
+		rem[n - 1] = be[n];
+		assert_true(chlb_jump_order_sync(&o, rem, n, err, sizeof(err)) >= 0);
+		assert_int_equal(o.n, n);
+		assert_int_equal(chlb_jump_order_map(&o, rem, n, idx, err, sizeof(err)), 0);
+		spec.jump_nbuckets = o.n;
+		assert_int_equal(chlb_table_build(&spec, rem, n, &t, err, sizeof(err)), 0);
+		decide_all(&t, crc, flows, b);
+		chlb_table_free(&t);
+	}
+	for (__u32 f = 0; f < flows; f++)
+		if (a[f] != b[f]) {
+			assert_int_equal(b[f], be[n].slot);
+			moved++;
+		}
+	print_message("# into a tombstone: %u of %u flows moved, all to the newcomer\n", moved,
+		      flows);
+	assert_true(moved > 0);
+	/* appended instead: some flows move between the others, at most ~1/(N+1) */
+	moved = 0;
+	for (__u32 i = 0; i <= n; i++)
+		idx[i] = i;
+	spec.jump_order = idx;
+	spec.jump_nbuckets = n;
+	assert_int_equal(chlb_table_build(&spec, be, n, &t, err, sizeof(err)), 0);
+	decide_all(&t, crc, flows, a);
+	chlb_table_free(&t);
+	spec.jump_nbuckets = n + 1;
+	assert_int_equal(chlb_table_build(&spec, be, n + 1, &t, err, sizeof(err)), 0);
+	decide_all(&t, crc, flows, b);
+	chlb_table_free(&t);
+	for (__u32 f = 0; f < flows; f++) {
+		moved += a[f] != b[f];
+		other += a[f] != b[f] && b[f] != be[n].slot;
+	}
+	print_message("# appended: %u moved, %u of them between the others (1/(N+1) = %u)\n", moved,
+		      other, flows / (n + 1));
+	assert_true(other > 0 && other < flows / (n + 1));
+	chlb_jump_order_free(&o);
+	free(crc);
+	free(a);
+	free(b);
+	free(be);
+}
+
 /*
  * jtable re-rounds every quota when a weight changes, and dealt entries
  * compete for room: a weight change moves more than its own share there.
@@ -243,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_exact_algorithms_n1000),
 		cmocka_unit_test(test_ring_precision),
 		cmocka_unit_test(test_jump_weight_change_moves_only_that_backend),
+		cmocka_unit_test(test_jump_add_light_backend),
 		cmocka_unit_test(test_jtable_weight_change),
 	};
 
