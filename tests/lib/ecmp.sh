@@ -125,20 +125,7 @@ ecmp_build() {
 	lib_ns_add "$NS_C"
 	lib_ns_add "$NS_ER"
 	lib_ns_add "$NS_SW"
-	# client <-> router
-	ip -n "$NS_C" link add eth0 type veth peer name eth0 netns "$NS_ER" || die "veth client"
-	ip -n "$NS_C" addr add $CLIENT4/24 dev eth0
-	ip -n "$NS_C" addr add $CLIENT6/64 dev eth0 nodad
-	ip -n "$NS_C" link set eth0 up
-	ip -n "$NS_C" route add default via 10.0.1.1
-	ip -n "$NS_C" -6 route add default via fd00:1::1
-	# frames an LB's XDP forwards carry no checksum metadata: compute it here
-	ip netns exec "$NS_C" ethtool -K eth0 tx off >/dev/null
-	ip netns exec "$NS_C" sysctl -qw net.ipv4.ip_local_port_range="10000 65000" \
-		net.ipv4.tcp_tw_reuse=1
-	ip -n "$NS_ER" addr add 10.0.1.1/24 dev eth0
-	ip -n "$NS_ER" addr add fd00:1::1/64 dev eth0 nodad
-	ip -n "$NS_ER" link set eth0 up
+	topo_client_link "$NS_ER"
 	ip netns exec "$NS_ER" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 \
 		net.ipv4.fib_multipath_hash_policy=1 net.ipv6.fib_multipath_hash_policy=1 ||
 		die "router sysctls"

@@ -136,25 +136,33 @@ vip_spec() {
 }
 vip_addr() { if [ "$1" = 6 ]; then echo "$VIP6"; else echo "$VIP4"; fi; }
 
+# topo_client_link NS: the client's eth0 (10.0.1.2, fd00:1::2) and its
+# first hop NS's eth0 (10.0.1.1, fd00:1::1): the LB here, the router in
+# tests/lib/ecmp.sh.
+topo_client_link() {
+	local peer=$1
+	ip -n "$NS_C" link add eth0 type veth peer name eth0 netns "$peer" || die "veth client"
+	ip -n "$NS_C" addr add $CLIENT4/24 dev eth0
+	ip -n "$NS_C" addr add $CLIENT6/64 dev eth0 nodad
+	ip -n "$NS_C" link set eth0 up
+	ip -n "$NS_C" route add default via 10.0.1.1
+	ip -n "$NS_C" -6 route add default via fd00:1::1
+	# frames an LB's XDP forwards carry no checksum metadata: compute it here
+	ip netns exec "$NS_C" ethtool -K eth0 tx off >/dev/null
+	ip netns exec "$NS_C" sysctl -qw net.ipv4.ip_local_port_range="10000 65000" \
+		net.ipv4.tcp_tw_reuse=1
+	ip -n "$peer" addr add 10.0.1.1/24 dev eth0
+	ip -n "$peer" addr add fd00:1::1/64 dev eth0 nodad
+	ip -n "$peer" link set eth0 up
+}
+
 # topo_build NBACKENDS: the namespaces above, with NBACKENDS backends.
 topo_build() {
 	local n=$1 i
 	lib_ns_add "$NS_C"
 	lib_ns_add "$NS_LB"
 	lib_ns_add "$NS_SW"
-	# client <-> LB
-	ip -n "$NS_C" link add eth0 type veth peer name eth0 netns "$NS_LB" || die "veth client"
-	ip -n "$NS_C" addr add $CLIENT4/24 dev eth0
-	ip -n "$NS_C" addr add $CLIENT6/64 dev eth0 nodad
-	ip -n "$NS_C" link set eth0 up
-	ip -n "$NS_C" route add default via 10.0.1.1
-	ip -n "$NS_C" -6 route add default via fd00:1::1
-	ip netns exec "$NS_C" ethtool -K eth0 tx off >/dev/null
-	ip netns exec "$NS_C" sysctl -qw net.ipv4.ip_local_port_range="10000 65000" \
-		net.ipv4.tcp_tw_reuse=1
-	ip -n "$NS_LB" addr add 10.0.1.1/24 dev eth0
-	ip -n "$NS_LB" addr add fd00:1::1/64 dev eth0 nodad
-	ip -n "$NS_LB" link set eth0 up
+	topo_client_link "$NS_LB"
 	# LB <-> switch
 	ip -n "$NS_SW" link add br0 type bridge || die "bridge"
 	ip -n "$NS_SW" link set br0 mtu 1600 up
