@@ -646,6 +646,8 @@ static int in_parse(struct sync_peer *p, const char **why)
 					(unsigned long long)p->dump_entries);
 			C.dumps_received += p->in_state == IN_DUMP;
 			p->in_state = IN_SYNCED;
+			/* a whole dump: the peer works; a peer that hangs up at once keeps backing off */
+			p->backoff_ms = 0;
 		} else {
 			for (__u16 i = 0; i < count; i++) {
 				struct sync_entry e;
@@ -680,7 +682,6 @@ static void in_event(struct sync_peer *p, unsigned int events)
 			return;
 		p->in_state = IN_DUMP;
 		p->dump_entries = 0;
-		p->backoff_ms = 0;
 		pr_info("sync: connected to %s: receiving its entries", p->name);
 		conn_watch(c, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
 	}
