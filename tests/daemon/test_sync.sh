@@ -11,6 +11,8 @@
 #    the clients' FINs mark them ended there too; LB2's metrics count them;
 #  - a fresh LB2 (killed, pins and state removed) gets LB1's entries by the
 #    bulk dump, and says so (`chlbctl stats`: synced, dumps_received);
+#  - connections opened through LB1's data plane while its chlbd is down
+#    reach LB2 when it is back: in the dump LB2 gets when it reconnects;
 #  - a record for a backend LB2 lacks waits (deferred, the rollout race):
 #    applied once the backend is added there, dropped and counted when it
 #    is not added within LB2's --history-ms (3 s here);
@@ -182,6 +184,20 @@ test_fresh_lb2_gets_dump() {
 h_b3() { awk -v c="$CLIENT4" '$1 == "conn" && $4 == "b3" { print c ":" $3 " " }' "$LIB_DIR/$1.r0"; }
 lb2_has_none() { ! conns_of lb2 | grep -qFf "$1"; }
 lb2_has_all() { [ "$(conns_of lb2 | grep -cFf "$1")" = "$(grep -c . "$1")" ]; }
+
+test_lb1_down_meanwhile() {
+	local d0
+	d0=$(lb2_sync .dumps_received)
+	chlbd_stop KILL 2>/dev/null # the program stays attached and keeps inserting entries
+	hold_start h5 4 $N || return 1
+	check "no record of them reached LB2 ($(conns_of lb2 | grep -c live) live entries)" \
+		[ "$(conns_of lb2 | grep -c live)" = $N ] || return 1 # h2's
+	chlbd_start xdp --sync-listen "$SYNC1" --sync-peer "$SYNC2" || return 1
+	lib_wait_for 15 lb2_has_n $((2 * N)) live
+	check "LB1 back: LB2 got the $N by a new dump (dumps $d0 -> $(lb2_sync .dumps_received))" \
+		lb2_has_n $((2 * N)) live && [ "$(lb2_sync .dumps_received)" -gt "$d0" ] || return 1
+	same_entries $((2 * N))
+}
 
 test_missing_backend() {
 	local want d0 a0 n0
