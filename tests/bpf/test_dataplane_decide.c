@@ -4,7 +4,8 @@
  * the same table words: 10,000 random flows per algorithm and family, each
  * run through the XDP and the TC entry point (SYN, so the decision comes
  * straight from the current table), the outer destination compared with
- * chlb_table_decide() on the host.
+ * chlb_table_decide() on the host. Jump also with uneven weights (its
+ * acceptance rehashes and fallback).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,7 +39,31 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void run_algo(__u32 algo, int family)
+/*
+ * Jump with uneven weights: the weighted lookup's rehashes, a drained
+ * bucket and a light one next to a heavy one (many attempts, some flows
+ * reach the fallback), so the BPF loop runs every path the host's does.
+ */
+static int weighted_jump_table(__u32 tslot, const __u32 *slots, int family, struct chlb_table *t)
+{
+	struct chlb_table_spec spec = { .algo = CHLB_ALGO_JUMP };
+	struct chlb_table_be be[NBACKENDS];
+	__u64 seed = 99;
+	char err[256];
+
+	for (__u32 i = 0; i < NBACKENDS; i++) {
+		be[i].slot = slots[i];
+		be[i].weight = i == 3 ? 0 : i == 7 ? CHLB_WEIGHT_MAX : 1 + fx_rand(&seed) % 300;
+		fx_name(be[i].name, sizeof(be[i].name), slots[i], family);
+	}
+	if (chlb_table_build(&spec, be, NBACKENDS, t, err, sizeof(err))) {
+		fprintf(stderr, "table build: %s\n", err);
+		return -1;
+	}
+	return chlb_dp_write_table(dp, tslot, t->words, t->nwords);
+}
+
+static void run_algo_w(__u32 algo, int family, bool weighted)
 {
 	const int fam = family == CHLB_AF_INET ? AF_INET : AF_INET6;
 	__u32 slots[NBACKENDS], i, tslot = algo * CHLB_SLOTS_PER_SERVICE;
@@ -53,7 +78,10 @@ static void run_algo(__u32 algo, int family)
 		fx_backend(&be, slots[i], family, 1);
 		assert_int_equal(chlb_dp_set_backend(dp, slots[i], &be), 0);
 	}
-	assert_int_equal(fx_table(dp, tslot, algo, slots, NBACKENDS, family, &t), 0);
+	if (weighted)
+		assert_int_equal(weighted_jump_table(tslot, slots, family, &t), 0);
+	else
+		assert_int_equal(fx_table(dp, tslot, algo, slots, NBACKENDS, family, &t), 0);
 	assert_int_equal(fx_service(dp, family,
 				    family == CHLB_AF_INET ? "10.0.0.10" : "2001:db8::10", 0,
 				    IPPROTO_TCP, algo, CHLB_FWD_IPIP, CHLB_HASH_5TUPLE, tslot),
@@ -104,6 +132,21 @@ static void run_algo(__u32 algo, int family)
 	assert_int_equal(mismatches, 0);
 }
 
+static void run_algo(__u32 algo, int family)
+{
+	run_algo_w(algo, family, false);
+}
+
+static void test_jump_weighted_v4(void **state)
+{
+	run_algo_w(CHLB_ALGO_JUMP, CHLB_AF_INET, true);
+}
+
+static void test_jump_weighted_v6(void **state)
+{
+	run_algo_w(CHLB_ALGO_JUMP, CHLB_AF_INET6, true);
+}
+
 static void test_ring_v4(void **state)
 {
 	run_algo(CHLB_ALGO_RING, CHLB_AF_INET);
@@ -137,9 +180,10 @@ static void test_maglev_v6(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ring_v4),	  cmocka_unit_test(test_ring_v6),
-		cmocka_unit_test(test_jump_v4),	  cmocka_unit_test(test_jump_v6),
-		cmocka_unit_test(test_maglev_v4), cmocka_unit_test(test_maglev_v6),
+		cmocka_unit_test(test_ring_v4),		 cmocka_unit_test(test_ring_v6),
+		cmocka_unit_test(test_jump_v4),		 cmocka_unit_test(test_jump_v6),
+		cmocka_unit_test(test_jump_weighted_v4), cmocka_unit_test(test_jump_weighted_v6),
+		cmocka_unit_test(test_maglev_v4),	 cmocka_unit_test(test_maglev_v6),
 	};
 
 	return cmocka_run_group_tests_name("dataplane_decide", tests, setup, teardown);
