@@ -397,7 +397,7 @@ static void test_disruption_only_the_changed_backend(void **state)
 	free(be);
 }
 
-static void test_weights_as_multiplicity(void **state)
+static void test_weights_as_thresholds(void **state)
 {
 	struct chlb_table_be *be = t_backends(4, 0);
 	struct chlb_table t;
@@ -459,7 +459,7 @@ int main(void)
 		cmocka_unit_test(test_order_rules),
 		cmocka_unit_test(test_order_set_and_map),
 		cmocka_unit_test(test_disruption_only_the_changed_backend),
-		cmocka_unit_test(test_weights_as_multiplicity),
+		cmocka_unit_test(test_weights_as_thresholds),
 		cmocka_unit_test(test_empty_and_drained),
 	};
 
