@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Regression gate for the ring and maglev builders: the tables other hosts
+ * Regression gate for the builders: the tables other hosts
  * and the data plane already hold must come out word for word the same
  * whatever the builders do internally (sorting, caching, fill loop). The
  * expected values were recorded from the straightforward builders (snprintf
  * + qsort ring, modulo maglev walk) before they were optimized.
  * CHLB_GOLDEN_PRINT=1 prints the current values in the table's format.
+ * Jump and jtable were recorded when their weights became thresholds and
+ * quotas (one bucket per backend); their fresh order is name order, so the
+ * shuffled insertion order must not change them.
  *
  * Rings were recorded before the ring's lines replaced its directory: a
  * ring's words are compared in that format (t_ring_old_format), which holds
@@ -74,6 +77,18 @@ static const struct golden cases[] = {
 	  4096, 0, 0x936b9d62 },
 	{ "maglev n4096 m4099 mixed", CHLB_ALGO_MAGLEV, 4096, 0, 4099, V6, 1, 9, 4107, 4099, 3186,
 	  0, 0x2601c38a },
+	/* weighted jump and jtable (one bucket per backend, fresh order = name order) */
+	{ "jump n0", CHLB_ALGO_JUMP, 0, 0, 0, V4, 0, 1, 8, 0, 0, 0, 0 },
+	{ "jump n10", CHLB_ALGO_JUMP, 10, 0, 0, V4, 0, 2, 18, 10, 10, 0, 0x937c2283 },
+	{ "jump n10 mixed weights", CHLB_ALGO_JUMP, 10, 0, 0, V6, 1, 3, 18, 10, 8, 0, 0x42c777b0 },
+	{ "jump n1000 extreme weights", CHLB_ALGO_JUMP, 1000, 0, 0, LONG, 2, 4, 1008, 1000, 800, 0,
+	  0xda32c235 },
+	{ "jtable n10 m251 mixed", CHLB_ALGO_JTABLE, 10, 0, 251, V4, 1, 5, 259, 251, 8, 0,
+	  0xedb8370c },
+	{ "jtable n1000", CHLB_ALGO_JTABLE, 1000, 0, 0, V6, 0, 6, 65545, 65537, 1000, 0,
+	  0x4a8652a0 },
+	{ "jtable n1000 mixed", CHLB_ALGO_JTABLE, 1000, 0, 65537, V4, 1, 7, 65545, 65537, 778, 0,
+	  0x8bcccf31 },
 };
 
 static struct chlb_table_be *make_set(const struct golden *g)
@@ -134,8 +149,9 @@ static void test_golden(void **state)
 			printf(
 			    "\t{ \"%s\", %s, %u, %u, %u, %s, %u, %llu, %u, %u, %u, %u, %#010x },\n",
 			    g->what,
-			    g->algo == CHLB_ALGO_RING ? "CHLB_ALGO_RING" : "CHLB_ALGO_MAGLEV", g->n,
-			    g->vnodes, g->m, (const char *[]){ "V4", "V6", "LONG" }[g->names],
+			    (const char *[]){ "?", "CHLB_ALGO_RING", "CHLB_ALGO_JUMP",
+					      "CHLB_ALGO_MAGLEV", "CHLB_ALGO_JTABLE" }[g->algo],
+			    g->n, g->vnodes, g->m, (const char *[]){ "V4", "V6", "LONG" }[g->names],
 			    g->weights, (unsigned long long)g->seed, nwords, h.count, h.nbackends,
 			    h.dir_bits, h.fingerprint);
 		else {
