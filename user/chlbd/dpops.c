@@ -71,25 +71,10 @@ static int get_service(void *ctx, const struct chlb_vip_key *k, struct chlb_serv
 	return chlb_dp_get_service(ctx, k, v);
 }
 
-/* Outer map slot -> inner map id -> first chunk -> header. */
+/* A table slot's header (the engine adopts a pinned table by it). */
 static int get_table_hdr(void *ctx, __u32 tslot, struct chlb_table_hdr *hdr)
 {
-	int outer = chlb_dp_map_fd(ctx, CHLB_MAP_TABLES), inner;
-	static __u32 chunk[CHLB_CHUNK_WORDS];
-	__u32 id, zero = 0;
-
-	if (outer < 0 || bpf_map_lookup_elem(outer, &tslot, &id))
-		return -ENOENT;
-	inner = bpf_map_get_fd_by_id(id);
-	if (inner < 0)
-		return -errno;
-	if (bpf_map_lookup_elem(inner, &zero, chunk)) {
-		close(inner);
-		return -errno;
-	}
-	close(inner);
-	memcpy(hdr, chunk, sizeof(*hdr));
-	return 0;
+	return chlb_dp_read_table(ctx, tslot, hdr, NULL);
 }
 
 void chlbd_dp_ops(struct chlb_dp *dp, struct chlb_dp_ops *ops, struct chlb_adopt_ops *aops)

@@ -12,8 +12,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <bpf/bpf.h>
 #include "chlbd.h"
 #include "served.h"
 
@@ -49,49 +47,13 @@ static void sweep(void)
 		}
 }
 
-/* Table slot tslot's words from its inner map (chunk by chunk), into t. */
+/* Table slot tslot's words, as the data plane holds them, into t. */
 static int read_pinned(__u32 tslot, struct chlb_table *t)
 {
-	int outer = chlb_dp_map_fd(D.dp, CHLB_MAP_TABLES), inner, rc = 0;
-	static __u32 chunk[CHLB_CHUNK_WORDS];
 	struct chlb_table_hdr hdr;
-	__u32 id, zero = 0;
+	int rc = chlb_dp_read_table(D.dp, tslot, &hdr, &t->words);
 
-	if (outer < 0 || bpf_map_lookup_elem(outer, &tslot, &id))
-		return -ENOENT;
-	inner = bpf_map_get_fd_by_id(id);
-	if (inner < 0)
-		return -errno;
-	if (bpf_map_lookup_elem(inner, &zero, chunk)) {
-		rc = -errno;
-		goto out;
-	}
-	memcpy(&hdr, chunk, sizeof(hdr));
-	/* 2^26 words: past any table the builders make (a 2^20-vnode ring is ~4.5M) */
-	if (hdr.magic != CHLB_TABLE_MAGIC || hdr.words < CHLB_TBL_HDR_WORDS ||
-	    hdr.words > (1u << 26)) {
-		rc = -EINVAL;
-		goto out;
-	}
-	t->words = malloc((size_t)hdr.words * 4);
-	if (!t->words) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	t->nwords = hdr.words;
-	for (__u32 c = 0; c * CHLB_CHUNK_WORDS < hdr.words; c++) {
-		__u32 n = hdr.words - c * CHLB_CHUNK_WORDS;
-
-		if (c && bpf_map_lookup_elem(inner, &c, chunk)) {
-			rc = -errno;
-			chlb_table_free(t);
-			goto out;
-		}
-		memcpy(t->words + c * CHLB_CHUNK_WORDS, chunk,
-		       (n < CHLB_CHUNK_WORDS ? n : CHLB_CHUNK_WORDS) * 4);
-	}
-out:
-	close(inner);
+	t->nwords = rc ? 0 : hdr.words;
 	return rc;
 }
 

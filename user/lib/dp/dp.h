@@ -170,6 +170,15 @@ int chlb_dp_write_table(struct chlb_dp *dp, __u32 slot, const __u32 *words, __u3
 /* Capacity in words of the slot's current inner map (0 = none). */
 __u32 chlb_dp_table_capacity(struct chlb_dp *dp, __u32 slot);
 
+/*
+ * The table in slot `slot` as the data plane holds it: its header, and
+ * with words non-NULL all its words too (malloc'd, hdr->words of them; the
+ * caller frees), read chunk by chunk from the one inner map. -ENOENT: no
+ * table in the slot; -EINVAL (words asked for): the header is not a table's.
+ */
+struct chlb_table_hdr; /* include/chlb_table.h */
+int chlb_dp_read_table(struct chlb_dp *dp, __u32 slot, struct chlb_table_hdr *hdr, __u32 **words);
+
 /* Set (insert or replace, one atomic hash update) / delete / read a service view. */
 int chlb_dp_set_service(struct chlb_dp *dp, const struct chlb_vip_key *key,
 			const struct chlb_service *svc);

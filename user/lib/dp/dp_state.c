@@ -71,6 +71,63 @@ __u32 chlb_dp_table_capacity(struct chlb_dp *dp, __u32 slot)
 	return chunks * CHLB_CHUNK_WORDS;
 }
 
+/* The words of chunks 1.. of inner into words (chunk 0, first, holds the header). */
+static int read_chunks(int inner, const __u32 *first, __u32 *words, __u32 nwords)
+{
+	static __u32 chunk[CHLB_CHUNK_WORDS];
+
+	for (__u32 c = 0; c * CHLB_CHUNK_WORDS < nwords; c++) {
+		__u32 n = nwords - c * CHLB_CHUNK_WORDS;
+
+		if (c && bpf_map_lookup_elem(inner, &c, chunk))
+			return -errno;
+		memcpy(words + c * CHLB_CHUNK_WORDS, c ? chunk : first,
+		       (n < CHLB_CHUNK_WORDS ? n : CHLB_CHUNK_WORDS) * 4);
+	}
+	return 0;
+}
+
+int chlb_dp_read_table(struct chlb_dp *dp, __u32 slot, struct chlb_table_hdr *hdr, __u32 **words)
+{
+	int outer = chlb_dp_map_fd(dp, CHLB_MAP_TABLES), inner, rc = 0;
+	static __u32 first[CHLB_CHUNK_WORDS];
+	__u32 id, zero = 0, *w;
+
+	if (words)
+		*words = NULL;
+	if (outer < 0 || bpf_map_lookup_elem(outer, &slot, &id))
+		return -ENOENT;
+	inner = bpf_map_get_fd_by_id(id);
+	if (inner < 0)
+		return -errno;
+	if (bpf_map_lookup_elem(inner, &zero, first)) {
+		rc = -errno;
+		goto out;
+	}
+	memcpy(hdr, first, sizeof(*hdr));
+	if (!words)
+		goto out;
+	/* 2^26 words: past any table the builders make (a 2^20-vnode ring is ~4.5M) */
+	if (hdr->magic != CHLB_TABLE_MAGIC || hdr->words < CHLB_TBL_HDR_WORDS ||
+	    hdr->words > (1u << 26)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	w = malloc((size_t)hdr->words * 4);
+	if (!w) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = read_chunks(inner, first, w, hdr->words);
+	if (rc)
+		free(w);
+	else
+		*words = w;
+out:
+	close(inner);
+	return rc;
+}
+
 /*
  * memcpy into the map, bypassing the cache on x86: the destination is cold
  * (last written a swap or two ago) and a plain copy reads every line in
