@@ -49,6 +49,7 @@
 #define KEEPALIVE_IDLE	5 /* s: a silently dead peer's connection goes in ~11 s */
 #define KEEPALIVE_INTVL 2
 #define KEEPALIVE_CNT	3
+#define USER_TIMEOUT_MS 11000 /* the same bound for a connection with data unacknowledged */
 #define DEFER_MAX	65536 /* entries waiting for their service or backend */
 #define DEFER_MAX_MS	60000
 #define DEFER_RETRY_NS	200000000ull
@@ -229,12 +230,15 @@ static void conn_close(struct sync_conn *c)
 static void keepalive(int fd)
 {
 	int one = 1, idle = KEEPALIVE_IDLE, intvl = KEEPALIVE_INTVL, cnt = KEEPALIVE_CNT;
+	/* keepalive finds a dead peer on an idle connection; this one with data unacked */
+	unsigned int user_timeout = USER_TIMEOUT_MS;
 
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
 }
 
 /* The receiving side lost its connection: open it again after a backoff. */
