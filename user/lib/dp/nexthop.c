@@ -20,38 +20,19 @@
 #include "base/addr.h"
 #include "base/err.h"
 #include "dp/nexthop.h"
-
-struct nl_req {
-	struct nlmsghdr nh;
-	union {
-		struct rtmsg rt;
-		struct ndmsg nd;
-	};
-	char attrs[64];
-};
-
-static void nl_addattr(struct nl_req *r, int type, const void *data, int len)
-{
-	struct rtattr *rta = (struct rtattr *)((char *)r + NLMSG_ALIGN(r->nh.nlmsg_len));
-
-	rta->rta_type = type;
-	rta->rta_len = RTA_LENGTH(len);
-	memcpy(RTA_DATA(rta), data, len);
-	r->nh.nlmsg_len = NLMSG_ALIGN(r->nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
-}
+#include "dp/rtnl.h"
 
 /* Send one request, receive one reply into buf. Returns reply length or -errno. */
-static int nl_talk(struct nl_req *r, char *buf, size_t len)
+static int nl_talk(struct dp_rtnl_req *r, char *buf, size_t len)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	struct nlmsghdr *nh;
 	int fd, n, rc;
 
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	fd = dp_rtnl_open();
 	if (fd < 0)
-		return -errno;
-	if (sendto(fd, r, r->nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		rc = -errno;
+		return fd;
+	rc = dp_rtnl_send(fd, r);
+	if (rc) {
 		close(fd);
 		return rc;
 	}
@@ -76,7 +57,7 @@ static int addr_len(int family)
 
 static int route_get(int family, const void *addr, struct chlb_nh *out)
 {
-	struct nl_req r = { 0 };
+	struct dp_rtnl_req r = { 0 };
 	char buf[4096];
 	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
 	struct rtattr *rta;
@@ -87,7 +68,7 @@ static int route_get(int family, const void *addr, struct chlb_nh *out)
 	r.nh.nlmsg_flags = NLM_F_REQUEST;
 	r.rt.rtm_family = family;
 	r.rt.rtm_dst_len = alen * 8;
-	nl_addattr(&r, RTA_DST, addr, alen);
+	dp_rtnl_addattr(&r, RTA_DST, addr, alen);
 	n = nl_talk(&r, buf, sizeof(buf));
 	if (n < 0)
 		return n == -ENETUNREACH || n == -EHOSTUNREACH ? -ENETUNREACH : n;
@@ -113,7 +94,7 @@ static int route_get(int family, const void *addr, struct chlb_nh *out)
 
 static int neigh_get(struct chlb_nh *nh)
 {
-	struct nl_req r = { 0 };
+	struct dp_rtnl_req r = { 0 };
 	char buf[4096];
 	struct nlmsghdr *h = (struct nlmsghdr *)buf;
 	struct ndmsg *nd;
@@ -125,7 +106,7 @@ static int neigh_get(struct chlb_nh *nh)
 	r.nh.nlmsg_flags = NLM_F_REQUEST;
 	r.nd.ndm_family = nh->via_family;
 	r.nd.ndm_ifindex = nh->ifindex;
-	nl_addattr(&r, NDA_DST, nh->via, addr_len(nh->via_family));
+	dp_rtnl_addattr(&r, NDA_DST, nh->via, addr_len(nh->via_family));
 	n = nl_talk(&r, buf, sizeof(buf));
 	if (n < 0)
 		return n == -ENOENT ? -EAGAIN : n;
@@ -206,7 +187,7 @@ int chlb_nh_probe_route(const struct chlb_addr *vip, __u32 mark, int *ifindex, c
 			size_t errlen)
 {
 	int family = vip->family == CHLB_AF_INET6 ? AF_INET6 : AF_INET, alen = addr_len(family);
-	struct nl_req r = { 0 };
+	struct dp_rtnl_req r = { 0 };
 	char buf[4096], txt[64];
 	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
 	struct rtmsg *rt;
@@ -220,8 +201,8 @@ int chlb_nh_probe_route(const struct chlb_addr *vip, __u32 mark, int *ifindex, c
 	r.nh.nlmsg_flags = NLM_F_REQUEST;
 	r.rt.rtm_family = family;
 	r.rt.rtm_dst_len = alen * 8;
-	nl_addattr(&r, RTA_DST, vip->a, alen);
-	nl_addattr(&r, RTA_MARK, &mark, sizeof(mark));
+	dp_rtnl_addattr(&r, RTA_DST, vip->a, alen);
+	dp_rtnl_addattr(&r, RTA_MARK, &mark, sizeof(mark));
 	n = nl_talk(&r, buf, sizeof(buf));
 	/* unreachable, blackhole and prohibit routes answer with an error too */
 	if (n == -ENETUNREACH || n == -EHOSTUNREACH || n == -EACCES || n == -EINVAL || n == -EPERM)

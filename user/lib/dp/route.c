@@ -13,37 +13,7 @@
 
 #include "base/err.h"
 #include "dp/route.h"
-
-struct rt_req {
-	struct nlmsghdr nh;
-	struct rtmsg rt;
-	char attrs[64];
-};
-
-static void add_attr(struct rt_req *r, int type, const void *data, int len)
-{
-	struct rtattr *rta = (struct rtattr *)((char *)r + NLMSG_ALIGN(r->nh.nlmsg_len));
-
-	rta->rta_type = type;
-	rta->rta_len = RTA_LENGTH(len);
-	memcpy(RTA_DATA(rta), data, len);
-	r->nh.nlmsg_len = NLMSG_ALIGN(r->nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
-}
-
-static int nl_open(void)
-{
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-
-	return fd < 0 ? -errno : fd;
-}
-
-static int nl_send(int fd, struct rt_req *r)
-{
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-
-	return sendto(fd, r, r->nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno
-											 : 0;
-}
+#include "dp/rtnl.h"
 
 /* The table a dumped route is in: RTA_TABLE when present (tables > 255). */
 static __u32 route_table(const struct rtmsg *rt, int len)
@@ -82,12 +52,12 @@ static bool take_route(const struct nlmsghdr *nh, __u32 table, __u8 proto, struc
 int chlb_route_dump(__u32 table, __u8 proto, struct chlb_addr *out, int max, char *err,
 		    size_t errlen)
 {
-	struct rt_req r = { 0 };
+	struct dp_rtnl_req r = { 0 };
 	char buf[32768];
 	int fd, n = 0, len, rc = 0, one = 1;
 	bool done = false;
 
-	fd = nl_open();
+	fd = dp_rtnl_open();
 	if (fd < 0)
 		return chlb_syserr(err, errlen, fd, "route table %u: couldn't open rtnetlink",
 				   table);
@@ -104,9 +74,9 @@ int chlb_route_dump(__u32 table, __u8 proto, struct chlb_addr *out, int max, cha
 	if (!setsockopt(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, &one, sizeof(one))) {
 		r.rt.rtm_table = table < 256 ? (unsigned char)table : RT_TABLE_UNSPEC;
 		r.rt.rtm_protocol = proto;
-		add_attr(&r, RTA_TABLE, &table, sizeof(table));
+		dp_rtnl_addattr(&r, RTA_TABLE, &table, sizeof(table));
 	}
-	rc = nl_send(fd, &r);
+	rc = dp_rtnl_send(fd, &r);
 	while (!rc && !done) {
 		len = (int)recv(fd, buf, sizeof(buf), 0);
 		if (len < 0) {
@@ -138,7 +108,7 @@ int chlb_route_dump(__u32 table, __u8 proto, struct chlb_addr *out, int max, cha
 int chlb_route_host(bool add, __u32 table, __u8 proto, const struct chlb_addr *a, char *err,
 		    size_t errlen)
 {
-	struct rt_req r = { 0 };
+	struct dp_rtnl_req r = { 0 };
 	int alen = a->family == CHLB_AF_INET ? 4 : 16, fd, rc;
 	char buf[1024], text[64];
 	struct nlmsghdr *nh;
@@ -156,14 +126,14 @@ int chlb_route_host(bool add, __u32 table, __u8 proto, const struct chlb_addr *a
 	/* a delete with scope NOWHERE and type UNSPEC matches any scope and type, as `ip` does */
 	r.rt.rtm_scope = add ? RT_SCOPE_UNIVERSE : RT_SCOPE_NOWHERE;
 	r.rt.rtm_type = add ? RTN_BLACKHOLE : RTN_UNSPEC;
-	add_attr(&r, RTA_TABLE, &table, sizeof(table));
-	add_attr(&r, RTA_DST, a->a, alen);
+	dp_rtnl_addattr(&r, RTA_TABLE, &table, sizeof(table));
+	dp_rtnl_addattr(&r, RTA_DST, a->a, alen);
 	chlb_fmt_addr(a, text, sizeof(text));
-	fd = nl_open();
+	fd = dp_rtnl_open();
 	if (fd < 0)
 		return chlb_syserr(err, errlen, fd, "route table %u: couldn't open rtnetlink",
 				   table);
-	rc = nl_send(fd, &r);
+	rc = dp_rtnl_send(fd, &r);
 	if (!rc) {
 		int n = (int)recv(fd, buf, sizeof(buf), 0);
 
