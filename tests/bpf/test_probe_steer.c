@@ -279,59 +279,69 @@ static void test_unmarked_pass(void **state)
 	stats_expect(want);
 }
 
+/* The verdict on a SYN to dst:80 from port sport marked with mark; the frame into out. */
+static __u32 marked_syn(int family, const char *dst, __u16 sport, __u32 mark, __u8 out[2048])
+{
+	__u8 in[256];
+	__u32 olen, m;
+	int n = probe_syn(in, family, dst, sport);
+
+	return probe_run(mark, in, n, out, &olen, &m);
+}
+
+/* Since stats_mark(), reason r moved by k and no other reason moved. */
+static void stats_expect_one(int r, __u64 k)
+{
+	__u64 want[CHLB_R_MAX] = { 0 };
+
+	want[r] = k;
+	stats_expect(want);
+}
+
 /* A slot that is not LIVE (dead, empty, beyond the array): dropped, counted. */
 static void test_bad_slot_dropped(void **state)
 {
 	static const __u32 slots[] = { SLOT_DEAD, SLOT_EMPTY, CHLB_MAX_BACKENDS, 0xffff };
-	__u64 want[CHLB_R_MAX] = { 0 };
-	__u8 in[256], out[2048];
-	__u32 olen, m;
-	int n = probe_syn(in, CHLB_AF_INET, "10.0.0.1", 40003);
+	const size_t nslots = sizeof(slots) / sizeof(slots[0]);
+	__u8 out[2048];
 
 	(void)state;
 	stats_mark();
-	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
-		assert_int_equal(probe_run(CHLB_PROBE_MARK(slots[i]), in, n, out, &olen, &m),
-				 TC_ACT_SHOT);
-	want[CHLB_R_PROBE_BAD_SLOT] = 4;
-	stats_expect(want);
+	for (size_t i = 0; i < nslots; i++)
+		assert_int_equal(
+		    marked_syn(CHLB_AF_INET, "10.0.0.1", 40003, CHLB_PROBE_MARK(slots[i]), out),
+		    TC_ACT_SHOT);
+	stats_expect_one(CHLB_R_PROBE_BAD_SLOT, nslots);
 }
 
 /* A marked frame to no VIP (or another port) must not leave towards it: dropped, counted. */
 static void test_not_vip_dropped(void **state)
 {
-	__u64 want[CHLB_R_MAX] = { 0 };
-	__u8 in[256], out[2048];
-	__u32 olen, m;
-	int n;
+	__u8 out[2048];
 
 	(void)state;
 	stats_mark();
-	n = probe_syn(in, CHLB_AF_INET, "10.0.0.99", 40004);
-	assert_int_equal(probe_run(CHLB_PROBE_MARK(v4_slots[0]), in, n, out, &olen, &m),
-			 TC_ACT_SHOT);
-	n = probe_syn(in, CHLB_AF_INET6, "2001:db8::99", 40004);
-	assert_int_equal(probe_run(CHLB_PROBE_MARK(v6_slots[0]), in, n, out, &olen, &m),
-			 TC_ACT_SHOT);
-	want[CHLB_R_PROBE_DROPPED] = 2;
-	stats_expect(want);
+	assert_int_equal(
+	    marked_syn(CHLB_AF_INET, "10.0.0.99", 40004, CHLB_PROBE_MARK(v4_slots[0]), out),
+	    TC_ACT_SHOT);
+	assert_int_equal(
+	    marked_syn(CHLB_AF_INET6, "2001:db8::99", 40004, CHLB_PROBE_MARK(v6_slots[0]), out),
+	    TC_ACT_SHOT);
+	stats_expect_one(CHLB_R_PROBE_DROPPED, 2);
 }
 
 /* A backend on another interface than the probe's: redirected there. */
 static void test_other_interface_redirected(void **state)
 {
-	__u64 want[CHLB_R_MAX] = { 0 };
-	__u8 in[256], out[2048];
-	__u32 olen, m;
-	int n = probe_syn(in, CHLB_AF_INET, "10.0.0.1", 40005);
+	__u8 out[2048];
 
 	(void)state;
 	stats_mark();
-	assert_int_equal(probe_run(CHLB_PROBE_MARK(SLOT_OTHER_IF), in, n, out, &olen, &m),
-			 TC_ACT_REDIRECT);
+	assert_int_equal(
+	    marked_syn(CHLB_AF_INET, "10.0.0.1", 40005, CHLB_PROBE_MARK(SLOT_OTHER_IF), out),
+	    TC_ACT_REDIRECT);
 	assert_int_equal(slot_of(out, false), SLOT_OTHER_IF);
-	want[CHLB_R_PROBE_STEERED] = 1;
-	stats_expect(want);
+	stats_expect_one(CHLB_R_PROBE_STEERED, 1);
 }
 
 static int route_if(const char *vip, __u32 mark, char *err, size_t errlen)
