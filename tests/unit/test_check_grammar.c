@@ -457,6 +457,16 @@ static void diff_names_check_changes(void **unused)
 	chlb_state_free(&b);
 }
 
+/* next: the state file text gives, applied over cur as apply -f does (inherit). */
+static void apply_file(struct chlb_state *next, const struct chlb_state *cur, const char *text)
+{
+	char err[CHLB_ERR_MAX];
+
+	chlb_state_init(next);
+	assert_int_equal(chlb_state_exec_text(next, text, "f", err, sizeof(err)), 0);
+	chlb_state_inherit(next, cur);
+}
+
 /* apply -f: the file's checks win; inherit keeps only the jump order, never the old checks */
 static void apply_takes_the_files_checks(void **unused)
 {
@@ -470,28 +480,18 @@ static void apply_takes_the_files_checks(void **unused)
 	must(&cur, "backend add " VIP " " BE2);
 	assert_int_equal(chlb_state_finalize(&cur, err, sizeof(err)), 0);
 	/* the same file again: no table change, nothing for the checker */
-	chlb_state_init(&next);
-	assert_int_equal(chlb_state_exec_text(&next,
-					      "service add " VIP
-					      " algo jump check tcp interval 500 "
-					      "timeout 200 panic 10\n"
-					      "backend add " VIP " " BE2 "\n"
-					      "backend add " VIP " " BE1 " check none\n",
-					      "f", err, sizeof(err)),
-			 0);
-	chlb_state_inherit(&next, &cur);
+	apply_file(&next, &cur,
+		   "service add " VIP " algo jump check tcp interval 500 timeout 200 panic 10\n"
+		   "backend add " VIP " " BE2 "\n"
+		   "backend add " VIP " " BE1 " check none\n");
 	assert_true(chlb_svc_equal(svc(&cur, VIP), svc(&next, VIP)));
 	assert_true(chlb_svc_health_equal(svc(&cur, VIP), svc(&next, VIP)));
 	chlb_state_free(&next);
 	/* a file that re-declares the service without checks: back to the defaults */
-	chlb_state_init(&next);
-	assert_int_equal(chlb_state_exec_text(&next,
-					      "service add " VIP " algo jump\n"
-					      "backend add " VIP " " BE1 "\n"
-					      "backend add " VIP " " BE2 "\n",
-					      "f", err, sizeof(err)),
-			 0);
-	chlb_state_inherit(&next, &cur);
+	apply_file(&next, &cur,
+		   "service add " VIP " algo jump\n"
+		   "backend add " VIP " " BE1 "\n"
+		   "backend add " VIP " " BE2 "\n");
 	assert_true(chlb_svc_equal(svc(&cur, VIP), svc(&next, VIP)));
 	assert_false(chlb_svc_health_equal(svc(&cur, VIP), svc(&next, VIP)));
 	chlb_check_effective(svc(&next, VIP), be(&next, VIP, BE1), &k);
