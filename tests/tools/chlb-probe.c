@@ -261,26 +261,17 @@ int main(int argc, char **argv)
 {
 	int pfd;
 
-	if (argc >= 8 && !strcmp(argv[1], "which")) {
+	/* which, ack and connect: the same flows, as SYNs, lone ACKs or handshakes */
+	if (argc >= 8 &&
+	    (!strcmp(argv[1], "which") || !strcmp(argv[1], "ack") || !strcmp(argv[1], "connect"))) {
+		bool connect = !strcmp(argv[1], "connect");
+
 		rng ^= strtoull(argv[7], NULL, 0) * 0x9e3779b97f4a7c15ull;
 		pfd = attached_prog(argv[2], atoi(argv[3]));
 		return pfd < 0 ? 2
-			       : do_which(pfd, argv[4], atoi(argv[5]), atoi(argv[6]), false, false,
-					  false);
-	}
-	if (argc >= 8 && !strcmp(argv[1], "ack")) {
-		rng ^= strtoull(argv[7], NULL, 0) * 0x9e3779b97f4a7c15ull;
-		pfd = attached_prog(argv[2], atoi(argv[3]));
-		return pfd < 0 ? 2
-			       : do_which(pfd, argv[4], atoi(argv[5]), atoi(argv[6]), false, false,
-					  true);
-	}
-	if (argc >= 8 && !strcmp(argv[1], "connect")) {
-		rng ^= strtoull(argv[7], NULL, 0) * 0x9e3779b97f4a7c15ull;
-		pfd = attached_prog(argv[2], atoi(argv[3]));
-		return pfd < 0 ? 2
-			       : do_which(pfd, argv[4], atoi(argv[5]), atoi(argv[6]), true,
-					  argc >= 9 && !strcmp(argv[8], "fin"), false);
+			       : do_which(pfd, argv[4], atoi(argv[5]), atoi(argv[6]), connect,
+					  connect && argc >= 9 && !strcmp(argv[8], "fin"),
+					  !strcmp(argv[1], "ack"));
 	}
 	if (argc >= 6 && !strcmp(argv[1], "torture")) {
 		pfd = attached_prog(argv[2], atoi(argv[3]));
