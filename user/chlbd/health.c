@@ -89,6 +89,8 @@ void health_sync(const struct chlb_state *st)
 			struct hc *h = health_find(&s->vip, &b->addr);
 			struct chlb_check ck;
 
+			if (!health_be_wanted(s, b))
+				continue; /* no check, no slow start: no checker (a stale one goes) */
 			chlb_check_effective(s, b, &ck);
 			if (!h) {
 				h = hc_new(&s->vip, b, now);
@@ -133,6 +135,7 @@ void health_sync(const struct chlb_state *st)
 			continue;
 		}
 		probe_cancel(all[i]);
+		dirty = true; /* its overlay (down, a ramp) goes with it */
 		hc_del(i);
 		all = health_list(&nall);
 	}

@@ -96,6 +96,13 @@ struct hc_svc *health_svc(const struct chlb_vip *vip);
 /* Forgets the records of services st does not have. */
 void health_svc_keep(const struct chlb_state *st);
 const char *health_state_name(__u8 st);
+/*
+ * Does backend b of s need a checker (a check, or slow start)? Does any of
+ * s's? Without one, nothing of the health machinery touches it: a state
+ * without checks costs commits nothing.
+ */
+bool health_be_wanted(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b);
+bool health_svc_wanted(const struct chlb_svc_cfg *s);
 /* The weight h serves with now (0 down, a slow-start step, or cfg_weight); panic aside. */
 __u32 health_weight(const struct hc *h, __u32 cfg_weight, __u32 slow_start_s, __u64 now);
 

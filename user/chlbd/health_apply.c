@@ -26,16 +26,31 @@
 #include <syslog.h>
 #include "health.h"
 
+/*
+ * What the engine was last given when it differs from the desired state;
+ * while no backend's effective weight differs from its configured one
+ * (no checks, or all up and past slow start: the common case), the desired
+ * state itself is applied, as before health checks, and nothing is copied
+ * (`own` false): a copy of a large state costs a commit milliseconds.
+ */
 static struct chlb_state applied; /* zeroed = empty, as chlb_state_init() leaves it */
+static bool own;
 
 const struct chlb_state *health_applied(void)
 {
-	return &applied;
+	return own ? &applied : &D.state;
+}
+
+static void applied_alias(void)
+{
+	chlb_state_free(&applied);
+	chlb_state_init(&applied);
+	own = false;
 }
 
 void health_applied_free(void)
 {
-	chlb_state_free(&applied);
+	applied_alias();
 }
 
 static int eff_order(struct chlb_svc_cfg *s, char *err, size_t errlen)
@@ -127,7 +142,7 @@ static int svc_replace(struct chlb_svc_cfg *dst, const struct chlb_svc_cfg *src)
  */
 static void defer_if_busy(struct chlb_svc_cfg *s, __u64 now, __u64 *retry)
 {
-	const struct chlb_svc_cfg *a = chlb_state_find(&applied, &s->vip);
+	const struct chlb_svc_cfg *a = chlb_state_find(health_applied(), &s->vip);
 	__u64 when;
 
 	if (!a || chlb_svc_equal(a, s))
@@ -146,9 +161,41 @@ static void defer_if_busy(struct chlb_svc_cfg *s, __u64 now, __u64 *retry)
 }
 
 /*
- * out = desired with effective weights (and no check settings: the engine
- * never needs them). retry: NULL for a commit (its swaps wait for slots as
- * every commit's do), else health's: busy services deferred (defer_if_busy).
+ * Every checker's effective weight now (h->eff_weight), panic included;
+ * true when one differs from its configured weight (an overlay is needed).
+ */
+static bool overlay_weights(const struct chlb_state *desired, __u64 now)
+{
+	bool differs = false;
+
+	for (__u32 i = 0; i < desired->nsvc; i++) {
+		const struct chlb_svc_cfg *s = &desired->svc[i];
+		bool panic;
+
+		if (!health_svc_wanted(s))
+			continue;
+		panic = svc_panic(s, now);
+
+		for (__u32 j = 0; j < s->nbe; j++) {
+			const struct chlb_cfg_be *b = &s->be[j];
+			struct hc *h = health_find(&s->vip, &b->addr);
+
+			if (!h)
+				continue;
+			h->eff_weight =
+			    panic ? b->weight
+				  : health_weight(h, b->weight, s->health.slow_start_s, now);
+			differs |= h->eff_weight != b->weight;
+		}
+	}
+	return differs;
+}
+
+/*
+ * out = desired with the effective weights overlay_weights() set (and no
+ * check settings: the engine never needs them). retry: NULL for a commit
+ * (its swaps wait for slots as every commit's do), else health's: busy
+ * services deferred (defer_if_busy).
  */
 static int effective(const struct chlb_state *desired, struct chlb_state *out, __u64 *retry,
 		     char *err, size_t errlen)
@@ -159,19 +206,16 @@ static int effective(const struct chlb_state *desired, struct chlb_state *out, _
 		return chlb_err(err, errlen, -ENOMEM, "out of memory");
 	for (__u32 i = 0; i < out->nsvc; i++) {
 		struct chlb_svc_cfg *s = &out->svc[i];
-		bool panic = svc_panic(s, now), changed = false;
+		bool changed = false;
 
 		for (__u32 j = 0; j < s->nbe; j++) {
 			struct chlb_cfg_be *b = &s->be[j];
-			struct hc *h = health_find(&s->vip, &b->addr);
-			__u32 w = b->weight;
+			const struct hc *h = health_find(&s->vip, &b->addr);
 
-			if (h && !panic)
-				w = health_weight(h, b->weight, s->health.slow_start_s, now);
-			if (h)
-				h->eff_weight = w;
-			changed |= w != b->weight;
-			b->weight = w;
+			if (h && h->eff_weight != b->weight) {
+				b->weight = h->eff_weight;
+				changed = true;
+			}
 			chlb_check_defaults(&b->check);
 		}
 		chlb_check_defaults(&s->check);
@@ -191,8 +235,12 @@ static void reset_down(const struct chlb_state *desired)
 {
 	for (__u32 i = 0; i < desired->nsvc; i++) {
 		const struct chlb_svc_cfg *s = &desired->svc[i];
-		int id = chlb_rt_svc_id(D.rt, &s->vip);
 		char vs[CHLB_ADDRSTR];
+		int id;
+
+		if (!health_svc_wanted(s))
+			continue;
+		id = chlb_rt_svc_id(D.rt, &s->vip);
 
 		for (__u32 j = 0; j < s->nbe; j++) {
 			struct hc *h = health_find(&s->vip, &s->be[j].addr);
@@ -241,17 +289,37 @@ static void put_back(struct chlb_state *next, const struct chlb_vip *vip,
 	free(one.svc);
 }
 
+/* After an apply of eff: it is what serves, or (no overlay, all applied) the desired state is. */
+static void keep_applied(struct chlb_state *eff, bool overlay, int r)
+{
+	if (!overlay && !r) {
+		chlb_state_free(eff);
+		applied_alias();
+		return;
+	}
+	chlb_state_free(&applied);
+	applied = *eff; /* what serves, even after a partial failure */
+	own = true;
+}
+
 int health_apply_effective(const struct chlb_state *cur, struct chlb_state *next, char *err,
 			   size_t errlen)
 {
+	bool overlay = overlay_weights(next, chlb_now_ns());
 	struct chlb_state eff, want;
 	char werr[CHLB_ERR_MAX];
 	int r;
 
+	if (!overlay && !own) {
+		/* nothing to overlay, nothing overlaid: the desired state as it is */
+		r = chlb_rt_apply(D.rt, cur, next, err, errlen);
+		reset_down(next);
+		return r;
+	}
 	r = effective(next, &eff, NULL, err, errlen);
 	if (r)
 		return r;
-	r = chlb_rt_apply(D.rt, &applied, &eff, err, errlen);
+	r = chlb_rt_apply(D.rt, health_applied(), &eff, err, errlen);
 	/*
 	 * Services the engine put back to their old form: next says so too.
 	 * Which ones: the effective form asked for (built again: failures are
@@ -267,25 +335,29 @@ int health_apply_effective(const struct chlb_state *cur, struct chlb_state *next
 		}
 		chlb_state_free(&want);
 	}
-	chlb_state_free(&applied);
-	applied = eff;
+	keep_applied(&eff, overlay, r);
 	reset_down(next);
 	return r;
 }
 
 int health_apply_overlay(__u64 *retry, char *err, size_t errlen)
 {
+	bool overlay = overlay_weights(&D.state, chlb_now_ns());
 	struct chlb_state eff;
 	int r;
 
 	*retry = 0;
+	if (!overlay && !own)
+		return 0; /* the desired state serves as it is */
 	r = effective(&D.state, &eff, retry, err, errlen);
-
 	if (r)
 		return r;
-	r = chlb_rt_apply(D.rt, &applied, &eff, err, errlen);
-	chlb_state_free(&applied);
-	applied = eff; /* what serves, even after a partial failure */
+	if (!overlay && *retry) {
+		/* a service is not back to its desired form yet: keep eff as what serves */
+		overlay = true;
+	}
+	r = chlb_rt_apply(D.rt, health_applied(), &eff, err, errlen);
+	keep_applied(&eff, overlay, r);
 	reset_down(&D.state);
 	return r;
 }

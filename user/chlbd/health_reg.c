@@ -161,3 +161,20 @@ __u32 health_weight(const struct hc *h, __u32 cfg_weight, __u32 slow_start_s, __
 	w = (__u32)((__u64)cfg_weight * (el * (HC_RAMP_STEPS - 1) / span + 1) / HC_RAMP_STEPS);
 	return w ? w : 1;
 }
+
+bool health_be_wanted(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b)
+{
+	__u8 type = b->check.set & CHLB_CK_TYPE ? b->check.type : s->check.type;
+
+	return type != CHLB_CHECK_NONE || s->health.slow_start_s;
+}
+
+bool health_svc_wanted(const struct chlb_svc_cfg *s)
+{
+	if (s->check.type != CHLB_CHECK_NONE || s->health.slow_start_s)
+		return true;
+	for (__u32 j = 0; j < s->nbe; j++)
+		if (health_be_wanted(s, &s->be[j]))
+			return true;
+	return false;
+}
