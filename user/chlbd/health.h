@@ -50,8 +50,9 @@ struct hc {
 	bool seen;    /* sync: still in the desired state */
 	bool via_vip; /* the last probe went to the VIP with a mark */
 	/* via vip/auto: the route to the VIP for this backend's mark, looked up now and then */
+	/* via vip/auto: what its service's route lookup said (struct hc_svc's) */
 	__u64 path_ns;		    /* when (0: never) */
-	int path_rc, path_slot;	    /* 0: a route out of an interface with steering */
+	int path_rc;		    /* 0: a route out of an interface with steering */
 	char path_err[HC_TEXT_MAX]; /* why not */
 	__u64 since_ns;		    /* monotonic: last transition (or creation) */
 	time_t since_wall;	    /* the same, wall clock, for people */
@@ -90,6 +91,10 @@ struct hc_svc {
 	bool synced;		 /* in the desired state at a sync already: not new */
 	__u64 panics, all_downs; /* times it entered panic / had every backend down (panic 0) */
 	__u32 up, total;
+	/* via vip/auto: the route to the VIP, looked up for the whole service now and then */
+	__u64 path_ns;
+	int path_rc;
+	char path_err[HC_TEXT_MAX];
 };
 /* The service's record (made on first use), or NULL when all are taken. */
 struct hc_svc *health_svc(const struct chlb_vip *vip);

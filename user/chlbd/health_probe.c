@@ -68,6 +68,7 @@ static int probe_path(struct hc *h, __u64 now, __u32 *mark, char *why, size_t le
 {
 	bool must = h->ck.via == CHLB_VIA_VIP;
 	int slot, ifindex = 0;
+	struct hc_svc *hs;
 
 	if (h->ck.via == CHLB_VIA_DIRECT)
 		return 0;
@@ -85,21 +86,31 @@ static int probe_path(struct hc *h, __u64 now, __u32 *mark, char *why, size_t le
 		return must ? -1 : 0;
 	}
 	*mark = CHLB_PROBE_MARK(slot);
-	if (!h->path_ns || now - h->path_ns >= PATH_RECHECK_NS || h->path_slot != slot) {
-		h->path_ns = now;
-		h->path_slot = slot;
-		h->path_rc = chlb_nh_probe_route(&h->vip.addr, *mark, &ifindex, h->path_err,
-						 sizeof(h->path_err));
-		if (!h->path_rc && !chlb_dp_probe_attached(D.dp, ifindex)) {
+	/*
+	 * One lookup per service and PATH_RECHECK_NS (with the mark of the
+	 * backend probed then): a route lookup and a TC query per probe would
+	 * cost more than the probe. A connect that finds no route looks again.
+	 */
+	hs = health_svc(&h->vip);
+	if (hs && (!hs->path_ns || now - hs->path_ns >= PATH_RECHECK_NS)) {
+		hs->path_ns = now;
+		hs->path_rc = chlb_nh_probe_route(&h->vip.addr, *mark, &ifindex, hs->path_err,
+						  sizeof(hs->path_err));
+		if (!hs->path_rc && !chlb_dp_probe_attached(D.dp, ifindex)) {
 			char name[IF_NAMESIZE] = "?";
 
 			if_indextoname((unsigned int)ifindex, name);
-			h->path_rc = -ENODEV;
-			snprintf(h->path_err, sizeof(h->path_err),
+			hs->path_rc = -ENODEV;
+			snprintf(hs->path_err, sizeof(hs->path_err),
 				 "the route to the VIP leaves by %s, which has no probe steering "
 				 "(chlbd puts it on its -i interfaces)",
 				 name);
 		}
+	}
+	if (hs) {
+		h->path_ns = hs->path_ns;
+		h->path_rc = hs->path_rc;
+		memcpy(h->path_err, hs->path_err, sizeof(h->path_err));
 	}
 	if (!h->path_rc)
 		return 1;
@@ -199,10 +210,17 @@ void probe_start(struct hc *h, __u64 now)
 
 		if (h->via_vip && (e == ENETUNREACH || e == EHOSTUNREACH)) {
 			/* the route to the VIP went away since the last lookup: look again */
+			struct hc_svc *hs = health_svc(&h->vip);
+
 			h->path_rc = -e;
 			h->path_ns = now;
 			snprintf(h->path_err, sizeof(h->path_err), "no route to the VIP (%s)",
 				 strerror(e));
+			if (hs) { /* for the whole service: its other probes go direct too */
+				hs->path_rc = h->path_rc;
+				hs->path_ns = now;
+				memcpy(hs->path_err, h->path_err, sizeof(hs->path_err));
+			}
 			if (h->ck.via == CHLB_VIA_AUTO) {
 				h->sent--; /* the same probe, direct */
 				probe_start(h, now);
