@@ -21,8 +21,9 @@
 #   6. a check settings change restarts the probes without a swap; a
 #      chlbd restart serves every backend (unknown) until probes decide;
 #   7. via vip (the TC egress steering, a route to the VIP on the LB): a
-#      backend without the VIP on lo fails it and passes via direct; via
-#      auto without that route probes directly and says why;
+#      backend without the VIP on lo (l2dsr) or without decap (ipip) fails
+#      it and passes via direct; via auto without that route probes
+#      directly and says why;
 #   8. 200 backends, 100 of them black-holing the probes: every control
 #      request answered within 50 ms (the max printed), chlbd's CPU printed.
 # Intervals are 200 ms so the suite stays short.
@@ -404,6 +405,27 @@ test_via_vip_needs_the_vip_on_lo() {
 		return 1
 	diag "via auto, no route: $(be_field 1 via_why)"
 	check "and every backend stays up" all_health up 1 2 3 4
+}
+
+# ipip: a backend without decapsulation fails via vip (the probe arrives
+# encapsulated, as a client's would) and passes via direct.
+test_via_vip_ipip_needs_decap() {
+	for i in 1 2 3 4; do ck_stop "$i"; done
+	svc_setup 4 maglev ipip "1 2 3 4" || return 1
+	ip -n "$NS_LB" route add "$VIP4/32" via "$CLIENT4" dev eth0 || return 1
+	ctl service set "$VIP" check tcp interval $IV timeout $TMO rise 2 fall 2 via vip >/dev/null ||
+		return 1
+	check "every backend up via vip (ipip)" lib_wait_for 5 all_health up 1 2 3 4 || return 1
+	topo_decap detach 2 || return 1
+	lib_wait_for 5 health_is 2 down || { diag "b2 without decap stayed up"; return 1; }
+	diag "b2 without decap, via vip: $(be_field 2 last)"
+	check "the others stay up" all_health up 1 3 4 || return 1
+	ctl backend set "$VIP" "$(be_addr4 2)" via direct >/dev/null || return 1
+	check "via direct it passes" lib_wait_for 5 health_is 2 up || return 1
+	topo_decap attach 2 || return 1
+	ip -n "$NS_LB" route del "$VIP4/32"
+	ctl service set "$VIP" via auto >/dev/null || return 1
+	ctl backend set "$VIP" "$(be_addr4 2)" via auto >/dev/null
 }
 
 # ---- scale: 200 backends, 100 silent ----
