@@ -331,7 +331,7 @@ test_panic_0_all_down() {
 # IPv6: an http check on the service's own port (chlb-echo answers GET),
 # the Host header in brackets; a stopped server goes down.
 test_ipv6_http_on_the_service_port() {
-	local vip6 f6
+	local vip6
 	vip6=$(vip_spec 6)
 	svc_setup 6 maglev l2dsr "1 2 3 4" || return 1
 	ctl service set "$vip6" check http path /health interval $IV timeout $TMO rise 2 fall 2 \
