@@ -51,6 +51,7 @@ void health_be_json(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b, j
 	strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	add_str(e, "since", t);
 	add_int(e, "since_s", (int64_t)((chlb_now_ns() - h->since_ns) / 1000000000ull));
+	add_int(e, "since_ms", (int64_t)((chlb_now_ns() - h->since_ns) / 1000000ull));
 	add_str(e, "reason", h->reason);
 	add_int(e, "probes", (int64_t)h->sent);
 	add_int(e, "probes_failed", (int64_t)h->failed);
