@@ -11,9 +11,11 @@
 #   - 300 held connections (A), then a rolling change: backend 4 added on
 #     LB 1, 300 more connections opened (B, while only LB 1 has it), LB 2
 #     1.5 s later, LB 3 1.5 s after that;
-#   - at once: LB 3 dies silently, LB 2 is withdrawn (chlbd stopped), a new
-#     LB 4 joins (its chlbd takes the peers' entries before BIRD announces
-#     it), LB 3 comes back fresh (pins and state gone; the same);
+#   - at once: LB 1 dies silently (its connections to backend 4 move to LBs
+#     that got their entries before they had backend 4: the rollout race),
+#     LB 2 is withdrawn (chlbd stopped), a new LB 4 joins (its chlbd takes
+#     the peers' entries before BIRD announces it), LB 1 comes back fresh
+#     (pins and state gone; the same);
 #   - after each event, one exchange on every connection of A and B: the
 #     survivors (neither broken nor moved to another backend) are counted.
 #
@@ -138,10 +140,12 @@ sync_events() {
 		diag "$algo: LB $i's entries that waited for backend 4 (deferred, applied once it had it):" \
 			"$(lbctl "$i" -j stats | jq -c '.sync | [.deferred, .deferred_applied]')"
 	done
-	survive "$algo: LB 3 died silently" 2 ecmp_lb_die 3 || rc=1
+	# LB 1 first: its connections to backend 4 then move to LBs that got
+	# their entries while they did not have backend 4 yet (the rollout race)
+	survive "$algo: LB 1 died silently" 2 ecmp_lb_die 1 || rc=1
 	survive "$algo: LB 2 withdrawn (chlbd stopped)" 1 ecmp_lb_withdraw 2 || rc=1
 	survive "$algo: a new LB 4 joined" 2 lb_fresh_synced 4 -c "$LIB_DIR/now.conf" || rc=1
-	survive "$algo: LB 3 restarted fresh" 3 lb_fresh_synced 3 -c "$LIB_DIR/now.conf" || rc=1
+	survive "$algo: LB 1 restarted fresh" 3 lb_fresh_synced 1 -c "$LIB_DIR/now.conf" || rc=1
 	[ "$ECMP_SYNC" = 1 ] || { hold_stop "$A"; hold_stop "$B"; return $rc; }
 	for i in "${ECMP_LBS[@]}"; do
 		[ -n "${ECMP_CHLBD_PID[$i]:-}" ] || continue
