@@ -160,8 +160,37 @@ tcp_down_then_up() {
 	check "b2 serves new flows again ($(share_of b2 "$f") of 400)" [ "$(share_of b2 "$f")" -gt 40 ]
 }
 test_tcp_down_then_up() { tcp_down_then_up maglev; }
-# jump: a down backend's buckets become tombstones and come back at the same places
-test_tcp_down_then_up_jump() { tcp_down_then_up jump; }
+# picks FILE: the backend the current table names for 100 client flows, a line each.
+picks() {
+	local p
+	for p in $(seq 20000 20099); do ctl -j which "$CLIENT4:$p" "$VIP4:80" tcp; done |
+		jq -r '.tables[0].decision.backend // "none"' >"$1"
+}
+
+# jump: a down backend's buckets become tombstones (only its flows move) and
+# come back at the same places (every flow goes where it went before)
+test_tcp_down_then_up_jump() {
+	local moved back
+	# shellcheck disable=SC2046
+	setup jump $(tcp_check) || return 1
+	picks "$LIB_DIR/p0"
+	check "the 100 flows spread over the 4 backends, b2 among them" \
+		[ "$(sort -u "$LIB_DIR/p0" | grep -c '^10\.0\.2\.')" = 4 ] || return 1
+	ck_stop 2
+	lib_wait_for 5 health_is 2 down || return 1
+	picks "$LIB_DIR/p1"
+	moved=$(paste "$LIB_DIR/p0" "$LIB_DIR/p1" | awk -v b="$(be_addr4 2)" '$1 != $2 && $1 != b' | wc -l)
+	check "b2 down: only b2's flows moved ($moved others did)" [ "$moved" = 0 ] || return 1
+	check "b2 down: none of the 100 goes to b2" nogrep -qx "$(be_addr4 2)" "$LIB_DIR/p1" || return 1
+	ck_start 2 tcp
+	lib_wait_for 5 health_is 2 up || return 1
+	lib_wait_for 2 eff_is 2 100 || return 1
+	picks "$LIB_DIR/p2"
+	back=$(paste "$LIB_DIR/p0" "$LIB_DIR/p2" | awk '$1 != $2' | wc -l)
+	check "b2 up again: every flow goes where it went before ($back differ)" [ "$back" = 0 ] ||
+		return 1
+	tcp_down_then_up jump
+}
 
 # A restart: what the checks decided is runtime state. The new chlbd serves
 # every backend (unknown) until its probes decide again; nothing drains.
