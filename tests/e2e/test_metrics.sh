@@ -54,18 +54,21 @@ test_promtool_accepts_a_scrape() {
 		grep -qi '^content-type: text/plain; version=0.0.4' "$hdr" || rc=1
 	out=$(promtool check metrics <"$f" 2>&1)
 	check "promtool check metrics: exit 0, no findings: $out" [ $? = 0 ] && [ -z "$out" ] || rc=1
-	# every family docs/operations.md lists, with HELP and TYPE
-	for name in chlb_build_info chlb_service_packets_total chlb_service_bytes_total \
-		chlb_service_new_flows_total chlb_service_backends chlb_service_tables \
-		chlb_service_conntrack_entries chlb_swaps_total chlb_table_info \
-		chlb_backend_packets_total chlb_backend_bytes_total chlb_backend_new_flows_total \
-		chlb_service_no_route_packets_total chlb_backend_no_route_packets_total \
-		chlb_backend_conntrack_entries chlb_backend_weight chlb_backend_state \
-		chlb_backend_generation chlb_reason_packets_total chlb_conntrack_entries \
-		chlb_conntrack_size chlb_conntrack_memory_bytes chlb_conntrack_inserts_total \
-		chlb_conntrack_evictions_total chlb_swap_duration_seconds; do
+	# every family docs/operations.md's table lists, with HELP and TYPE (those
+	# for checked backends or sync peers only when configured: none here), and
+	# no family in the scrape that the table does not list
+	local documented always
+	documented=$(sed -n 's/^| `\(chlb_[a-z_]*\)` | .*/\1/p' "$LIB_ROOT/docs/operations.md")
+	always=$(grep -E '^\| `chlb_[a-z_]*` \|' "$LIB_ROOT/docs/operations.md" |
+		grep -vE 'checked backends only|--sync-peer`:' | sed 's/^| `\(chlb_[a-z_]*\)` | .*/\1/')
+	check "operations.md documents 20 or more families ($(echo "$documented" | wc -l))" \
+		[ "$(echo "$documented" | wc -l)" -ge 20 ] || rc=1
+	for name in $always; do
 		check "$name has HELP and TYPE" grep -q "^# TYPE $name " "$f" || rc=1
 		grep -q "^# HELP $name " "$f" || rc=1
+	done
+	for name in $(sed -n 's/^# TYPE \([a-z_]*\) .*/\1/p' "$f"); do
+		check "$name is documented in operations.md" grep -qx "$name" <<<"$documented" || rc=1
 	done
 	# as many as chlbctl stats names (include/chlb_maps.h)
 	nreasons=$(ctl -j stats | jq '.global | length')
