@@ -416,6 +416,34 @@ static void service(__u32 id, int family, const char *vip, __u32 algo, __u32 fir
 	free(slots);
 }
 
+/*
+ * A jump service whose weights cycle 100,149,50,25 (the issue's example):
+ * w_max / w_mean = 1.84 attempts per new flow on average, each a jump walk.
+ */
+static void service_jump_uneven(__u32 id, const char *vip, __u32 first, __u32 n,
+				struct chlb_table *t)
+{
+	struct chlb_table_spec spec = { .algo = CHLB_ALGO_JUMP };
+	struct chlb_table_be *be = calloc(n, sizeof(*be));
+	char err[256];
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		be[i].slot = first + i;
+		be[i].weight = (const __u32[]){ 100, 149, 50, 25 }[i % 4];
+		fx_name(be[i].name, sizeof(be[i].name), first + i, CHLB_AF_INET);
+	}
+	if (chlb_table_build(&spec, be, n, t, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		die("uneven jump table", -EINVAL);
+	}
+	must(chlb_dp_write_table(dp, id * CHLB_SLOTS_PER_SERVICE, t->words, t->nwords), "table");
+	must(fx_service(dp, CHLB_AF_INET, vip, 80, IPPROTO_TCP, id, CHLB_FWD_IPIP, 0,
+			id * CHLB_SLOTS_PER_SERVICE),
+	     "service");
+	free(be);
+}
+
 /* Fill the connection table to capacity with flows nobody will send. */
 static void fill_conns(__u32 n)
 {
@@ -607,7 +635,7 @@ static const struct hooks disagree_hooks = { NULL, disagree_after };
 int main(int argc, char **argv)
 {
 	const char *path = argc > 1 ? argv[1] : "build/bench/dataplane.json";
-	struct chlb_table t[8] = { 0 }, t2 = { 0 };
+	struct chlb_table t[8] = { 0 }, t2 = { 0 }, tj = { 0 };
 	struct chlb_dp_opts opts = { 0 };
 	struct expect e;
 	cpu_set_t cpus;
@@ -662,6 +690,7 @@ int main(int argc, char **argv)
 	service(4, CHLB_AF_INET, "10.0.0.4", CHLB_ALGO_RING, 1, 10, &t[4]);
 	service(5, CHLB_AF_INET6, "2001:db8::5", CHLB_ALGO_RING, V6_BASE, NBE, &t[5]);
 	service(6, CHLB_AF_INET, "10.0.0.6", CHLB_ALGO_RING, 1, NBE, &t[6]);
+	service_jump_uneven(9, "10.0.0.9", 1, NBE, &tj); /* 7 and 8: the cases below */
 	/* service 6 after a membership change: view {t2 (1001 backends), t[6]} */
 	for (i = 0; i <= NBE; i++)
 		slots[i] = 1 + i;
@@ -725,6 +754,11 @@ int main(int argc, char **argv)
 				flow_jump_iterations(&s4, buckets));
 	}
 	run_mix("new_flow_jump_n1000_mix256", pipe_fd, pkt, src4, &e);
+	/* weights 100,149,50,25: acceptance rehashes (1.84 attempts on average) */
+	s4.dst = "10.0.0.9";
+	frame(pkt, &s4);
+	e.svc_id = 9;
+	run_mix("new_flow_jump_n1000_uneven_mix256", pipe_fd, pkt, src4, &e);
 	s4.dst = "10.0.0.3";
 	frame(pkt, &s4);
 	e.svc_id = 3;
@@ -964,6 +998,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < 8; i++)
 		chlb_table_free(&t[i]);
 	chlb_table_free(&t2);
+	chlb_table_free(&tj);
 	chlb_bench_bpf__destroy(bs);
 	chlb_dp_close(dp);
 	return 0;
