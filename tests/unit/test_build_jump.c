@@ -279,12 +279,18 @@ static void test_order_rules(void **state)
 		assert_string_equal(order_str(&o), "1,8");
 	}
 	/* asked-for buckets: placed (the order grows), the old one freed, no compaction */
-	want[0] = 5;
+	want[0] = 5; /* 4 empty of 6: more empty than held, refused */
+	assert_int_equal(chlb_jump_order_sync_want(&o, (struct chlb_table_be[]){ be[0], be[7] }, 2,
+						   want, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "'bucket 5': 4 of 6 buckets would be empty"));
+	assert_string_equal(order_str(&o), "1,8");
+	want[0] = 3;
 	assert_int_equal(chlb_jump_order_sync_want(&o, (struct chlb_table_be[]){ be[0], be[7] }, 2,
 						   want, err, sizeof(err)),
 			 0);
-	assert_string_equal(order_str(&o), "-,8,-,-,-,1");
-	assert_int_equal(chlb_jump_order_find(&o, "10.9.0.1"), 5);
+	assert_string_equal(order_str(&o), "-,8,-,1");
+	assert_int_equal(chlb_jump_order_find(&o, "10.9.0.1"), 3);
 	assert_int_equal(chlb_jump_order_find(&o, "10.9.0.9"), CHLB_TOMBSTONE);
 	/* a bucket held by a backend that stays: refused, the order as it was */
 	want[0] = 1;
@@ -292,13 +298,13 @@ static void test_order_rules(void **state)
 						   want, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "'bucket 1': held by 10.9.0.8"));
-	assert_string_equal(order_str(&o), "-,8,-,-,-,1");
+	assert_string_equal(order_str(&o), "-,8,-,1");
 	/* ...but free when its holder leaves in the same sync */
 	assert_int_equal(chlb_jump_order_sync_want(&o, (struct chlb_table_be[]){ be[0] }, 1, want,
 						   err, sizeof(err)),
 			 0);
-	/* its old bucket was the last: trimmed; the older tombstones before it stay */
-	assert_string_equal(order_str(&o), "-,1,-,-,-");
+	/* its old bucket was the last: trimmed; the older tombstone before it stays */
+	assert_string_equal(order_str(&o), "-,1,-");
 	/* an old order with a backend in two buckets: it keeps the lowest */
 	assert_int_equal(chlb_jump_order_set(&o, legacy, 3), 0);
 	assert_int_equal(chlb_jump_order_sync(&o, be, 2, err, sizeof(err)), 0);

@@ -199,6 +199,15 @@ static void explicit_buckets(void **unused)
 			 -EINVAL);
 	assert_non_null(strstr(err, "'bucket': applies to algo jump and jtable only"));
 	chlb_state_free(&keep);
+	/* far past the end: more empty buckets than held ones, refused */
+	chlb_state_copy(&keep, &st);
+	assert_int_equal(
+	    exec_err(&keep, "backend add " SVC " 10.1.0.9 bucket 9\n", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'bucket 9': 6 of 10 buckets would be empty"));
+	chlb_state_free(&keep);
+	chlb_state_copy(&keep, &st);
+	exec_ok(&keep, "backend add " SVC " 10.1.0.9 bucket 5\n"); /* 3 of 6 empty: fine */
+	chlb_state_free(&keep);
 	/* out of range: the grammar's message */
 	chlb_state_copy(&keep, &st);
 	assert_int_equal(

@@ -152,7 +152,8 @@ int chlb_ring_vnodes(const struct chlb_table *t, __u32 *hash, __u32 *slot);
  *     the lowest, the others become tombstones;
  *   - a backend asked for bucket N (want[]) gets it: the order grows with
  *     tombstones up to N, its old bucket becomes a tombstone; a bucket held
- *     by another backend that stays is an error;
+ *     by another backend that stays is an error, and so is growing the
+ *     order until more buckets are empty than held;
  *   - a backend without a bucket gets the lowest tombstone, else the next
  *     bucket at the end, in canonical (name) order: the result does not
  *     depend on be[] order or on the order of statements;

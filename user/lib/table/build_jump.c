@@ -221,7 +221,7 @@ int chlb_jump_order_sync_want(struct chlb_jump_order *o, const struct chlb_table
 			      const __u32 *want, char *err, size_t errlen)
 {
 	__u32 *byname = NULL, *at = NULL, nb = o->n, live = 0, tombs = 0, pos, next_tomb = 0;
-	__u32 cap = o->n + n + 1;
+	__u32 cap = o->n + n + 1, grown_to = CHLB_TOMBSTONE;
 	char(*name)[CHLB_BE_NAME_LEN] = NULL;
 	bool any_created = false, any_want = false;
 	__u8 *created = NULL;
@@ -285,6 +285,8 @@ int chlb_jump_order_sync_want(struct chlb_jump_order *o, const struct chlb_table
 		if (w == CHLB_TOMBSTONE || at[r] == w)
 			continue;
 		any_want = true;
+		if (nb <= w)
+			grown_to = w;
 		while (nb <= w) {
 			name[nb][0] = 0;
 			created[nb++] = 0;
@@ -329,6 +331,18 @@ int chlb_jump_order_sync_want(struct chlb_jump_order *o, const struct chlb_table
 			live++;
 		else
 			tombs++;
+	}
+	/*
+	 * A bucket asked for past the end may not leave more empty buckets than
+	 * held ones: every empty one is a wasted attempt, and past 64 attempts
+	 * the fallback takes the flow (`bucket 65535` on a small service would
+	 * send nearly every flow there).
+	 */
+	if (grown_to != CHLB_TOMBSTONE && tombs > live) {
+		rc = chlb_err(err, errlen, -EINVAL,
+			      "'bucket %u': %u of %u buckets would be empty (at most half may be)",
+			      grown_to, tombs, nb);
+		goto out;
 	}
 	if (any_created && !any_want && tombs && 2 * tombs > live) {
 		__u32 w = 0;
