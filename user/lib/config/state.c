@@ -784,8 +784,12 @@ int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	chlb_fmt_addr(&c->backend, tok, sizeof(tok));
 	if (!chlb_cmd_is_change(c->kind))
 		return chlb_err(err, errlen, -EINVAL, "not a change statement");
-	if (c->kind == CHLB_CMD_SERVICE_ADD)
-		return service_add(st, ix, c, vip, err, errlen);
+	if (c->kind == CHLB_CMD_SERVICE_ADD) {
+		r = service_add(st, ix, c, vip, err, errlen);
+		if (!r)
+			st->svc[st->nsvc - 1].order_dirty = true;
+		return r;
+	}
 	s = ix_find_svc(st, ix, &c->vip);
 	if (!s)
 		return chlb_err(err, errlen, -ENOENT, "'%s': no such service", vip);
@@ -821,7 +825,15 @@ int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	default:
 		return chlb_err(err, errlen, -EINVAL, "not a change statement");
 	}
-	/* jump bucket orders: placed once per transaction (chlb_state_finalize) */
+	/*
+	 * Jump bucket orders are placed once per transaction, by
+	 * chlb_state_finalize(), for the services a statement may have changed
+	 * the order of (weights never do): one sort per changed service, not
+	 * one per jump service of the state.
+	 */
+	if (!r &&
+	    (c->kind != CHLB_CMD_BACKEND_SET || (c->set & (CHLB_OPT_BUCKET | CHLB_OPT_BUCKET_ONE))))
+		s->order_dirty = true;
 	return r;
 }
 
@@ -847,15 +859,18 @@ int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen)
 		char vip[CHLB_ADDRSTR], msg[CHLB_ERR_MAX];
 		int rc;
 
-		s->order_explicit = false;
 		s->weight_norm = 0;
 		for (__u32 j = 0; j < s->nbe; j++)
 			if (s->be[j].weight > s->weight_norm)
 				s->weight_norm = s->be[j].weight;
+		if (!s->order_dirty && !s->order_explicit)
+			continue;
 		rc = sync_order(s, msg, sizeof(msg));
 		if (rc)
 			return chlb_err(err, errlen, rc, "%s: %s",
 					chlb_fmt_vip(&s->vip, vip, sizeof(vip)), msg);
+		s->order_explicit = false;
+		s->order_dirty = false;
 	}
 	return 0;
 }

@@ -40,8 +40,8 @@ struct chlb_svc_cfg {
 	struct chlb_jump_order order; /* jump: bucket -> backend name */
 	bool order_explicit;	      /* order restored from `buckets` (state file) */
 	bool order_pinned;	      /* the text gave buckets: chlb_state_inherit() keeps them */
-	__u32 weight_norm;	      /* the heaviest configured weight: jump's full threshold,
-					   * which effective (health) weights never rescale */
+	bool order_dirty;	      /* a statement may have changed it: finalize syncs it */
+	__u32 weight_norm;	      /* the heaviest configured weight: jump's full threshold */
 	bool force;		      /* `force`: the VIP may be an address of chlbd's host */
 	struct chlb_check check;      /* health check (type NONE: none) */
 	struct chlb_health_policy health; /* on-down, slow start, panic */
