@@ -199,6 +199,13 @@ static void explicit_buckets(void **unused)
 			 -EINVAL);
 	assert_non_null(strstr(err, "'bucket': applies to algo jump and jtable only"));
 	chlb_state_free(&keep);
+	/* two backends swap buckets in one transaction */
+	chlb_state_copy(&keep, &st);
+	exec_ok(&keep,
+		"backend set " SVC " 10.1.0.2 bucket 0\nbackend set " SVC " 10.1.0.3 bucket 1\n");
+	assert_int_equal(chlb_jump_order_find(&keep.svc[0].order, "10.1.0.2"), 0);
+	assert_int_equal(chlb_jump_order_find(&keep.svc[0].order, "10.1.0.3"), 1);
+	chlb_state_free(&keep);
 	/* far past the end: more empty buckets than held ones, refused */
 	chlb_state_copy(&keep, &st);
 	assert_int_equal(

@@ -278,13 +278,28 @@ int chlb_jump_order_sync_want(struct chlb_jump_order *o, const struct chlb_table
 		created[b] = 1;
 		any_created = true;
 	}
-	/* asked-for buckets, in name order (so a clash names the same backend everywhere) */
+	/*
+	 * Asked-for buckets: first every mover leaves its bucket (so two
+	 * backends may swap), then each takes its own, in name order (so a
+	 * clash names the same backend everywhere).
+	 */
 	for (__u32 r = 0; want && r < n; r++) {
-		__u32 i = byname[r], w = want[i];
+		__u32 w = want[byname[r]];
 
 		if (w == CHLB_TOMBSTONE || at[r] == w)
 			continue;
 		any_want = true;
+		if (at[r] != CHLB_TOMBSTONE) {
+			name[at[r]][0] = 0;
+			created[at[r]] = 1;
+			at[r] = CHLB_TOMBSTONE;
+		}
+	}
+	for (__u32 r = 0; any_want && r < n; r++) {
+		__u32 i = byname[r], w = want[i];
+
+		if (w == CHLB_TOMBSTONE || at[r] == w)
+			continue;
 		if (nb <= w)
 			grown_to = w;
 		while (nb <= w) {
@@ -295,10 +310,6 @@ int chlb_jump_order_sync_want(struct chlb_jump_order *o, const struct chlb_table
 			rc = chlb_err(err, errlen, -EINVAL, "'bucket %u': held by %s (for %s)", w,
 				      name[w], be[i].name);
 			goto out;
-		}
-		if (at[r] != CHLB_TOMBSTONE) {
-			name[at[r]][0] = 0;
-			created[at[r]] = 1;
 		}
 		strcpy(name[w], be[i].name);
 		created[w] = 0;
