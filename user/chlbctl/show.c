@@ -89,20 +89,23 @@ void show_backends(json_object *r)
 	json_object *a = arr(r, "backends");
 
 	/*
-	 * CONNS: live connection entries, what a drain waits for (ended ones are
-	 * kept too). BUCKET: jump and jtable, the backend's bucket (desired state). A checked backend gets a second line: its health, the
-	 * weight the table holds (0 down, a slow-start step), the probe path,
-	 * probes sent/failed, since when, the last result (and why, when down).
+	 * BUCKET: jump and jtable, the backend's bucket (desired state; "-" for
+	 * the others). CONNS: live connection entries, what a drain waits for
+	 * (ended ones are kept too); last, as before buckets existed, so scripts
+	 * that read the last column keep working. A checked backend gets a
+	 * second line: its health, the weight the table holds (0 down, a
+	 * slow-start step), the probe path, probes sent/failed, since when, the
+	 * last result (and why, when down).
 	 */
-	printf("%-28s %-40s %6s %5s %5s %-8s %8s %6s\n", "SERVICE", "BACKEND", "WEIGHT", "SLOT",
-	       "GEN", "STATE", "CONNS", "BUCKET");
+	printf("%-28s %-40s %6s %5s %5s %-8s %6s %8s\n", "SERVICE", "BACKEND", "WEIGHT", "SLOT",
+	       "GEN", "STATE", "BUCKET", "CONNS");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
 		const char *h = s(e, "health");
 
-		printf("%-28s %-40s %6s %5s %5s %-8s %8s %6s\n", s(e, "service"), s(e, "address"),
-		       s(e, "weight"), s(e, "slot"), s(e, "gen"), s(e, "state"), s(e, "conns"),
-		       s(e, "bucket"));
+		printf("%-28s %-40s %6s %5s %5s %-8s %6s %8s\n", s(e, "service"), s(e, "address"),
+		       s(e, "weight"), s(e, "slot"), s(e, "gen"), s(e, "state"), s(e, "bucket"),
+		       s(e, "conns"));
 		if (!strcmp(h, "-") || !strcmp(h, "none"))
 			continue;
 		printf(
