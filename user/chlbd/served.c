@@ -24,9 +24,9 @@ static struct pinned {
 } pinned[CHLB_TABLE_SLOTS];
 
 /* The engine's slot for table slot tslot, or NULL. */
-static const struct chlb_rt_slot *rt_slot(__u32 tslot)
+static struct chlb_rt_slot *rt_slot(__u32 tslot)
 {
-	const struct chlb_rt_svc *s = &D.rt->svc[tslot / CHLB_SLOTS_PER_SERVICE];
+	struct chlb_rt_svc *s = &D.rt->svc[tslot / CHLB_SLOTS_PER_SERVICE];
 
 	return s->used ? &s->slot[tslot % CHLB_SLOTS_PER_SERVICE] : NULL;
 }
@@ -59,7 +59,7 @@ static int read_pinned(__u32 tslot, struct chlb_table *t)
 
 int served_table(__u32 tslot, struct served_table *out)
 {
-	const struct chlb_rt_slot *sl;
+	struct chlb_rt_slot *sl;
 	struct pinned *p;
 	int rc;
 
@@ -71,8 +71,8 @@ int served_table(__u32 tslot, struct served_table *out)
 	sl = rt_slot(tslot);
 	if (sl && sl->t.nwords) {
 		out->t = &sl->t;
-		out->has_fp = sl->has_dfp;
-		out->fp = sl->dfp;
+		out->has_fp = !chlb_rt_slot_fp(D.rt, &D.rt->svc[tslot / CHLB_SLOTS_PER_SERVICE], sl,
+					       &out->fp);
 		return 0;
 	}
 	if (!is_adopted(sl)) {

@@ -222,18 +222,30 @@ static void swap_hist_add(struct chlb_swap_hist *h, double s)
 	h->sum_s += s;
 }
 
-/*
- * The slot's decision fingerprint (what users see: chlb_rt_table_fp), once
- * its table serves: not on the swap's path (~1.5 ms for a 160k-vnode ring).
- */
-static void slot_fp(struct chlb_rt *rt, struct chlb_rt_slot *sl, const char *vip)
+/* A table that now serves: its decision fingerprint is due (chlb_rt_slot_fp). */
+static void slot_fp_due(struct chlb_rt_slot *sl)
 {
-	char err[CHLB_ERR_MAX];
+	sl->dfp_due = true;
+	sl->has_dfp = false;
+}
 
-	sl->has_dfp = !chlb_rt_table_fp(rt, sl->t.words, sl->t.nwords, sl->bes, sl->nbes, &sl->dfp,
-					err, sizeof(err));
-	if (!sl->has_dfp)
-		rt_log(rt, LOG_WARNING, "service %s: no table fingerprint: %s", vip, err);
+int chlb_rt_slot_fp(struct chlb_rt *rt, struct chlb_rt_svc *svc, struct chlb_rt_slot *sl, __u32 *fp)
+{
+	char err[CHLB_ERR_MAX], vip[CHLB_ADDRSTR];
+
+	if (sl->dfp_due) {
+		sl->dfp_due = false;
+		chlb_fmt_vip(&svc->vip, vip, sizeof(vip));
+		sl->has_dfp = !chlb_rt_table_fp(rt, sl->t.words, sl->t.nwords, sl->bes, sl->nbes,
+						&sl->dfp, err, sizeof(err));
+		if (sl->has_dfp)
+			rt_log(rt, LOG_INFO, "service %s: table slot %d fingerprint %08x", vip,
+			       (int)(sl - svc->slot), sl->dfp);
+		else
+			rt_log(rt, LOG_WARNING, "service %s: no table fingerprint: %s", vip, err);
+	}
+	*fp = sl->dfp;
+	return sl->has_dfp ? 0 : -ENODATA;
 }
 
 /* Build + write + publish one service whose table changed. */
@@ -293,9 +305,8 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 		if (rc)
 			return chlb_syserr(err, errlen, rc,
 					   "'%s': couldn't update the service view", vip);
-		slot_fp(rt, cur, vip);
-		rt_log(rt, LOG_DEBUG, "service %s: adopted table slot %u (fingerprint %08x)", vip,
-		       s->view[0], cur->dfp);
+		slot_fp_due(cur);
+		rt_log(rt, LOG_DEBUG, "service %s: adopted table slot %u", vip, s->view[0]);
 		return 0;
 	}
 	s->adopted = false;
@@ -347,11 +358,11 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	s->swaps++;
 	s->last_swap_ms = (double)(chlb_now_ns() - t0) / 1e6;
 	swap_hist_add(&rt->swap_hist, s->last_swap_ms / 1e3);
-	slot_fp(rt, &s->slot[k], vip);
+	slot_fp_due(&s->slot[k]); /* logged when computed, after the reply */
 	rt_log(rt, LOG_INFO,
-	       "service %s: swapped to table slot %d: %s, %u backends, %u words, fingerprint "
-	       "%08x, %.3f ms (build %.3f, write %.3f, publish %.3f)",
-	       vip, k, chlb_algo_name(c->algo), c->nbe, t.nwords, s->slot[k].dfp, s->last_swap_ms,
+	       "service %s: swapped to table slot %d: %s, %u backends, %u words, %.3f ms "
+	       "(build %.3f, write %.3f, publish %.3f)",
+	       vip, k, chlb_algo_name(c->algo), c->nbe, t.nwords, s->last_swap_ms,
 	       (double)(t_built - t0) / 1e6, (double)(t_written - t_built) / 1e6,
 	       (double)(chlb_now_ns() - t_written) / 1e6);
 	return 0;
@@ -665,6 +676,10 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 		}
 		for (int k = 0, first = 1; k < CHLB_SLOTS_PER_SERVICE; k++) {
 			struct chlb_rt_slot *sl = &s->slot[k];
+			__u32 fp;
+
+			if (sl->used && sl->dfp_due) /* after the swap's reply went out */
+				chlb_rt_slot_fp(rt, s, sl, &fp);
 
 			if (!sl->used && s->nview && !s->retiring && rt->ops.prealloc) {
 				/* a later swap writes here: size it now, not in the swap's path */
