@@ -263,32 +263,6 @@ static void reset_down(const struct chlb_state *desired)
 	}
 }
 
-/* next's service vip becomes a copy of `from`, or leaves next when from is NULL. */
-static void put_back(struct chlb_state *next, const struct chlb_vip *vip,
-		     const struct chlb_svc_cfg *from)
-{
-	struct chlb_svc_cfg *n = chlb_state_find(next, vip);
-	struct chlb_state one, tmp = { .nsvc = 1, .cap = 1, .svc = (struct chlb_svc_cfg *)from };
-	void *p;
-
-	if (n) {
-		free(n->be);
-		chlb_jump_order_free(&n->order);
-		*n = next->svc[--next->nsvc];
-	}
-	if (!from || chlb_state_copy(&one, &tmp))
-		return;
-	p = realloc(next->svc, (next->nsvc + 1) * sizeof(*next->svc));
-	if (!p) {
-		chlb_state_free(&one);
-		return;
-	}
-	next->svc = p;
-	next->cap = next->nsvc + 1;
-	next->svc[next->nsvc++] = one.svc[0];
-	free(one.svc);
-}
-
 /* After an apply of eff: it is what serves, or (no overlay, all applied) the desired state is. */
 static void keep_applied(struct chlb_state *eff, bool overlay, int r)
 {
@@ -331,7 +305,7 @@ int health_apply_effective(const struct chlb_state *cur, struct chlb_state *next
 
 			e = chlb_state_find(&eff, &w->vip);
 			if (!e || !chlb_svc_equal(e, w))
-				put_back(next, &w->vip, chlb_state_find(cur, &w->vip));
+				chlb_state_put_svc(next, &w->vip, chlb_state_find(cur, &w->vip));
 		}
 		chlb_state_free(&want);
 	}

@@ -82,6 +82,31 @@ int chlb_state_copy(struct chlb_state *dst, const struct chlb_state *src)
 	return 0;
 }
 
+void chlb_state_put_svc(struct chlb_state *st, const struct chlb_vip *vip,
+			const struct chlb_svc_cfg *from)
+{
+	struct chlb_svc_cfg *n = chlb_state_find(st, vip);
+	struct chlb_state one, tmp = { .nsvc = 1, .cap = 1, .svc = (struct chlb_svc_cfg *)from };
+	void *p;
+
+	if (n) {
+		free(n->be);
+		chlb_jump_order_free(&n->order);
+		*n = st->svc[--st->nsvc];
+	}
+	if (!from || chlb_state_copy(&one, &tmp))
+		return;
+	p = realloc(st->svc, (st->nsvc + 1) * sizeof(*st->svc));
+	if (!p) {
+		chlb_state_free(&one);
+		return;
+	}
+	st->svc = p;
+	st->cap = st->nsvc + 1;
+	st->svc[st->nsvc++] = one.svc[0];
+	free(one.svc);
+}
+
 struct chlb_svc_cfg *chlb_state_find(const struct chlb_state *st, const struct chlb_vip *vip)
 {
 	for (__u32 i = 0; i < st->nsvc; i++)

@@ -55,6 +55,13 @@ struct chlb_state {
 void chlb_state_init(struct chlb_state *st);
 void chlb_state_free(struct chlb_state *st);
 int chlb_state_copy(struct chlb_state *dst, const struct chlb_state *src);
+/*
+ * st's service vip becomes a copy of `from` (another state's), or leaves st
+ * when from is NULL: a service put back to what serves. Out of memory
+ * leaves it out.
+ */
+void chlb_state_put_svc(struct chlb_state *st, const struct chlb_vip *vip,
+			const struct chlb_svc_cfg *from);
 
 struct chlb_svc_cfg *chlb_state_find(const struct chlb_state *st, const struct chlb_vip *vip);
 struct chlb_cfg_be *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struct chlb_addr *a);

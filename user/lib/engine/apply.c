@@ -383,32 +383,6 @@ static void delete_service(struct chlb_rt *rt, struct chlb_rt_svc *s)
 	rt_log(rt, LOG_INFO, "service %s: deleted", chlb_fmt_vip(&s->vip, vip, sizeof(vip)));
 }
 
-/* A service that failed to apply goes back to what serves: its cur form, or nothing. */
-static void restore_svc(struct chlb_state *next, const struct chlb_vip *vip,
-			const struct chlb_svc_cfg *old)
-{
-	struct chlb_svc_cfg *n = chlb_state_find(next, vip);
-	struct chlb_state tmp = { .nsvc = 1, .cap = 1, .svc = (struct chlb_svc_cfg *)old }, one;
-	void *p;
-
-	if (n) {
-		free(n->be);
-		chlb_jump_order_free(&n->order);
-		*n = next->svc[--next->nsvc];
-	}
-	if (!old || chlb_state_copy(&one, &tmp))
-		return;
-	p = realloc(next->svc, (next->nsvc + 1) * sizeof(*next->svc));
-	if (!p) {
-		chlb_state_free(&one);
-		return;
-	}
-	next->svc = p;
-	next->cap = next->nsvc + 1;
-	next->svc[next->nsvc++] = one.svc[0];
-	free(one.svc);
-}
-
 /* Keep the slots of c's backends in its service (so none of them is marked DEAD). */
 static void mark_wanted(struct chlb_rt *rt, const struct chlb_svc_cfg *c)
 {
@@ -560,7 +534,7 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 	for (int i = 0; i < bad; i++) {
 		const struct chlb_svc_cfg *old = chlb_state_find(cur, &failed[i]);
 
-		restore_svc(next, &failed[i], old);
+		chlb_state_put_svc(next, &failed[i], old); /* back to what serves */
 		if (old) /* it still serves its old table: its backends stay LIVE */
 			mark_wanted(rt, old);
 	}
