@@ -125,7 +125,7 @@ apply_ok() {
 }
 
 test_example_config_is_valid() {
-	local opts examples=$LIB_DIR/examples.conf
+	local opts n examples=$LIB_DIR/examples.conf
 	check "example config: comment lines explain it" \
 		[ "$(grep -c '^#' "$CONF")" -ge 20 ] || return 1
 	# as installed it configures nothing, so a chlbd started with it serves nothing yet
@@ -138,7 +138,10 @@ test_example_config_is_valid() {
 		return 1
 	check "uncommented examples pass validation" apply_ok "$examples" || return 1
 	ctl apply -f "$examples" >/dev/null || return 1
-	check "examples applied: 2 services" [ "$(saved | grep -c '^service add')" = 2 ] || return 1
+	n=$(grep -c '^service add' "$examples")
+	check "examples applied: $n services" [ "$(saved | grep -c '^service add')" = "$n" ] || return 1
+	check "the example's health check is in the state" \
+		grep -qE '^service add 203\.0\.113\.10:80/tcp .*check http path /healthz' <<<"$(saved)" || return 1
 	clear_services || return 1
 	chlbd_stop
 	# /etc/default/chlbd: CHLBD_OPTS holds options chlbd knows
