@@ -104,7 +104,37 @@ if [ -n "$pick" ]; then
 fi
 hold_stop demo
 say
-say "7. chlbctl stats:"
+say "7. A health check, then b3's server stops:"
+say "   \$ chlbctl service set $VIP check tcp interval 200 timeout 150 rise 2 fall 2"
+ctl service set "$VIP" check tcp interval 200 timeout 150 rise 2 fall 2 >/dev/null ||
+	die "service set check failed"
+health() { ctl -j backend list "$VIP" | jq -r --arg a "$(be_addr4 "$1")" \
+	'.backends[] | select(.address == $a) | .health'; }
+all_up() { for i in 1 2 3 4; do [ "$(health $i)" = up ] || return 1; done; }
+claim "chlbd probes every backend and finds it up" lib_wait_for 5 all_up
+for p in $(ip netns pids "$(ns_b 3)"); do
+	[ "$(cat "/proc/$p/comm" 2>/dev/null)" = chlb-echo ] && kill "$p"
+done
+t_stop=$(date +%s%N)
+b3_down() { [ "$(health 3)" = down ]; }
+lib_wait_for 5 b3_down
+ms=$((($(date +%s%N) - t_stop) / 1000000))
+say "   \$ chlbctl backend list $VIP    (b3's lines)"
+ctl backend list "$VIP" | grep -A1 " $(be_addr4 3) " | sed 's/^/     /'
+down_in_time() { b3_down && [ "$ms" -le 1500 ]; }
+claim "b3 is down $ms ms after its server stopped (fall 2 at 200 ms intervals: within 1.5 s)" \
+	down_in_time
+out3=$LIB_DIR/demo-3.out
+client once -t "$VIP4" -n $NEWFLOWS -k 16 -q >"$out3"
+say "   $NEWFLOWS new connections while b3 is down:"
+table "$out3" "$(summary_field "$out3" ok)"
+none_to_b3() { [ "$(summary_field "$out3" ok)" = $NEWFLOWS ] && ! grep -q '^backend b3 ' "$out3"; }
+claim "all $NEWFLOWS answered, none sent to b3" none_to_b3
+echo_start 3
+b3_up() { [ "$(health 3)" = up ]; }
+claim "b3's server restarted: b3 is up again" lib_wait_for 5 b3_up
+say
+say "8. chlbctl stats:"
 ctl stats | sed 's/^/     /'
 claim "chlbctl stats answered" ctl_quiet stats
 say
