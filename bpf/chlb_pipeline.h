@@ -77,6 +77,17 @@ static __always_inline struct chlb_service *vip_lookup(const struct chlb_pkt *p)
 	return vip_find(&key);
 }
 
+/*
+ * The flow's CRC as the service hashes it (the VIP's CRC precomputed for
+ * IPv6 5-tuples): what picks the backend and derives the encap source.
+ */
+static __always_inline __u32 svc_flow_crc(const struct chlb_service *svc, const struct chlb_pkt *p)
+{
+	if (p->family == CHLB_AF_INET6 && svc->hash_fields == CHLB_HASH_5TUPLE)
+		return chlb_flow_crc_v6vip(&p->flow, svc->vip_crc);
+	return chlb_flow_crc(&p->flow, svc->hash_fields);
+}
+
 static __always_inline int pass(void *ctx, bool tc, __u32 reason)
 {
 	stat_reason(reason);
@@ -130,10 +141,7 @@ static __always_inline int chlb_process(void *ctx, bool tc)
 		p.syn = 0;
 	}
 
-	if (p.family == CHLB_AF_INET6 && svc->hash_fields == CHLB_HASH_5TUPLE)
-		crc = chlb_flow_crc_v6vip(&p.flow, svc->vip_crc);
-	else
-		crc = chlb_flow_crc(&p.flow, svc->hash_fields);
+	crc = svc_flow_crc(svc, &p);
 	be = chlb_stick(svc, &p, crc, &slot, &new_flow);
 	if (!be)
 		return drop(ctx, tc, CHLB_R_NO_BACKEND);

@@ -36,7 +36,7 @@ static __always_inline int chlb_probe(struct __sk_buff *skb)
 	struct chlb_service *svc;
 	struct chlb_backend *be;
 	struct chlb_nexthop nh;
-	__u32 mark = skb->mark, slot, crc;
+	__u32 mark = skb->mark, slot;
 
 	/* everything else the interface sends: one compare */
 	if (!CHLB_IS_PROBE_MARK(mark))
@@ -58,14 +58,9 @@ static __always_inline int chlb_probe(struct __sk_buff *skb)
 		return drop(skb, tc, CHLB_R_PROBE_DROPPED);
 	if (chlb_nexthop(skb, tc, be, &nh) != CHLB_R_MAX)
 		return drop(skb, tc, CHLB_R_PROBE_DROPPED);
-	if (svc->fwd == CHLB_FWD_IPIP) {
-		if (p.family == CHLB_AF_INET6 && svc->hash_fields == CHLB_HASH_5TUPLE)
-			crc = chlb_flow_crc_v6vip(&p.flow, svc->vip_crc);
-		else
-			crc = chlb_flow_crc(&p.flow, svc->hash_fields);
-		if (chlb_encap(skb, tc, &p, svc, be, chlb_hash_fin(crc)))
-			return drop(skb, tc, CHLB_R_ERROR);
-	}
+	if (svc->fwd == CHLB_FWD_IPIP &&
+	    chlb_encap(skb, tc, &p, svc, be, chlb_hash_fin(svc_flow_crc(svc, &p))))
+		return drop(skb, tc, CHLB_R_ERROR);
 	if (chlb_set_macs(skb, tc, &nh))
 		return drop(skb, tc, CHLB_R_ERROR);
 	stat_reason(CHLB_R_PROBE_STEERED);
