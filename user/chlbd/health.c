@@ -55,19 +55,6 @@ static void schedule_first(struct hc *h, __u64 now)
 	next_due = 0;
 }
 
-static bool ck_equal(const struct chlb_check *a, const struct chlb_check *b)
-{
-	return a->type == b->type && a->via == b->via && a->rise == b->rise && a->fall == b->fall &&
-	       a->port == b->port && a->expect_lo == b->expect_lo && a->expect_hi == b->expect_hi &&
-	       a->interval_ms == b->interval_ms && a->timeout_ms == b->timeout_ms &&
-	       !strcmp(a->path, b->path) && !strcmp(a->host, b->host);
-}
-
-static const char *type_name(__u8 t)
-{
-	return t == CHLB_CHECK_TCP ? "tcp" : t == CHLB_CHECK_HTTP ? "http" : "none";
-}
-
 void health_sync(const struct chlb_state *st)
 {
 	__u64 now = chlb_now_ns();
@@ -105,14 +92,15 @@ void health_sync(const struct chlb_state *st)
 				if (ramp && synced_once)
 					h->ramp_start_ns = now;
 				schedule_first(h, now);
-			} else if (!ck_equal(&ck, &h->ck)) {
+			} else if (!chlb_check_equal(&ck, &h->ck)) {
 				/* new settings: the probes restart; the state stays until they decide */
 				probe_cancel(h);
 				h->ok_run = h->fail_run = 0;
 				pr_info(
 				    "health: service %s backend %s: check %s -> %s: probes restart",
 				    chlb_fmt_vip(&s->vip, vs, sizeof(vs)), h->name,
-				    type_name(h->ck.type), type_name(ck.type));
+				    chlb_check_type_name(h->ck.type),
+				    chlb_check_type_name(ck.type));
 				if (ck.type == CHLB_CHECK_NONE && h->state != HC_UNKNOWN) {
 					h->state = HC_UNKNOWN;
 					h->since_ns = now;
