@@ -22,23 +22,12 @@
 #include "dp/nexthop.h"
 #include "dp/rtnl.h"
 
-/* Send one request, receive one reply into buf. Returns reply length or -errno. */
+/* dp_rtnl_talk, with an error reply (or a bare ACK: no answer) as -errno. */
 static int nl_talk(struct dp_rtnl_req *r, char *buf, size_t len)
 {
 	struct nlmsghdr *nh;
-	int fd, n, rc;
+	int rc = dp_rtnl_talk(r, buf, len);
 
-	fd = dp_rtnl_open();
-	if (fd < 0)
-		return fd;
-	rc = dp_rtnl_send(fd, r);
-	if (rc) {
-		close(fd);
-		return rc;
-	}
-	n = recv(fd, buf, len, 0);
-	rc = n < 0 ? -errno : n;
-	close(fd);
 	if (rc < (int)sizeof(*nh))
 		return rc < 0 ? rc : -EIO;
 	nh = (struct nlmsghdr *)buf;

@@ -109,7 +109,7 @@ int chlb_route_host(bool add, __u32 table, __u8 proto, const struct chlb_addr *a
 		    size_t errlen)
 {
 	struct dp_rtnl_req r = { 0 };
-	int alen = a->family == CHLB_AF_INET ? 4 : 16, fd, rc;
+	int alen = a->family == CHLB_AF_INET ? 4 : 16, rc;
 	char buf[1024], text[64];
 	struct nlmsghdr *nh;
 
@@ -129,24 +129,13 @@ int chlb_route_host(bool add, __u32 table, __u8 proto, const struct chlb_addr *a
 	dp_rtnl_addattr(&r, RTA_TABLE, &table, sizeof(table));
 	dp_rtnl_addattr(&r, RTA_DST, a->a, alen);
 	chlb_fmt_addr(a, text, sizeof(text));
-	fd = dp_rtnl_open();
-	if (fd < 0)
-		return chlb_syserr(err, errlen, fd, "route table %u: couldn't open rtnetlink",
-				   table);
-	rc = dp_rtnl_send(fd, &r);
-	if (!rc) {
-		int n = (int)recv(fd, buf, sizeof(buf), 0);
-
-		nh = (struct nlmsghdr *)buf;
-		if (n < 0)
-			rc = -errno;
-		else if (n < (int)NLMSG_LENGTH(sizeof(struct nlmsgerr)) ||
-			 nh->nlmsg_type != NLMSG_ERROR)
-			rc = -EIO;
-		else
-			rc = ((struct nlmsgerr *)NLMSG_DATA(nh))->error;
-	}
-	close(fd);
+	rc = dp_rtnl_talk(&r, buf, sizeof(buf));
+	nh = (struct nlmsghdr *)buf;
+	if (rc >= 0 &&
+	    (rc < (int)NLMSG_LENGTH(sizeof(struct nlmsgerr)) || nh->nlmsg_type != NLMSG_ERROR))
+		rc = -EIO;
+	else if (rc >= 0)
+		rc = ((struct nlmsgerr *)NLMSG_DATA(nh))->error;
 	if (rc)
 		return chlb_syserr(err, errlen, rc, "route table %u: couldn't %s the route to %s",
 				   table, add ? "add" : "remove", text);

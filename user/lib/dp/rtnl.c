@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "dp/rtnl.h"
 
@@ -29,4 +30,20 @@ int dp_rtnl_send(int fd, const struct dp_rtnl_req *r)
 
 	return sendto(fd, r, r->nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno
 											 : 0;
+}
+
+int dp_rtnl_talk(const struct dp_rtnl_req *r, char *buf, size_t len)
+{
+	int fd = dp_rtnl_open(), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = dp_rtnl_send(fd, r);
+	if (!rc) {
+		ssize_t n = recv(fd, buf, len, 0);
+
+		rc = n < 0 ? -errno : (int)n;
+	}
+	close(fd);
+	return rc;
 }

@@ -2,8 +2,8 @@
 /*
  * One rtnetlink request, as route.c (VIP host routes) and nexthop.c (FIB
  * and neighbour lookups) build and send them: a header, a route or
- * neighbour message, a few attributes. Each caller reads its own replies
- * (a dump, an ACK, or one answer).
+ * neighbour message, a few attributes. A request with one reply (an ACK
+ * or one answer) goes through dp_rtnl_talk; a dump reads its own.
  */
 #ifndef CHLB_DP_RTNL_H
 #define CHLB_DP_RTNL_H
@@ -29,5 +29,8 @@ int dp_rtnl_open(void);
 
 /* r to the kernel on fd: 0 or -errno. */
 int dp_rtnl_send(int fd, const struct dp_rtnl_req *r);
+
+/* r to the kernel on a socket of its own, one reply read into buf: its length, or -errno. */
+int dp_rtnl_talk(const struct dp_rtnl_req *r, char *buf, size_t len);
 
 #endif /* CHLB_DP_RTNL_H */
