@@ -10,6 +10,20 @@
 #include "routes.h"
 
 /*
+ * Converges the data plane to x (consumed) and makes it D.state: it describes
+ * what serves even after a partial failure. health_apply_desired()'s result.
+ */
+static int serve(struct chlb_state *x, char *err, size_t errlen)
+{
+	int r = health_apply_desired(&D.state, x, err, errlen);
+
+	chlb_state_free(&D.state);
+	D.state = *x;
+	chlb_state_init(x);
+	return r;
+}
+
+/*
  * Durability and atomicity: a change is written, then applied, then
  * published, so it is durable before it is acknowledged, or not applied at
  * all:
@@ -41,12 +55,8 @@
 static int commit_start(struct chlb_state *next, char *err, size_t errlen)
 {
 	char perr[CHLB_ERR_MAX * 2];
-	int r = health_apply_desired(&D.state, next, err, errlen);
+	int r = serve(next, err, errlen);
 
-	/* next now describes what serves, even after a partial failure */
-	chlb_state_free(&D.state);
-	D.state = *next;
-	chlb_state_init(next);
 	if (chlb_state_save_file(&D.state, D.state_path, perr, sizeof(perr)))
 		pr_err("state not written back at start (what serves came from it or from -c): %s",
 		       perr);
@@ -57,11 +67,8 @@ static int commit_start(struct chlb_state *next, char *err, size_t errlen)
 static int roll_back(struct chlb_state *old)
 {
 	char err[CHLB_ERR_MAX * 2];
-	int r = health_apply_desired(&D.state, old, err, sizeof(err));
+	int r = serve(old, err, sizeof(err));
 
-	chlb_state_free(&D.state);
-	D.state = *old; /* what serves, even if the roll back failed in part */
-	chlb_state_init(old);
 	if (r)
 		pr_err("rolling back: %s", err);
 	return r;
@@ -99,11 +106,8 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 		return -1;
 	}
 	D.rt->yield = D.answer_readonly; /* read-only requests are answered meanwhile (server.c) */
-	r = health_apply_desired(&D.state, next, perr, sizeof(perr));
+	r = serve(next, perr, sizeof(perr));
 	D.rt->yield = NULL;
-	chlb_state_free(&D.state);
-	D.state = *next; /* what serves, even after a partial failure */
-	chlb_state_init(next);
 	if (!r && chlb_state_publish(&pend, perr, sizeof(perr))) {
 		pr_err("state not persisted: %s; rolling back", perr);
 		r = -1;
