@@ -53,6 +53,7 @@ int chlb_dp_sync_apply(struct chlb_dp *dp, const struct chlb_flow *flow, __u32 s
 	};
 	int fd = chlb_dp_map_fd(dp, CHLB_MAP_CONNS), rc;
 	struct chlb_conn e;
+	bool valid;
 
 	if (slot >= CHLB_MAX_BACKENDS)
 		return -EINVAL;
@@ -70,13 +71,14 @@ int chlb_dp_sync_apply(struct chlb_dp *dp, const struct chlb_flow *flow, __u32 s
 		/* the program inserted it just now: this host saw the connection itself */
 		return CHLB_SYNC_KEPT;
 	}
-	if (entry_valid(dp, &e) && !(e.flags & CHLB_CONN_F_ENDED)) {
+	valid = entry_valid(dp, &e);
+	if (valid && !(e.flags & CHLB_CONN_F_ENDED)) {
 		if (!(flags & CHLB_CONN_F_ENDED))
 			return CHLB_SYNC_KEPT;
 		/* the connection ended where the peer saw it: the entry keeps its backend */
 		e.flags |= CHLB_CONN_F_ENDED;
 		c = e;
-	} else if (entry_valid(dp, &e) && (flags & CHLB_CONN_F_ENDED)) {
+	} else if (valid && (flags & CHLB_CONN_F_ENDED)) {
 		return CHLB_SYNC_KEPT; /* ended here too */
 	}
 	/* an ended or stale entry: the 5-tuple was reused, or the backend left */
