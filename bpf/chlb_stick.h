@@ -140,14 +140,18 @@ static __always_inline void conn_insert(const struct chlb_flow *f, const struct 
 		stat_reason(CHLB_R_ERROR);
 }
 
-/* Point an existing entry at backend d (a reused 5-tuple, or a stale entry). */
-static __always_inline void conn_rewrite(struct chlb_conn *e, __u32 d,
-					 const struct chlb_backend *be, __u64 now)
+/*
+ * Point an existing entry at backend d (a reused 5-tuple, or a stale entry)
+ * with these flags, and tell the sync peers, as conn_insert does.
+ */
+static __always_inline void conn_rewrite(struct chlb_conn *e, const struct chlb_flow *f, __u32 d,
+					 const struct chlb_backend *be, __u64 now, __u32 flags)
 {
 	e->backend = (__u16)d;
 	e->gen = be->gen;
-	e->flags = 0;
+	e->flags = flags;
 	e->last_ns = now;
+	sync_emit(f, d, be->gen, flags);
 }
 
 /* The backend table k of the view picks, LIVE, or NULL. */
@@ -206,8 +210,7 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
 		return NULL;
 	if (e) {
 		stat_reason(CHLB_R_SYN_REUSE);
-		conn_rewrite(e, d, be, now);
-		sync_emit(&p->flow, d, be->gen, 0);
+		conn_rewrite(e, &p->flow, d, be, now, 0);
 	}
 	if (r.el)
 		r.el->syn[chlb_syn_index(r.fk)] = chlb_syn_stamp(syn_clock(), svc->table[0]);
@@ -262,15 +265,12 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		be = decide_live(svc, 0, crc, &d);
 		if (!be)
 			return NULL;
-		conn_rewrite(e, d, be, now);
 		/*
 		 * A TCP connection whose backend left is broken: the new backend
 		 * answers it with a RST the LB never sees. Marked ended, so the
 		 * next SYN on this 5-tuple is decided afresh, not by this entry.
 		 */
-		if (!udp)
-			e->flags = CHLB_CONN_F_ENDED;
-		sync_emit(&p->flow, d, be->gen, e->flags);
+		conn_rewrite(e, &p->flow, d, be, now, udp ? 0 : CHLB_CONN_F_ENDED);
 		*slot = d;
 		return be;
 	}
