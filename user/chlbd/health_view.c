@@ -3,11 +3,6 @@
 #include <string.h>
 #include "health.h"
 
-static const char *check_name(__u8 t)
-{
-	return t == CHLB_CHECK_TCP ? "tcp" : t == CHLB_CHECK_HTTP ? "http" : "none";
-}
-
 static void add_str(json_object *o, const char *k, const char *v)
 {
 	json_object_object_add(o, k, json_object_new_string(v));
@@ -37,7 +32,7 @@ void health_be_json(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b, j
 		return;
 	}
 	add_str(e, "health", h->ck.type == CHLB_CHECK_NONE ? "none" : health_state_name(h->state));
-	add_str(e, "check", check_name(h->ck.type));
+	add_str(e, "check", chlb_check_type_name(h->ck.type));
 	add_int(e, "effective_weight", h->eff_weight);
 	if (hs && hs->panic)
 		json_object_object_add(e, "panic", json_object_new_boolean(true));
