@@ -384,13 +384,23 @@ static void safe_files(void **unused)
 	chlb_state_free(&b);
 }
 
+/* A config path that opens but cannot be read (a directory) is an error, never an empty config. */
+static void unreadable_file(void **unused)
+{
+	char err[CHLB_ERR_MAX] = "";
+
+	(void)unused;
+	assert_null(chlb_read_file("/", 1 << 20, err, sizeof(err)));
+	assert_non_null(strstr(err, "read failed"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(validation),	   cmocka_unit_test(too_many_services),
 		cmocka_unit_test(text_round_trip), cmocka_unit_test(bad_line_applies_nothing),
 		cmocka_unit_test(files),	   cmocka_unit_test(indexed_equals_plain),
-		cmocka_unit_test(safe_files),
+		cmocka_unit_test(safe_files),	   cmocka_unit_test(unreadable_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

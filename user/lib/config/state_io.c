@@ -278,7 +278,14 @@ static int read_file(const char *path, size_t max, char **out, char *err, size_t
 		n = read(fd, buf + got, cap - got);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n < 0) { /* a read error is not the end: never parse half a file */
+			int rc = -errno;
+
+			free(buf);
+			close(fd);
+			return chlb_syserr(err, errlen, rc, "'%s': read failed", path);
+		}
+		if (n == 0)
 			break;
 		got += (size_t)n;
 	}
