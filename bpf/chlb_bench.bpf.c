@@ -138,6 +138,31 @@ int bench_probe_read(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
+/*
+ * Platform probe: the kernel's own LRU insert, nothing of chlb around it. A
+ * fresh key per run (the counter in the source), inserted with
+ * BPF_NOEXIST into an LRU hash of conns' size, key and value; the bench
+ * deletes each batch's keys afterwards, as first_ack_n1000 does, so the
+ * LRU stays hot and far from full. first_ack_n1000 minus this is what
+ * chlb adds to the insert it cannot avoid.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 20);
+	__type(key, struct chlb_flow);
+	__type(value, struct chlb_conn);
+} probe_lru SEC(".maps");
+
+SEC("xdp")
+int bench_probe_lru_insert(struct xdp_md *ctx)
+{
+	struct chlb_flow f = { .sport = 1, .dport = 80, .proto = IPPROTO_TCP, .family = CHLB_AF_INET };
+	struct chlb_conn c = { .backend = 1, .gen = 1 };
+
+	*(__u32 *)f.src = ++bench_counter;
+	return bpf_map_update_elem(&probe_lru, &f, &c, BPF_NOEXIST) ? XDP_ABORTED : XDP_TX;
+}
+
 SEC("xdp")
 int bench_bare_tx(struct xdp_md *ctx)
 {

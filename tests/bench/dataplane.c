@@ -371,6 +371,7 @@ static void print_goals(void)
 		{ "first_ack_n1000", 200 },	 { "syn_flood_cold", 100 },
 	};
 	double n1000 = net_of("new_flow_ring_n1000"), n10 = net_of("new_flow_ring_n10");
+	double fa = net_of("first_ack_n1000");
 
 	printf("goals (net ns, this run):\n");
 	for (size_t i = 0; i < sizeof(goals) / sizeof(goals[0]); i++) {
@@ -383,6 +384,19 @@ static void print_goals(void)
 	if (n1000 >= 0 && n10 > 0)
 		printf("  %-36s %6.2f <= %5.1f  %s\n", "new_flow_ring_n1000 / _n10", n1000 / n10,
 		       1.3, n1000 <= 1.3 * n10 ? "met" : "MISSED");
+	/*
+	 * The kernel's LRU insert alone (the probe's program less a bare
+	 * XDP_TX): the part of first_ack_n1000 no data plane using the
+	 * kernel's LRU can avoid on this machine.
+	 */
+	if (result_of("platform_lru_insert_1m") && result_of("baseline_bare_xdp_tx") && fa >= 0) {
+		double lru = result_of("platform_lru_insert_1m")->ns -
+			     result_of("baseline_bare_xdp_tx")->ns;
+
+		printf("  first_ack_n1000: the kernel's LRU insert alone costs %.1f here "
+		       "(platform_lru_insert_1m - baseline_bare_xdp_tx); chlb's own part %.1f\n",
+		       lru, fa - lru);
+	}
 }
 
 static void must(int rc, const char *what)
@@ -608,6 +622,30 @@ static int count_sync_record(void *ctx, void *data, size_t size)
 	sync_records += size == sizeof(struct chlb_sync_rec);
 	return 0;
 }
+
+/* platform_lru_insert_1m: delete the keys a timed batch inserted (bench_probe_lru_insert). */
+static void lru_probe_after(__u32 first, __u32 n)
+{
+	struct chlb_flow *k = calloc(n, sizeof(*k));
+	__u32 i, cnt = n, src;
+	LIBBPF_OPTS(bpf_map_batch_opts, bo);
+
+	if (!k)
+		die("calloc", -ENOMEM);
+	for (i = 0; i < n; i++) {
+		src = first + i + 1;
+		memcpy(k[i].src, &src, 4);
+		k[i].sport = 1;
+		k[i].dport = 80;
+		k[i].proto = IPPROTO_TCP;
+		k[i].family = CHLB_AF_INET;
+	}
+	if (bpf_map_delete_batch(bpf_map__fd(bs->maps.probe_lru), k, &cnt, &bo) || cnt != n)
+		die("platform_lru_insert: a timed run inserted no key", -ENOENT);
+	free(k);
+}
+
+static const struct hooks lru_probe_hooks = { NULL, lru_probe_after };
 
 /*
  * ack_flood_cold_history: count the timed batch's flows the view's two
@@ -971,6 +1009,12 @@ int main(int argc, char **argv)
 		 &e, FLOOD_RUNS, FLOOD_BATCH);
 	run_case("platform_random_read_1mib_short_batches",
 		 bpf_program__fd(bs->progs.bench_probe_read), pkt, 0, &e, RUNS, BATCH);
+
+	/* the machine, not chlb: the kernel's LRU insert alone (first_ack_n1000's floor) */
+	hooks = &lru_probe_hooks;
+	run_case("platform_lru_insert_1m", bpf_program__fd(bs->progs.bench_probe_lru_insert), pkt,
+		 0, &e, RUNS, BATCH);
+	hooks = NULL;
 
 	for (i = 0; i < (__u32)ncases; i++) {
 		/* baselines and the platform probe are not the pipeline: no net */
