@@ -158,6 +158,7 @@ static const struct {
 	{ "backend add 10.0.0.10:80/tcp 10.1.0.999", "'10.1.0.999'" },
 	{ "backend add 10.0.0.10:80/tcp", "missing backend address" },
 	{ "backend set 10.0.0.10:80/tcp 10.1.0.2", "nothing to set" },
+	{ "service set 10.0.0.10:80/tcp", "nothing to set (expected at least one of algo" },
 	{ "backend del 10.0.0.10:80/tcp 10.1.0.2 now", "'now'" },
 	{ "backend add 10.0.0.10:80/tcp 10.1.0.2 buckets 1,,2", "'1,,2'" },
 	{ "which 1.2.3.4 10.0.0.10:80 tcp", "missing ':PORT'" },

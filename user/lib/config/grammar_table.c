@@ -372,10 +372,16 @@ static const struct chlb_garg
 		     { 0 } },
     file_arg[] = { FILE_ARG("FILE"), { 0 } }, batch_arg[] = { FILE_ARG("FILE|-"), { 0 } };
 
+#define SVC_SET_NEED                                                                       \
+	(CHLB_OPT_ALGO | CHLB_OPT_VNODES | CHLB_OPT_TABLE | CHLB_OPT_FWD | CHLB_OPT_HASH | \
+	 CHLB_OPT_MTU | CHLB_OPT_ENCAP_SRC | CHLB_OPT_BUCKETS | CHLB_OPT_FORCE |           \
+	 CHLB_OPT_HEALTH_ALL)
+
 const struct chlb_gstmt chlb_grammar[] = {
 	{ "service", "add", CHLB_CMD_SERVICE_ADD, GW_ALL, vip_arg, svc_opts, 0, false,
 	  "a new service: its VIP, how its table is built and how its packets are forwarded" },
-	{ "service", "set", CHLB_CMD_SERVICE_SET, GW_ALL, vip_arg, svc_opts, 0, true,
+	/* at least one option: a bare `service set VIP` would be a silent no-op */
+	{ "service", "set", CHLB_CMD_SERVICE_SET, GW_ALL, vip_arg, svc_opts, SVC_SET_NEED, true,
 	  "change the options given (service add's); the others keep their values" },
 	{ "service", "del", CHLB_CMD_SERVICE_DEL, GW_ALL, vip_arg, dry_run_opts, 0, false,
 	  "remove a service and its backends" },
