@@ -418,6 +418,41 @@ static void check_change_is_no_table_change(void **unused)
 	chlb_state_free(&b);
 }
 
+/* The plan (dry run) of a table change: "health check settings change" only when they do. */
+static void plan_names_health_change_only_when_it_is(void **unused)
+{
+	struct chlb_state a, b;
+	char err[CHLB_ERR_MAX];
+	json_object *plan, *svcs, *e, *h;
+
+	chlb_state_init(&a);
+	must(&a, "service add " VIP " algo jump");
+	must(&a, "backend add " VIP " " BE1);
+	must(&a, "backend add " VIP " " BE2);
+	assert_int_equal(chlb_state_finalize(&a, err, sizeof(err)), 0);
+	/* a backend removed from a service without checks: a table change, no check change */
+	assert_int_equal(chlb_state_copy(&b, &a), 0);
+	must(&b, "backend del " VIP " " BE2);
+	assert_int_equal(chlb_state_finalize(&b, err, sizeof(err)), 0);
+	plan = chlb_plan(&a, &b);
+	assert_true(json_object_object_get_ex(plan, "services", &svcs));
+	assert_int_equal(json_object_array_length(svcs), 1);
+	e = json_object_array_get_idx(svcs, 0);
+	assert_false(json_object_object_get_ex(e, "health", &h));
+	json_object_put(plan);
+	/* with a weight change and a kept backend's check override: named */
+	must(&b, "backend set " VIP " " BE1 " weight 50 check tcp port 8080");
+	assert_int_equal(chlb_state_finalize(&b, err, sizeof(err)), 0);
+	plan = chlb_plan(&a, &b);
+	assert_true(json_object_object_get_ex(plan, "services", &svcs));
+	e = json_object_array_get_idx(svcs, 0);
+	assert_true(json_object_object_get_ex(e, "health", &h));
+	assert_string_equal(json_object_get_string(h), "health check settings change");
+	json_object_put(plan);
+	chlb_state_free(&a);
+	chlb_state_free(&b);
+}
+
 struct lines {
 	char text[4096];
 };
@@ -512,6 +547,7 @@ int main(void)
 		cmocka_unit_test(save_load_round_trip),
 		cmocka_unit_test(no_checks_unchanged),
 		cmocka_unit_test(check_change_is_no_table_change),
+		cmocka_unit_test(plan_names_health_change_only_when_it_is),
 		cmocka_unit_test(diff_names_check_changes),
 		cmocka_unit_test(apply_takes_the_files_checks),
 	};

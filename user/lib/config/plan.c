@@ -205,6 +205,32 @@ out:
 	return j;
 }
 
+static bool svc_health_same(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg *s);
+
+/*
+ * Did the check settings change, for the service or a backend it keeps? A
+ * backend added or removed is a membership change the plan lists already:
+ * chlb_svc_health_equal() is false for it too (the checker restarts), but
+ * "health check settings change" would be wrong for a service without checks.
+ */
+static bool health_settings_change(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg *n)
+{
+	if (!svc_health_same(o, n))
+		return true;
+	for (__u32 i = 0; i < o->nbe; i++) {
+		const struct chlb_cfg_be *b = chlb_svc_find_be(n, &o->be[i].addr);
+		struct chlb_check x, y;
+
+		if (!b || (!o->be[i].check.set && !b->check.set))
+			continue; /* gone, or the service's check on both sides: compared above */
+		chlb_check_effective(o, &o->be[i], &x);
+		chlb_check_effective(n, b, &y);
+		if (!chlb_check_equal(&x, &y))
+			return true;
+	}
+	return false;
+}
+
 json_object *chlb_plan(const struct chlb_state *cur, const struct chlb_state *next)
 {
 	json_object *j = json_object_new_object(), *arr = json_object_new_array();
@@ -217,7 +243,7 @@ json_object *chlb_plan(const struct chlb_state *cur, const struct chlb_state *ne
 
 		if (!o || !chlb_svc_equal(o, &next->svc[i])) {
 			e = diff_svc(o, &next->svc[i]);
-			if (o && !chlb_svc_health_equal(o, &next->svc[i]))
+			if (o && health_settings_change(o, &next->svc[i]))
 				json_object_object_add(
 				    e, "health",
 				    json_object_new_string("health check settings change"));
