@@ -193,6 +193,46 @@ test_exit_codes() {
 	check "nothing changed" [ "$before" = "$(saved)" ]
 }
 
+# a file's errors name the file and its line, or the word that is wrong, and
+# change nothing: batch once said "request:2:", a bare `service set VIP` did
+# nothing with exit 0, apply's argument errors named no word, and a single
+# statement's error from the transaction's last check began "request: "
+test_errors_name_file_and_word() {
+	local before f=$LIB_DIR/batch.conf
+	before=$(saved)
+	printf 'backend set %s 10.1.0.2 weight 55\nbackend add %s 10.1.0.3\n' $A $A >"$f"
+	expect 1 "batch.conf:2: '10.1.0.3': backend already in the service (use backend set); nothing applied" \
+		batch -f "$f" || return 1
+	expect 2 "stdin:2: '99999': weight out of range (0-10000)" \
+		batch -f - < <(printf 'backend set %s 10.1.0.2 weight 55\nbackend set %s 10.1.0.3 weight 99999\n' $A $A) || return 1
+	printf 'backend set %s 10.1.0.2 weight 55\nservice list\n' $A >"$f"
+	expect 2 "batch.conf:2: only service/backend add, set, del belong in a config file" batch -f "$f" || return 1
+	expect 2 "'service set': nothing to set (expected at least one of algo" service set $A || return 1
+	expect 2 "apply: unexpected argument '--frobnicate'" apply -f "$CONF" --frobnicate || return 1
+	expect 2 "apply: unexpected argument 'x.conf'" apply x.conf || return 1
+	expect 2 "batch: '--file' needs a file name" batch --file || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
+	local c=10.0.0.41:80/tcp
+	ctl service add $c algo jump && ctl backend add $c 10.1.0.2 bucket 0 && ctl backend add $c 10.1.0.3 || return 1
+	expect 2 "chlbctl: $c: 'bucket 0': held by 10.1.0.2 (for 10.1.0.3)" backend set $c 10.1.0.3 bucket 0 || return 1
+	ctl service del $c
+}
+
+# read-only requests name what they did not find, with a kind, as changes do:
+# `which` once said "no service for destination (VIP:PORT/PROTO)" without one
+test_read_only_errors() {
+	local out req
+	expect 1 "'10.0.0.99:80/tcp': no such service (nor '10.0.0.99:0/tcp')" \
+		which 10.9.0.1:4000 10.0.0.99:80 tcp || return 1
+	for req in "which 10.9.0.1:4000 10.0.0.99:80 tcp" "service list 10.0.0.99:80/tcp" \
+		"backend list 10.0.0.99:80/tcp" "conns 10.0.0.99:80/tcp" "conns --backend 10.9.9.9"; do
+		# shellcheck disable=SC2086 # the words of the request
+		out=$(ctl -j $req)
+		check "'$req': exit 1, kind conflict: $out" \
+			[ $? = 1 ] && [ "$(pyjson 'd["kind"]' <<<"$out")" = conflict ] || return 1
+	done
+}
+
 test_invalid_utf8() {
 	local out before
 	before=$(saved)

@@ -196,7 +196,7 @@ static json_object *resolve(const struct chlb_cmd *c, struct walk *w)
 		if (!s) {
 			snprintf(msg, sizeof(msg), "'%s': no such service",
 				 chlb_fmt_vip(&c->vip, b, sizeof(b)));
-			return chlbd_jerr(msg);
+			return chlbd_jerr_kind(msg, CHLBD_ERR_CONFLICT);
 		}
 		w->svc = (int)(s - D.state.svc);
 	}
@@ -209,7 +209,7 @@ static json_object *resolve(const struct chlb_cmd *c, struct walk *w)
 		snprintf(msg, sizeof(msg), "'%s': %s", chlb_fmt_addr(&c->backend, b, sizeof(b)),
 			 c->has_vip ? "no such backend in the service"
 				    : "not a backend of any service");
-		return chlbd_jerr(msg);
+		return chlbd_jerr_kind(msg, CHLBD_ERR_CONFLICT);
 	}
 	w->by_backend = true;
 	/* its slot in each service that has it (in the one named, with a VIP) */
@@ -256,7 +256,7 @@ char *view_conns(const struct chlb_cmd *c)
 	if (e)
 		return chlbd_reply(e);
 	if (c->list && !(w.out = open_memstream(&list, &len)))
-		return chlbd_reply(chlbd_jerr("out of memory"));
+		return chlbd_reply(chlbd_jerr_kind("out of memory", CHLBD_ERR_FAILED));
 	rc = conns_tally_init(&w.t);
 	if (!rc)
 		rc = chlb_dp_conns_foreach(D.dp, walk_one, &w);
@@ -269,7 +269,7 @@ char *view_conns(const struct chlb_cmd *c)
 			 chlb_strerror(rc));
 		chlb_ct_tally_free(&w.t);
 		free(list);
-		return chlbd_reply(chlbd_jerr(msg));
+		return chlbd_reply(chlbd_jerr_kind(msg, CHLBD_ERR_FAILED));
 	}
 	o = json_object_new_object();
 	arr = json_object_new_array();

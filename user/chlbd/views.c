@@ -15,7 +15,7 @@ static json_object *no_such_service(const struct chlb_vip *vip)
 	char b[CHLB_ADDRSTR], msg[CHLB_ADDRSTR + 32];
 
 	snprintf(msg, sizeof(msg), "'%s': no such service", chlb_fmt_vip(vip, b, sizeof(b)));
-	return chlbd_jerr(msg);
+	return chlbd_jerr_kind(msg, CHLBD_ERR_CONFLICT);
 }
 
 static void add_str(json_object *o, const char *k, const char *v)
@@ -240,7 +240,7 @@ static json_object *stats_reset(void)
 	if (rc) {
 		snprintf(msg, sizeof(msg), "couldn't zero the counters: %s", strerror(-rc));
 		pr_warn("stats reset: %s", msg);
-		return chlbd_jerr(msg);
+		return chlbd_jerr_kind(msg, CHLBD_ERR_FAILED);
 	}
 	resets++;
 	reset_ns = chlb_now_ns();
@@ -348,6 +348,21 @@ static struct chlb_rt_svc *svc_for_flow(const struct chlb_flow *f, const struct 
 	return NULL;
 }
 
+/* which: name the destination and the port-0 service also looked for, as no_such_service does */
+static json_object *no_service_for(const struct chlb_flow *f)
+{
+	struct chlb_vip v = { .addr.family = f->family, .proto = f->proto };
+	char b[CHLB_ADDRSTR], b0[CHLB_ADDRSTR], msg[2 * CHLB_ADDRSTR + 64];
+
+	memcpy(v.addr.a, f->dst, 16);
+	v.port = (__u16)((f->dport >> 8) | ((f->dport & 0xff) << 8));
+	chlb_fmt_vip(&v, b, sizeof(b));
+	v.port = 0;
+	snprintf(msg, sizeof(msg), "'%s': no such service (nor '%s')", b,
+		 chlb_fmt_vip(&v, b0, sizeof(b0)));
+	return chlbd_jerr_kind(msg, CHLBD_ERR_CONFLICT);
+}
+
 /*
  * Mirrors bpf/chlb_stick.h: what the data plane does with this flow, by the
  * tables its view names now (chlbd's own, or after a restart the pinned ones
@@ -365,9 +380,10 @@ json_object *view_which(const struct chlb_cmd *c)
 	const char *why;
 
 	if (!s)
-		return chlbd_jerr("no service for destination (VIP:PORT/PROTO)");
+		return no_service_for(&c->flow);
 	if (served_view(s, &v))
-		return chlbd_jerr("the data plane has no view of the service");
+		return chlbd_jerr_kind("the data plane has no view of the service",
+				       CHLBD_ERR_FAILED);
 	o = json_object_new_object();
 	tabs = json_object_new_array();
 	crc = chlb_flow_crc(&c->flow, v.hash_fields);
