@@ -35,6 +35,8 @@ struct chlbctl_opts {
 	bool json;	    /* -j/--json: one JSON document on stdout, errors as {"error": ...} */
 	const char *socket; /* -s/--socket PATH */
 	int timeout_ms;	    /* --timeout SECONDS: a request's limit; 0 = none */
+	/* batch -f FILE: chlbd's "request:N: ..." errors are reported as "FILE:N: ..." */
+	const char *request_name;
 };
 extern struct chlbctl_opts ctl;
 

@@ -172,8 +172,13 @@ int ctl_request(const char *text, json_object **reply)
 		    json_object_object_get_ex(o, "kind", &k) ? json_object_get_string(k) : NULL;
 		/* a bad value is a usage error, whoever finds it */
 		int rc = kind && !strcmp(kind, "usage") ? CHLBCTL_EXIT_USAGE : CHLBCTL_EXIT_FAIL;
+		const char *msg = json_object_get_string(e);
 
-		p_err_kind(kind, "%s", json_object_get_string(e));
+		/* chlbd numbers the lines of what it got; the user wrote a file */
+		if (ctl.request_name && !strncmp(msg, "request:", 8))
+			p_err_kind(kind, "%s:%s; nothing applied", ctl.request_name, msg + 8);
+		else
+			p_err_kind(kind, "%s", msg);
 		json_object_put(o);
 		return rc;
 	}

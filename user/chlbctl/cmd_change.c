@@ -150,6 +150,24 @@ int do_save(int argc, char **argv)
 }
 
 /*
+ * The FILE of "-f FILE" (apply, batch), the only words left once the flags
+ * are taken; else NULL after a usage error naming the word that is wrong.
+ */
+static const char *file_arg(const char *cmd, const char *usage, int argc, char **argv)
+{
+	if (argc >= 1 && strcmp(argv[0], "-f") && strcmp(argv[0], "--file"))
+		p_usage("%s: unexpected argument '%s' (usage: %s)", cmd, argv[0], usage);
+	else if (argc < 2)
+		p_usage("%s: %s%s%s (usage: %s)", cmd, argc ? "'" : "", argc ? argv[0] : "",
+			argc ? "' needs a file name" : "missing -f FILE", usage);
+	else if (argc > 2)
+		p_usage("%s: unexpected argument '%s' (usage: %s)", cmd, argv[2], usage);
+	else
+		return argv[1];
+	return NULL;
+}
+
+/*
  * Converge to FILE. chlbd refuses a file that would delete every service
  * (an empty one too) unless --force: ipvsadm-restore needs -C to clear.
  */
@@ -162,14 +180,17 @@ int do_apply(int argc, char **argv)
 	char *text;
 	int rc;
 
-	if (argc != 2 || (strcmp(argv[0], "-f") && strcmp(argv[0], "--file")))
-		return p_usage("usage: chlbctl apply -f FILE [--dry-run] [--force]");
-	text = chlb_read_file(argv[1], CHLB_STATE_MAX_BYTES, err, sizeof(err));
+	const char *path =
+	    file_arg("apply", "chlbctl apply -f FILE [--dry-run] [--force]", argc, argv);
+
+	if (!path)
+		return CHLBCTL_EXIT_USAGE;
+	text = chlb_read_file(path, CHLB_STATE_MAX_BYTES, err, sizeof(err));
 	if (!text)
 		return p_usage("%s", err);
 	/* the whole file must be valid before anything is sent: a bad line is a bad value */
 	chlb_state_init(&st);
-	rc = chlb_state_exec_text(&st, text, argv[1], err, sizeof(err));
+	rc = chlb_state_exec_text(&st, text, path, err, sizeof(err));
 	chlb_state_free(&st);
 	if (rc) {
 		free(text);
@@ -189,12 +210,15 @@ int do_batch(int argc, char **argv)
 	char *text;
 	int rc;
 
-	if (argc != 2 || (strcmp(argv[0], "-f") && strcmp(argv[0], "--file")))
-		return p_usage("usage: chlbctl batch -f FILE [--dry-run]");
-	text = chlb_read_file(!strcmp(argv[1], "-") ? "/dev/stdin" : argv[1], CHLB_STATE_MAX_BYTES,
-			      err, sizeof(err));
+	const char *path = file_arg("batch", "chlbctl batch -f FILE|- [--dry-run]", argc, argv);
+
+	if (!path)
+		return CHLBCTL_EXIT_USAGE;
+	text = chlb_read_file(!strcmp(path, "-") ? "/dev/stdin" : path, CHLB_STATE_MAX_BYTES, err,
+			      sizeof(err));
 	if (!text)
 		return p_usage("%s", err);
+	ctl.request_name = !strcmp(path, "-") ? "stdin" : path;
 	rc = send_changes("", text, dry_run);
 	free(text);
 	return rc;

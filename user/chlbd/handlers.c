@@ -135,9 +135,15 @@ static json_object *handle_changes(const struct request *r)
 	rc = chlb_state_exec_text(&next, text, "request", err, sizeof(err));
 	if (rc) {
 		chlb_state_free(&next);
-		/* a single-line request needs no "request:1: " prefix */
-		return exec_error(
-		    rc, !strncmp(err, "request:1: ", 11) && single_line(text) ? err + 11 : err);
+		/* a single-line request needs no "request:1: " (or, from the
+		 * transaction's final check, "request: ") prefix */
+		const char *msg = err;
+
+		if (single_line(text))
+			msg = !strncmp(err, "request:1: ", 11) ? err + 11
+			      : !strncmp(err, "request: ", 9)  ? err + 9
+							       : err;
+		return exec_error(rc, msg);
 	}
 	return finish(&next, r->dry_run, false, false, r->t0);
 }
