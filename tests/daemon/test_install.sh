@@ -191,6 +191,15 @@ complete_words() {
 # has WORD LIST: LIST (lines) contains WORD
 has() { grep -qxF -- "$1" <<<"$2"; }
 
+# help_options "HEADING": the option words `chlbctl help` lists under
+# "Options of HEADING:" (--dry-run, a flag of every change, aside)
+help_options() {
+	"$CHLBCTL" help | awk -v h="Options of $1:" '
+		$0 == h { on = 1; next }
+		on && /^[^ ]/ { exit }
+		on && /^  [a-z-]/ && $1 != "--dry-run" { print $1 }'
+}
+
 test_bash_completion() {
 	local out
 	(
@@ -208,6 +217,24 @@ test_bash_completion() {
 			exit 1
 		check "algo values" [ "$(complete_words chlbctl service add $VIP algo m)" = maglev ] || exit 1
 		check "conns --json" has --json "$(complete_words chlbctl conns --)" || exit 1
+		# every option word `chlbctl help` lists (written from the grammar table)
+		out=$(complete_words chlbctl service add $VIP '')
+		for w in $(help_options "service add, service set"); do
+			check "service add VIP: '$w' (grammar table)" has "$w" "$out" || exit 1
+		done
+		out=$(complete_words chlbctl backend set $VIP 10.1.0.2 '')
+		for w in $(help_options "backend add, backend set"); do
+			check "backend set VIP ADDR: '$w' (grammar table)" has "$w" "$out" || exit 1
+		done
+		check "a value is no keyword: bucket N" \
+			[ -z "$(complete_words chlbctl backend add $VIP 10.1.0.2 bucket '')" ] || exit 1
+		# --timeout SECS (a global option; its value is not the command), prefixes
+		check "--timeout" has --timeout "$(complete_words chlbctl --t)" || exit 1
+		check "--timeout 5 ser -> service" \
+			[ "$(complete_words chlbctl --timeout 5 ser)" = service ] || exit 1
+		check "a command's prefix: serv a VIP al -> algo" \
+			[ "$(complete_words chlbctl serv a $VIP al)" = algo ] || exit 1
+		check "help --man SECTION" has options "$(complete_words chlbctl help --man '')" || exit 1
 		# -f: file names
 		touch "$LIB_DIR/complete-me.conf"
 		check "apply -f: file names" [ "$(complete_words chlbctl apply -f "$LIB_DIR/complete-m")" = \
