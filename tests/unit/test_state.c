@@ -394,13 +394,35 @@ static void unreadable_file(void **unused)
 	assert_non_null(strstr(err, "read failed"));
 }
 
+/* A NUL byte is refused naming its line, as a parse error names the line it is on. */
+static void nul_byte_names_its_line(void **unused)
+{
+	char path[] = "/tmp/chlb-test-nul-XXXXXX", err[CHLB_ERR_MAX] = "", want[64];
+	static const char text[] = "service add 10.0.0.1:80/tcp\n# two\nbackend add\0 x\n";
+	int fd = mkstemp(path);
+
+	(void)unused;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+	close(fd);
+	assert_null(chlb_read_file(path, 1 << 20, err, sizeof(err)));
+	snprintf(want, sizeof(want), "%s:3: contains a NUL byte", path);
+	assert_string_equal(err, want);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(validation),	   cmocka_unit_test(too_many_services),
-		cmocka_unit_test(text_round_trip), cmocka_unit_test(bad_line_applies_nothing),
-		cmocka_unit_test(files),	   cmocka_unit_test(indexed_equals_plain),
-		cmocka_unit_test(safe_files),	   cmocka_unit_test(unreadable_file),
+		cmocka_unit_test(validation),
+		cmocka_unit_test(too_many_services),
+		cmocka_unit_test(text_round_trip),
+		cmocka_unit_test(bad_line_applies_nothing),
+		cmocka_unit_test(files),
+		cmocka_unit_test(indexed_equals_plain),
+		cmocka_unit_test(safe_files),
+		cmocka_unit_test(unreadable_file),
+		cmocka_unit_test(nul_byte_names_its_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -292,8 +292,13 @@ static int read_file(const char *path, size_t max, char **out, char *err, size_t
 	close(fd);
 	buf[got] = '\0';
 	if (strlen(buf) != got) {
+		/* name the line, as a parse error would: a stray byte is found by it */
+		unsigned int line = 1;
+
+		for (const char *q = buf; *q; q++)
+			line += *q == '\n';
 		free(buf);
-		return chlb_err(err, errlen, -EINVAL, "'%s': contains a NUL byte", path);
+		return chlb_err(err, errlen, -EINVAL, "%s:%u: contains a NUL byte", path, line);
 	}
 	*out = buf;
 	return 0;
