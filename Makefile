@@ -318,7 +318,13 @@ install: $(BUILD)/chlbd $(BUILD)/chlbctl $(BUILD)/chlbd.service
 	$(Q)if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 
 # Config files go only if unchanged from what install put there (as dpkg
-# treats conffiles on remove); directories only if empty.
+# treats conffiles on remove); directories only if empty. The directories
+# are those install -D may have created for chlb's files (on a fresh Debian
+# 12, all of these for PREFIX=/usr/local), leaf first, never the FHS ones
+# above them (PREFIX/sbin, PREFIX/share/man, /etc/default), so the host is
+# left as it was before install.
+UNINSTALL_DIRS := $(SYSCONFDIR)/chlb $(SYSTEMDUNITDIR) $(patsubst %/,%,$(dir $(SYSTEMDUNITDIR))) \
+	$(BASHCOMPDIR) $(patsubst %/,%,$(dir $(BASHCOMPDIR))) $(MAN5DIR) $(MAN8DIR)
 uninstall:
 	$(Q)for f in $(INSTALL_FILES); do \
 		dst=$(DESTDIR)$$(echo "$$f" | cut -d: -f1); \
@@ -330,7 +336,9 @@ uninstall:
 		elif cmp -s "$$src" "$$dst"; then printf '  %-8s %s\n' RM "$$dst"; rm -f "$$dst"; \
 		else printf '  %-8s %s (changed: kept)\n' KEEP "$$dst"; fi; \
 	done; \
-	rmdir "$(DESTDIR)$(SYSCONFDIR)/chlb" 2>/dev/null; true
+	for d in $(UNINSTALL_DIRS); do \
+		if rmdir "$(DESTDIR)$$d" 2>/dev/null; then printf '  %-8s %s\n' RMDIR "$(DESTDIR)$$d"; fi; \
+	done; true
 	$(Q)if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 
 .SECONDARY:

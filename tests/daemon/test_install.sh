@@ -431,7 +431,19 @@ test_uninstall() {
 	check "reinstall keeps a changed config" grep -qx "service add $VIP" "$CONF" || return 1
 	mk uninstall DESTDIR="$DEST" >/dev/null || return 1
 	check "uninstall keeps a changed config" grep -qx "service add $VIP" "$CONF" || return 1
-	check "and removes the rest: $(files_left "$DEST")" [ "$(files_left "$DEST")" = "$CONF" ]
+	check "and removes the rest: $(files_left "$DEST")" [ "$(files_left "$DEST")" = "$CONF" ] ||
+		return 1
+	# a fresh Debian 12 has these (base-files); install creates the rest, and
+	# uninstall must leave exactly these again, no empty directories of chlb's
+	# (it once left man5, man8, lib/systemd/system and bash-completion/completions)
+	local fresh=$LIB_DIR/fresh before after
+	mkdir -p "$fresh/etc/default" "$fresh$PREFIX_DIR/sbin" "$fresh$PREFIX_DIR/lib" \
+		"$fresh$PREFIX_DIR/share/man" || return 1
+	before=$(cd "$fresh" && find . | sort)
+	mk install DESTDIR="$fresh" >/dev/null && mk uninstall DESTDIR="$fresh" >/dev/null || return 1
+	after=$(cd "$fresh" && find . | sort)
+	check "uninstall leaves the tree as before install: $(comm -13 <(echo "$before") <(echo "$after"))" \
+		[ "$before" = "$after" ]
 }
 
 lib_run
