@@ -433,6 +433,11 @@ test_corrupt_state_file() {
 	chlbd_start xdp-generic || return 1
 	check "log says the last good copy was used" grep -q "last good copy" "$CHLBD_LOG" || return 1
 	check "started from the previous state, not empty" [ "$(saved | wc -l)" = "$n_now" ] || return 1
+	# the bad file is set aside, never kept as the last good copy
+	check "the bad file is kept as .bad" [ "$(stat -c %s "$CHLBD_STATE.bad")" = 50 ] || return 1
+	check ".prev is still a good copy after the start's write" \
+		grep -q "^# chlb-state end: crc32c" "$CHLBD_STATE.prev" || return 1
+	rm -f "$CHLBD_STATE.bad"
 	chlbd_stop TERM
 	truncate -s 50 "$CHLBD_STATE"
 	echo "service add 10.0.0.1:80/tcp" >"$CHLBD_STATE.prev"

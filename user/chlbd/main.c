@@ -315,6 +315,27 @@ static int mkdir_parent(const char *path)
 }
 
 /*
+ * The state file was bad and FILE.prev was read: move the bad one aside to
+ * FILE.bad (for a look), else the next write would keep it as FILE.prev,
+ * the "last good copy", and a second bad write would leave chlbd with none.
+ */
+static void set_aside_bad_state(bool used_prev)
+{
+	char bad[4096 + 8];
+
+	if (!used_prev)
+		return;
+	snprintf(bad, sizeof(bad), "%s.bad", D.state_path);
+	if (!rename(D.state_path, bad))
+		pr_warn("state: the bad state file is now %s; %s.prev stays the last good copy",
+			bad, D.state_path);
+	else if (errno != ENOENT)
+		pr_warn("state: couldn't move the bad state file to %s (%s): the next change "
+			"keeps it as %s.prev",
+			bad, strerror(errno), D.state_path);
+}
+
+/*
  * The config's new services (against the state file: what served last) may
  * not take one of the host's own addresses without `force` (guard.c).
  */
@@ -327,6 +348,8 @@ static int config_guard(const struct chlb_state *st, char *err, size_t errlen)
 	chlb_state_init(&last);
 	if (chlb_state_load_file(&last, D.state_path, &prev, err, errlen))
 		chlb_state_free(&last); /* unreadable: every service is new */
+	else
+		set_aside_bad_state(prev);
 	rc = chlbd_guard(&last, st, false, false, err, errlen);
 	chlb_state_free(&last);
 	return rc;
@@ -360,6 +383,7 @@ static int initial_state(struct chlb_state *st)
 	}
 	if (prev)
 		pr_err("state: %s; started from the last good copy %s.prev", err, D.state_path);
+	set_aside_bad_state(prev);
 	return 0;
 }
 
