@@ -204,6 +204,19 @@ char *ctl_join(const char *head, int argc, char **argv)
 	return s;
 }
 
+int ctl_check_words(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		if (!argv[i][0] || argv[i][strcspn(argv[i], " \t\r\n")] || argv[i][0] == '#')
+			return p_usage("'%s': %s", argv[i],
+				       !argv[i][0] ? "an empty argument"
+				       : argv[i][0] == '#'
+					   ? "a word may not start with '#' (a comment)"
+					   : "one word per argument: no spaces in it");
+	}
+	return CHLBCTL_EXIT_OK;
+}
+
 bool ctl_take_flag(int *argc, char **argv, const char *long_flag, const char *short_flag)
 {
 	bool found = false;

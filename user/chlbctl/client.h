@@ -15,6 +15,12 @@ int ctl_request(const char *text, json_object **reply);
 
 /* Joins argv into one statement line: "service add VIP algo ring". malloc'd. */
 char *ctl_join(const char *head, int argc, char **argv);
+/*
+ * Each argument one word of the statement? 0, or a usage error naming the
+ * argument: joined, "10.1.0.2 weight 7" would become three words and a
+ * leading '#' a comment that drops the words after it.
+ */
+int ctl_check_words(int argc, char **argv);
 
 /* Removes every "--dry-run" (or "-n") from argv; returns true if one was there. */
 bool ctl_take_flag(int *argc, char **argv, const char *long_flag, const char *short_flag);

@@ -210,6 +210,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
+		if (ctl.json) /* errors as JSON, as every other usage error with -j */
+			return p_usage("missing command (chlbctl help lists them)");
 		do_help(0, NULL);
 		return CHLBCTL_EXIT_USAGE;
 	}
