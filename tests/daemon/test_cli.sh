@@ -233,6 +233,26 @@ test_read_only_errors() {
 	done
 }
 
+# a batch holds changes only: one starting with `shutdown` once stopped chlbd
+# with exit 0, and `stats` first answered stats and dropped the changes after
+# it; chlbd itself takes no statement after a request that is not a change
+test_batch_only_changes() {
+	local before out
+	before=$(saved)
+	expect 2 "stdin:1: only service/backend add, set, del belong in a config file; nothing applied" \
+		batch -f - < <(printf 'shutdown\n') || return 1
+	expect 2 "stdin:3: only service/backend add, set, del belong in a config file" \
+		batch -f - < <(printf '# drain\n\nstats\nservice del %s\n' $A) || return 1
+	check "chlbd still runs" ctl version >/dev/null || return 1
+	out=$(raw "stats\nservice del $A\n")
+	check "chlbd: a change after stats refused, kind usage: $out" \
+		[ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] && grep -qF "'stats' is a request of its own" <<<"$out" || return 1
+	out=$(raw "shutdown\nstats\n")
+	check "chlbd: shutdown with more lines refused: $out" \
+		[ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] && ctl version >/dev/null || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ]
+}
+
 test_invalid_utf8() {
 	local out before
 	before=$(saved)

@@ -202,6 +202,36 @@ int do_apply(int argc, char **argv)
 	return rc;
 }
 
+/*
+ * Only changes belong in a batch. chlbd takes a request by its first
+ * statement, so a file starting with `stats` or `shutdown` was answered as
+ * that request, exit 0, and the changes after it were dropped unread
+ * (`shutdown` stopped chlbd). A line that does not parse is left to chlbd,
+ * which names it.
+ */
+static int batch_only_changes(const char *text, const char *name)
+{
+	const char *p = text;
+	unsigned int line = 0;
+	char msg[CHLB_ERR_MAX];
+
+	while (*p) {
+		struct chlb_cmd c;
+
+		line++;
+		if (chlb_parse_next(&p, &c, msg, sizeof(msg)))
+			return 0;
+		if (c.kind != CHLB_CMD_NONE && !chlb_cmd_is_change(c.kind)) {
+			p_err_kind("usage",
+				   "%s:%u: only service/backend add, set, del belong in a config "
+				   "file; nothing applied",
+				   name, line);
+			return CHLBCTL_EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
 /* Several changes as ONE transaction (one swap per service): a burst. */
 int do_batch(int argc, char **argv)
 {
@@ -219,7 +249,9 @@ int do_batch(int argc, char **argv)
 	if (!text)
 		return p_usage("%s", err);
 	ctl.request_name = !strcmp(path, "-") ? "stdin" : path;
-	rc = send_changes("", text, dry_run);
+	rc = batch_only_changes(text, ctl.request_name);
+	if (!rc)
+		rc = send_changes("", text, dry_run);
 	free(text);
 	return rc;
 }

@@ -20,6 +20,7 @@
 #include "conns.h"
 #include "routes.h"
 #include "config/plan.h"
+#include "config/grammar_table.h"
 
 static json_object *changed_reply(__u64 t0)
 {
@@ -208,6 +209,34 @@ static int first_stmt(const char *text, struct chlb_cmd *c, const char **rest, c
  * changes, apply) and text (a reply written as text: the `conns list` can
  * be 100,000 entries) is set.
  */
+/*
+ * Does text hold a statement (or a line that is none)? Every request but a
+ * change and apply is one line: "stats\nservice del ..." was answered as
+ * stats, and the change after it dropped unread.
+ */
+static bool more_stmts(const char *text)
+{
+	struct chlb_cmd c;
+	const char *rest;
+	char err[CHLB_ERR_MAX];
+
+	return first_stmt(text, &c, &rest, err, sizeof(err)) || c.kind != CHLB_CMD_NONE;
+}
+
+/* "stats", "service list": what the grammar calls a statement of this kind */
+static const char *stmt_name(enum chlb_cmd_kind kind)
+{
+	static char name[40];
+
+	for (const struct chlb_gstmt *s = chlb_grammar; s->obj; s++)
+		if (s->kind == kind) {
+			snprintf(name, sizeof(name), "%s%s%s", s->obj, s->verb ? " " : "",
+				 s->verb ? s->verb : "");
+			return name;
+		}
+	return "?";
+}
+
 static const struct handler {
 	enum chlb_cmd_kind kind;
 	bool read_only;
@@ -282,6 +311,15 @@ char *handle_request(const char *req, size_t len)
 	h = handler_of(c.kind);
 	if (!h) /* `dry-run` twice */
 		return chlbd_error_reply("'dry-run' must be followed by changes", CHLBD_ERR_USAGE);
+	if (h->fn != handle_changes && h->fn != handle_apply && more_stmts(r.rest)) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg),
+			 "'%s' is a request of its own: nothing may follow it; "
+			 "nothing done",
+			 stmt_name(c.kind));
+		return chlbd_error_reply(msg, CHLBD_ERR_USAGE);
+	}
 	if (h->text)
 		return h->text(r.cmd);
 	return chlbd_reply(h->view ? h->view(r.cmd) : h->fn(&r));
