@@ -133,6 +133,17 @@ static void membership_change_is_keyspace(void **unused)
 	s = plan("service add 10.0.0.20:53/udp algo jump\nbackend add 10.0.0.20:53/udp 10.1.0.2\n",
 		 "backend add 10.0.0.20:53/udp 10.1.0.3\n");
 	assert_non_null(strstr(str(s, "established"), "active UDP flows keep their backends"));
+	/* a new UDP flow has no SYN: the oldest table decides it until it leaves the view */
+	assert_non_null(
+	    strstr(str(s, "established"),
+		   "new UDP flows go by the oldest table the view keeps (--history-ms)"));
+	json_object_put(s);
+
+	/* a forwarding change moves nothing, but every established packet changes form */
+	s = plan(THREE_JUMP, "service set 10.0.0.10:80/tcp fwd l2dsr\n");
+	assert_near(num(s, "moved"), 0, 0);
+	assert_non_null(strstr(str(s, "established"),
+			       "; forwarding ipip -> l2dsr: their packets arrive unencapsulated"));
 	json_object_put(s);
 }
 

@@ -68,12 +68,15 @@ static void sample_flow(const struct chlb_vip *vip, __u64 *seed, struct chlb_flo
  * connection entry, found by its 5-tuple, and keeps its backend while the
  * backend stays in the service (draining included); an entry-less UDP flow
  * gets one on its first packet after a change, but is decided by its hash,
- * which new hash fields change.
+ * which new hash fields change. A new UDP flow has no SYN to tell it from a
+ * running one: it is decided by the oldest table of the view, so it takes
+ * the new shares only once the older tables have left (--history-ms). A
+ * forwarding change keeps every backend, but changes the packets they get.
  */
 static json_object *established(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg *n,
 				bool rehash)
 {
-	char buf[512];
+	char buf[1024];
 	int len, nrem = 0;
 
 	if (o->vip.proto == IPPROTO_UDP && rehash)
@@ -98,8 +101,19 @@ static json_object *established(const struct chlb_svc_cfg *o, const struct chlb_
 		nrem++;
 	}
 	if (nrem && len > 0 && (size_t)len < sizeof(buf))
-		snprintf(buf + len, sizeof(buf) - len, "%s) are decided again",
-			 nrem > 3 ? " and more" : "");
+		len += snprintf(buf + len, sizeof(buf) - len, "%s) are decided again",
+				nrem > 3 ? " and more" : "");
+	if (o->vip.proto == IPPROTO_UDP && !rehash && len > 0 && (size_t)len < sizeof(buf))
+		len += snprintf(buf + len, sizeof(buf) - len,
+				"; new UDP flows go by the oldest table the view keeps "
+				"(--history-ms), by the shares below once it has left");
+	if (o->fwd != n->fwd && len > 0 && (size_t)len < sizeof(buf))
+		snprintf(buf + len, sizeof(buf) - len,
+			 "; forwarding %s -> %s: their packets arrive %s from now on (%s)",
+			 chlb_fwd_name(o->fwd), chlb_fwd_name(n->fwd),
+			 n->fwd == CHLB_FWD_IPIP ? "encapsulated" : "unencapsulated",
+			 n->fwd == CHLB_FWD_IPIP ? "backends must decapsulate"
+						 : "backends must be on the LB's L2 segment");
 	return json_object_new_string(buf);
 }
 
