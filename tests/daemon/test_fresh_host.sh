@@ -90,6 +90,7 @@ test_failed_attach_leaves_no_pins() {
 		--pin-dir "$PIN-att" --state "$LIB_DIR/bad.state" 2>&1)
 	rc=$?
 	check "attach refused: exit $rc: $out" failed "$rc" "$out" "XDP program on 'lo'" || return 1
+	check "says what to do instead" grep -qF "its driver has no native XDP; use -m xdp-generic or -m tc" <<<"$out" || return 1
 	check "it had mounted a bpffs" [ "$(fstype /sys/fs/bpf)" = bpf_fs ] || return 1
 	check "no pins left: $(in_ns ls -A "$PIN-att" 2>&1)" in_ns [ ! -e "$PIN-att" ] || return 1
 	check "v2 attached first, detached again" grep -q "attached to v2" <<<"$out" || return 1

@@ -270,6 +270,12 @@ static int create_xdp(struct chlb_dp *dp, int ifindex, bool generic, const char 
 	char name[IF_NAMESIZE];
 
 	fd = bpf_link_create(prog_fd, ifindex, BPF_XDP, &lopts);
+	/* the usual first-start failure on a NIC (or lo, a bridge) whose driver has no XDP */
+	if (fd < 0 && errno == EOPNOTSUPP && !generic)
+		return chlb_err(err, errlen, -EOPNOTSUPP,
+				"couldn't attach XDP program on '%s': %s: its driver has no native "
+				"XDP; use -m xdp-generic or -m tc",
+				dp_ifname(ifindex, name), chlb_strerror(-EOPNOTSUPP));
 	if (fd < 0)
 		return chlb_syserr(err, errlen, -errno, "couldn't attach XDP%s program on '%s'",
 				   generic ? " (generic)" : "", dp_ifname(ifindex, name));
