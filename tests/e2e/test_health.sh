@@ -9,7 +9,8 @@
 #      list` says why; back up after rise (maglev, and jump: its buckets);
 #   2. on-down keep: its held (idle) connections keep their entries and
 #      their backend; on-down reset: they are decided again (reset by the
-#      backend the table picks now);
+#      backend the table picks now), but not those of a backend that went
+#      down in panic and came back up, when it is drained later;
 #   3. http: 500 is down, 200 up, a server that accepts and never answers
 #      times out;
 #   4. slow start: a backend coming back ramps its effective weight in
@@ -17,13 +18,14 @@
 #   5. panic: 3 of 4 down with panic 50: health ignored (every backend
 #      serves), counted (metrics, promtool-clean) and logged; panic 0 with
 #      every backend down: no new flow served, the SYNs counted as
-#      drop_no_backend, logged;
+#      drop_no_backend, logged (and panic 50 then logged as panic, not as a
+#      backend up);
 #   6. a check settings change restarts the probes without a swap; a
 #      chlbd restart serves every backend (unknown) until probes decide;
 #   7. via vip (the TC egress steering, a route to the VIP on the LB): a
 #      backend without the VIP on lo (l2dsr) or without decap (ipip) fails
-#      it and passes via direct; via auto without that route probes
-#      directly and says why;
+#      it and passes via direct; via auto without that route, or with a
+#      check port that is not the VIP's, probes directly and says why;
 #   8. 200 backends, 100 of them black-holing the probes: every control
 #      request answered within 50 ms (the max printed), chlbd's CPU printed.
 # Intervals are 200 ms so the suite stays short.
@@ -239,6 +241,34 @@ on_down() {
 test_on_down_keep() { on_down keep; }
 test_on_down_reset() { on_down reset; }
 
+# on-down reset resets a down backend's connections once it is out of the
+# table; one that went down in panic (kept serving) and came back up has
+# nothing left to reset: a later drain (weight 0) of it must keep its
+# connections (its generation stays), as every drain does.
+test_on_down_reset_not_on_a_later_drain() {
+	local g0 n0
+	# shellcheck disable=SC2046
+	setup maglev $(tcp_check) || return 1
+	# panic 100: any backend down is panic, so b2 goes down without leaving the table
+	ctl service set "$VIP" on-down reset panic 100 >/dev/null || return 1
+	g0=$(be_field 2 gen)
+	ck_stop 2
+	lib_wait_for 5 health_is 2 down || return 1
+	check "down in panic: still at full weight" [ "$(be_field 2 effective_weight)" = 100 ] ||
+		return 1
+	check "down in panic: its generation is not bumped" [ "$(be_field 2 gen)" = "$g0" ] || return 1
+	ck_start 2 tcp
+	lib_wait_for 5 health_is 2 up || return 1
+	n0=$(grep -c "backend $(be_addr4 2): on-down reset" "$CHLBD_LOG")
+	ctl backend set "$VIP" "$(be_addr4 2)" weight 0 >/dev/null || return 1
+	lib_wait_for 2 eff_is 2 0 || return 1
+	sleep 0.3 # an overlay swap (and a wrong reset) would come within a tick
+	check "a drain of the healthy backend keeps its generation ($g0 -> $(be_field 2 gen))" \
+		[ "$(be_field 2 gen)" = "$g0" ] || return 1
+	check "and logs no on-down reset" \
+		[ "$(grep -c "backend $(be_addr4 2): on-down reset" "$CHLBD_LOG")" = "$n0" ]
+}
+
 test_http_statuses_and_timeout() {
 	CK_MODE=200 setup maglev http port $CKPORT path /healthz interval $IV timeout $TMO rise 2 fall 2 ||
 		return 1
@@ -342,7 +372,7 @@ test_panic() {
 no_backend_drops() { ctl -j stats | jq '.global.drop_no_backend // .global.reasons.drop_no_backend // 0'; }
 
 test_panic_0_all_down() {
-	local d0 d1 ok
+	local d0 d1 ok l0
 	# shellcheck disable=SC2046
 	setup maglev $(tcp_check) || return 1
 	ctl service set "$VIP" panic 0 >/dev/null || return 1
@@ -356,7 +386,17 @@ test_panic_0_all_down() {
 	check "no new flow is served" [ "${ok:-0}" = 0 ] || return 1
 	check "the SYNs are dropped and counted" [ "$d1" -gt "$d0" ] || return 1
 	check "logged" grep -q "every backend is down and panic is 0" "$CHLBD_LOG" || return 1
-	check "not panic" [ "$(be_field 1 panic)" != true ]
+	check "not panic" [ "$(be_field 1 panic)" != true ] || return 1
+	# still every backend down: panic now serves them all, no backend came up
+	l0=$(wc -l <"$CHLBD_LOG")
+	ctl service set "$VIP" panic 50 >/dev/null || return 1
+	since_l0() { tail -n +"$((l0 + 1))" "$CHLBD_LOG" | grep -q "$1"; }
+	check "panic 50 with every backend down: logged as panic, not as a backend up" \
+		lib_wait_for 2 since_l0 "no longer every backend down: panic serves them all" || return 1
+	if since_l0 "a backend is up again"; then
+		diag "check failed: logged 'a backend is up again' while every backend is down"
+		return 1
+	fi
 }
 
 # IPv6: an http check on the service's own port (chlb-echo answers GET),
@@ -402,6 +442,7 @@ test_check_change_no_swap() {
 }
 
 via_why_route() { be_field "$1" via_why | grep -qi "route"; }
+via_why_port() { [ "$(be_field "$1" via)" = direct ] && be_field "$1" via_why | grep -q "check port $CKPORT"; }
 steered() { ctl -j stats | jq '.global.probe_steered // .global.reasons.probe_steered // 0'; }
 
 test_via_vip_needs_the_vip_on_lo() {
@@ -421,6 +462,15 @@ test_via_vip_needs_the_vip_on_lo() {
 	diag "probes steered by the TC egress program: $((s1 - s0))"
 	check "backend list says vip" [ "$(be_field 1 via)" = vip ] || return 1
 	check "the probes went through the steering program" [ "$s1" -gt "$s0" ] || return 1
+	# via auto with a check port that is not the VIP's: direct, and via_why says why
+	ck_start 3 tcp
+	ctl backend set "$VIP" "$(be_addr4 3)" port $CKPORT via auto >/dev/null || return 1
+	check "via auto, check port $CKPORT: direct, via_why names the port" \
+		lib_wait_for 3 via_why_port 3 || return 1
+	diag "via auto, check port $CKPORT: $(be_field 3 via_why)"
+	check "and it passes" health_is 3 up || return 1
+	ctl backend set "$VIP" "$(be_addr4 3)" port 80 >/dev/null || return 1
+	ck_stop 3
 	ip -n "$(ns_b 2)" addr del "$VIP4/32" dev lo
 	lib_wait_for 5 health_is 2 down || { diag "b2 without the VIP on lo stayed up"; return 1; }
 	diag "b2 without the VIP on lo, via vip: $(be_field 2 last)"

@@ -145,8 +145,15 @@ static void transition(struct hc *h, __u8 to, const char *why, __u64 now)
 	if (to == HC_DOWN) {
 		h->ramp_start_ns = 0;
 		h->reset_pending = s && s->health.on_down == CHLB_ON_DOWN_RESET;
-	} else if (from == HC_DOWN && s && s->health.slow_start_s) {
-		h->ramp_start_ns = now; /* back: its weight ramps up */
+	} else {
+		/*
+		 * Up again before its reset was done (down in panic, its weight
+		 * kept): nothing to reset any more. Left pending, a later drain
+		 * (weight 0) of the healthy backend would reset its connections.
+		 */
+		h->reset_pending = false;
+		if (from == HC_DOWN && s && s->health.slow_start_s)
+			h->ramp_start_ns = now; /* back: its weight ramps up */
 	}
 	if (!(from == HC_UNKNOWN && to == HC_UP)) { /* unknown already served as up */
 		if (!dirty)
@@ -173,8 +180,8 @@ static void health_result(struct hc *h, bool ok, const char *text, __u64 now)
 		if (h->state == HC_UNKNOWN) {
 			transition(h, HC_UP, "first probe passed", now);
 		} else if (h->state == HC_DOWN && h->ok_run >= h->ck.rise) {
-			snprintf(why, sizeof(why), "%u probes passed in a row (rise %u): %s",
-				 h->ok_run, h->ck.rise, text);
+			snprintf(why, sizeof(why), "%u probe%s passed in a row (rise %u): %s",
+				 h->ok_run, h->ok_run == 1 ? "" : "s", h->ck.rise, text);
 			transition(h, HC_UP, why, now);
 		}
 	} else {
@@ -182,8 +189,8 @@ static void health_result(struct hc *h, bool ok, const char *text, __u64 now)
 		if (h->fail_run < 255)
 			h->fail_run++;
 		if (h->state != HC_DOWN && h->fail_run >= h->ck.fall) {
-			snprintf(why, sizeof(why), "%u probes failed in a row (fall %u): %s",
-				 h->fail_run, h->ck.fall, text);
+			snprintf(why, sizeof(why), "%u probe%s failed in a row (fall %u): %s",
+				 h->fail_run, h->fail_run == 1 ? "" : "s", h->ck.fall, text);
 			transition(h, HC_DOWN, why, now);
 		}
 	}

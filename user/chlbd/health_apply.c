@@ -112,8 +112,11 @@ static bool svc_panic(const struct chlb_svc_cfg *s, __u64 now)
 			    "flows are served (dropped, counted as drop_no_backend); established "
 			    "ones keep their entries",
 			    vs);
-		else
-			pr_info("health: service %s: a backend is up again", vs);
+		else /* not always a backend back up: panic raised, or none left to serve */
+			pr_info("health: service %s: no longer every backend down: %s", vs,
+				up	? "a backend is up again"
+				: panic ? "panic serves them all"
+					: "no backend with a weight left");
 	}
 	hs->panic = panic;
 	hs->all_down = all_down;
@@ -248,6 +251,10 @@ static void reset_down(const struct chlb_state *desired)
 
 			if (!h || !h->reset_pending || h->eff_weight)
 				continue;
+			if (h->state != HC_DOWN) { /* up again, or unchecked: only down resets */
+				h->reset_pending = false;
+				continue;
+			}
 			h->reset_pending = false;
 			rc = chlb_rt_be_renew(D.rt, id, &h->addr);
 			if (rc)

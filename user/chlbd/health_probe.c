@@ -64,9 +64,23 @@ static __u16 probe_port(const struct hc *h)
  * the VIP for this backend's mark leaves by an interface that carries the
  * steering program (chlbd attaches it on its -i interfaces), else direct.
  */
+/*
+ * Not via the VIP, for a reason of this backend's own (why: "via vip:
+ * ..."): `via vip` fails with it; `via auto` goes direct and keeps it for
+ * backend list's via_why, as it keeps a failed route lookup's.
+ */
+static int not_via_vip(struct hc *h, __u64 now, const char *why)
+{
+	if (h->ck.via == CHLB_VIA_VIP)
+		return -1;
+	h->path_ns = now;
+	h->path_rc = -EINVAL;
+	snprintf(h->path_err, sizeof(h->path_err), "%s", why + strlen("via vip: "));
+	return 0;
+}
+
 static int probe_path(struct hc *h, __u64 now, __u32 *mark, char *why, size_t len)
 {
-	bool must = h->ck.via == CHLB_VIA_VIP;
 	int slot, ifindex = 0;
 	struct hc_svc *hs;
 
@@ -78,12 +92,12 @@ static int probe_path(struct hc *h, __u64 now, __u32 *mark, char *why, size_t le
 			 "via vip: a probe to the VIP goes to its port %u, not check port %u "
 			 "(use via direct)",
 			 h->vip.port, h->ck.port);
-		return must ? -1 : 0;
+		return not_via_vip(h, now, why);
 	}
 	slot = chlb_rt_be_slot(D.rt, chlb_rt_svc_id(D.rt, &h->vip), &h->addr);
 	if (slot < 0) {
 		snprintf(why, len, "via vip: the backend has no slot in the data plane yet");
-		return must ? -1 : 0;
+		return not_via_vip(h, now, why);
 	}
 	*mark = CHLB_PROBE_MARK(slot);
 	/*
@@ -115,7 +129,7 @@ static int probe_path(struct hc *h, __u64 now, __u32 *mark, char *why, size_t le
 	if (!h->path_rc)
 		return 1;
 	snprintf(why, len, "via vip: %.100s", h->path_err);
-	return must ? -1 : 0;
+	return h->ck.via == CHLB_VIA_VIP ? -1 : 0;
 }
 
 static socklen_t sockaddr_of(const struct chlb_addr *a, __u16 port, struct sockaddr_storage *ss)
