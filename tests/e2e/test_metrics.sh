@@ -88,6 +88,10 @@ test_promtool_accepts_a_scrape() {
 		[ "$(value "$f" chlb_backend_state "vip=\"[$VIP6]:80/tcp\",backend=\"$(be_addr6 2)\",state=\"draining\"")" = 1 ] || rc=1
 	check "weight-100 backend is live" \
 		[ "$(value "$f" chlb_backend_state "vip=\"[$VIP6]:80/tcp\",backend=\"$(be_addr6 1)\",state=\"live\"")" = 1 ] || rc=1
+	# unchecked backends too: what their table holds, their weight (backend list's effective_weight)
+	check "unchecked backends' effective weights are their weights (100, 0)" \
+		[ "$(value "$f" chlb_backend_effective_weight "vip=\"[$VIP6]:80/tcp\",backend=\"$(be_addr6 1)\"")" = 100 ] &&
+		[ "$(value "$f" chlb_backend_effective_weight "vip=\"[$VIP6]:80/tcp\",backend=\"$(be_addr6 2)\"")" = 0 ] || rc=1
 	swaps=$(jq '[.services[].swaps] | add' <<<"$svcs")
 	check "the swap histogram counted every swap ($swaps): $(value "$f" chlb_swap_duration_seconds_count)" \
 		[ "$(value "$f" chlb_swap_duration_seconds_count)" = "$swaps" ] || rc=1

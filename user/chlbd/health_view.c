@@ -53,14 +53,14 @@ void health_be_json(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b, j
 }
 
 /* Label values as the text format wants them (a backend name or VIP has no quotes). */
-static void lbl(FILE *f, const char *name, const struct chlb_vip *vip, const struct hc *h,
+static void lbl(FILE *f, const char *name, const struct chlb_vip *vip, const char *be,
 		const char *extra, unsigned long long v)
 {
 	char vs[CHLB_ADDRSTR];
 
 	fprintf(f, "%s{vip=\"%s\"", name, chlb_fmt_vip(vip, vs, sizeof(vs)));
-	if (h)
-		fprintf(f, ",backend=\"%s\"", h->name);
+	if (be)
+		fprintf(f, ",backend=\"%s\"", be);
 	fprintf(f, "%s%s} %llu\n", extra ? "," : "", extra ? extra : "", v);
 }
 
@@ -69,7 +69,11 @@ static void head(FILE *f, const char *name, const char *type, const char *help)
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* One family's samples, every backend with a checker (the format wants a family whole). */
+/*
+ * One family's samples (the format wants a family whole): every backend with
+ * a checker; the effective weight for every backend, as backend list has it
+ * (without a checker: the configured weight, what its table holds).
+ */
 enum fam {
 	F_HEALTH,
 	F_EFF,
@@ -92,15 +96,19 @@ static void be_family(FILE *f, enum fam w)
 		for (__u32 j = 0; j < s->nbe; j++) {
 			const struct hc *h = health_find(&s->vip, &s->be[j].addr);
 
+			if (!h && w == F_EFF) {
+				lbl(f, names[w], &s->vip, s->be[j].name, NULL, s->be[j].weight);
+				continue;
+			}
 			if (!h || (w != F_EFF && h->ck.type == CHLB_CHECK_NONE))
 				continue;
 			if (w == F_HEALTH) {
 				for (int k = 0; k < 3; k++) {
 					snprintf(x, sizeof(x), "state=\"%s\"", states[k]);
-					lbl(f, names[w], &s->vip, h, x, h->state == k);
+					lbl(f, names[w], &s->vip, h->name, x, h->state == k);
 				}
 			} else {
-				lbl(f, names[w], &s->vip, h, NULL,
+				lbl(f, names[w], &s->vip, h->name, NULL,
 				    w == F_EFF	  ? h->eff_weight
 				    : w == F_SENT ? h->sent
 						  : h->failed);
