@@ -253,9 +253,9 @@ static void test_chlbctl_errors_and_exit_codes(void **state)
 	assert_int_equal(chlbctl("sim --algo ring --backends 3 --weights 1,2", out, sizeof(out)),
 			 2);
 	assert_int_equal(chlbctl("sim --algo ring --backends x", out, sizeof(out)), 2);
-	/* a request the builders reject: 1 */
+	/* a value the builders reject (not prime): 2, a bad value, as chlbd's exit for it */
 	assert_int_equal(
-	    chlbctl("-j sim --algo maglev --backends 5 --table-size 100", out, sizeof(out)), 1);
+	    chlbctl("-j sim --algo maglev --backends 5 --table-size 100", out, sizeof(out)), 2);
 	assert_non_null(strstr(out, "prime"));
 	assert_int_equal(chlbctl("help", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "Exit codes"));

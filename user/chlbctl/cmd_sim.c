@@ -323,7 +323,12 @@ int do_sim(int argc, char **argv)
 	}
 	if (nn)
 		o.names = (const char *const *)nl;
-	if (chlb_sim_run(&o, &r, err, sizeof(err))) {
+	c = chlb_sim_run(&o, &r, err, sizeof(err));
+	if (c == -EINVAL) { /* a bad value (a table size that is not prime): exit 2, as chlbd's */
+		p_usage("sim: %s", err);
+		goto out;
+	}
+	if (c) {
 		p_err("sim: %s", err);
 		rc = CHLBCTL_EXIT_FAIL;
 		goto out;
