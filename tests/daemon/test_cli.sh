@@ -218,6 +218,24 @@ test_errors_name_file_and_word() {
 	ctl service del $c
 }
 
+# one argument is one word: chlbctl joins them into a statement, so an argument
+# with a space became several words ("10.1.0.8 weight 7" was accepted as a
+# backend with weight 7) and one starting with '#' a comment dropping the rest;
+# -j without a command answers JSON
+test_one_word_per_argument() {
+	local before out
+	before=$(saved)
+	expect 2 "'10.1.0.8 weight 7': one word per argument" backend add $A "10.1.0.8 weight 7" || return 1
+	expect 2 "'/a b': one word per argument" backend set $A 10.1.0.2 path "/a b" || return 1
+	expect 2 "'#x': a word may not start with '#'" backend add $A 10.1.0.8 "#x" weight 7 || return 1
+	expect 2 "'': an empty argument" backend set $A 10.1.0.2 weight "" || return 1
+	expect 2 "'10.9.0.1:4000 10.0.0.10:80': one word per argument" which "10.9.0.1:4000 10.0.0.10:80" tcp || return 1
+	out=$("$CHLBCTL" -j)
+	check "-j alone: exit 2, a JSON usage error: $out" \
+		[ $? = 2 ] && [ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ]
+}
+
 # read-only requests name what they did not find, with a kind, as changes do:
 # `which` once said "no service for destination (VIP:PORT/PROTO)" without one
 test_read_only_errors() {

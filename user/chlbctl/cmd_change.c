@@ -91,6 +91,9 @@ static int object_cmd(const char *obj, int argc, char **argv, void (*show)(json_
 		return p_usage("'%s': unknown %s command (expected %s)", argv[0], obj, verbs);
 	if (force && (strcmp(obj, "service") || (strcmp(verb, "add") && strcmp(verb, "set"))))
 		return p_usage("--force applies to service add and service set only");
+	rc = ctl_check_words(argc - 1, argv + 1);
+	if (rc)
+		return rc;
 	snprintf(head, sizeof(head), "%s %s", obj, verb);
 	line = ctl_join(head, argc - 1, argv + 1);
 	/* --force is the statement's `force` word: `save` writes it the same way */
@@ -124,9 +127,12 @@ int do_backend(int argc, char **argv)
 
 int do_which(int argc, char **argv)
 {
-	char *line = ctl_join("which", argc, argv);
-	int rc;
+	char *line;
+	int rc = ctl_check_words(argc, argv);
 
+	if (rc)
+		return rc;
+	line = ctl_join("which", argc, argv);
 	if (!line)
 		return CHLBCTL_EXIT_FAIL;
 	rc = send_read(line, show_which);
