@@ -166,6 +166,13 @@ test_options_after_command() {
 	check "-s without a path: exit 2: $b" [ $? = 2 ] && grep -qF "'-s' needs a socket path" <<<"$b" || return 1
 	b=$("$CHLBCTL" -s /nonexistent/sock service list 2>&1)
 	check "unreachable: exit 3" [ $? = 3 ] || return 1
+	# every JSON error has a kind: chlbctl's own ones had none
+	b=$("$CHLBCTL" -j -s /nonexistent/sock service list)
+	check "unreachable: exit 3, kind unreachable: $b" \
+		[ $? = 3 ] && [ "$(pyjson 'd["kind"]' <<<"$b")" = unreachable ] || return 1
+	b=$("$CHLBCTL" -j decap show chlb-no-such0)
+	check "a failure of chlbctl's own: exit 1, kind failed: $b" \
+		[ $? = 1 ] && [ "$(pyjson 'd["kind"]' <<<"$b")" = failed ] || return 1
 	# -f FILE keeps its value even when it looks like an option
 	cp "$CONF" "$LIB_DIR/-j"
 	b=$(cd "$LIB_DIR" && "$CHLBCTL" apply -f -j -s "$CHLBD_SOCK" --dry-run)

@@ -25,8 +25,8 @@ static void vp_err(const char *kind, const char *fmt, va_list ap)
 		json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "error", json_object_new_string(msg));
-		if (kind)
-			json_object_object_add(o, "kind", json_object_new_string(kind));
+		/* every JSON error has a kind (the docs promise one): failed, unless said */
+		json_object_object_add(o, "kind", json_object_new_string(kind ? kind : "failed"));
 		ctl_print_json(o);
 		json_object_put(o);
 	} else {

@@ -52,8 +52,9 @@ static int wait_ready(int fd, short events)
 
 static int timed_out(void)
 {
-	p_err("chlbd at '%s' did not answer within %g s (--timeout): is it stopped or wedged?",
-	      ctl.socket, ctl.timeout_ms / 1000.0);
+	p_err_kind("unreachable",
+		   "chlbd at '%s' did not answer within %g s (--timeout): is it stopped or wedged?",
+		   ctl.socket, ctl.timeout_ms / 1000.0);
 	return CHLBCTL_EXIT_UNREACHABLE;
 }
 
@@ -102,7 +103,7 @@ int ctl_request(const char *text, json_object **reply)
 
 	*reply = NULL;
 	if (strlen(ctl.socket) >= sizeof(sa.sun_path)) {
-		p_err("socket path '%s' too long", ctl.socket);
+		p_err_kind("usage", "socket path '%s' too long", ctl.socket);
 		return CHLBCTL_EXIT_USAGE;
 	}
 	strcpy(sa.sun_path, ctl.socket);
@@ -114,7 +115,8 @@ int ctl_request(const char *text, json_object **reply)
 			close(fd);
 		if (rc == -ETIMEDOUT)
 			return timed_out();
-		p_err("couldn't connect to chlbd at '%s': %s", ctl.socket, chlb_strerror(rc));
+		p_err_kind("unreachable", "couldn't connect to chlbd at '%s': %s", ctl.socket,
+			   chlb_strerror(rc));
 		return CHLBCTL_EXIT_UNREACHABLE;
 	}
 	rc = send_all(fd, text, strlen(text));
@@ -135,7 +137,7 @@ int ctl_request(const char *text, json_object **reply)
 			if (!p) {
 				free(buf);
 				close(fd);
-				p_err("reply from chlbd too large");
+				p_err_kind("protocol", "reply from chlbd too large");
 				return CHLBCTL_EXIT_PROTOCOL;
 			}
 			buf = p;
@@ -155,7 +157,7 @@ int ctl_request(const char *text, json_object **reply)
 	close(fd);
 	if (!buf || !len) {
 		free(buf);
-		p_err("chlbd closed the connection without a reply");
+		p_err_kind("protocol", "chlbd closed the connection without a reply");
 		return CHLBCTL_EXIT_PROTOCOL;
 	}
 	buf[len] = '\0';
@@ -163,7 +165,7 @@ int ctl_request(const char *text, json_object **reply)
 	free(buf);
 	if (!o || !json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
-		p_err("unparsable reply from chlbd");
+		p_err_kind("protocol", "unparsable reply from chlbd");
 		return CHLBCTL_EXIT_PROTOCOL;
 	}
 	if (json_object_object_get_ex(o, "error", &e)) {
