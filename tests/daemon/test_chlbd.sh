@@ -455,6 +455,18 @@ test_corrupt_state_file() {
 	: "$n_prev"
 }
 
+# an empty option value (an unset shell variable in a unit file) is a usage
+# error naming the option: "--state ''" was resolved to the working directory
+# and "-s ''" failed late with "couldn't listen on ''"
+test_empty_option_values() {
+	local o out
+	for o in -s --state -c --pin-dir --pid-file --netns; do
+		out=$("$CHLBD" -i v0 $o "" -f 2>&1)
+		check "$o '': exit 2 (got $?): $out" [ $? = 2 ] || return 1
+		check "$o '': names the option: $out" grep -qE "^chlbd: --[a-z-]+: empty value$" <<<"$out" || return 1
+	done
+}
+
 test_sighup_reloads_config() {
 	printf 'service add 10.0.0.20:80/tcp\nbackend add 10.0.0.20:80/tcp 10.1.0.2\nbackend add 10.0.0.20:80/tcp 10.1.0.3\n' >"$LIB_DIR/good"
 	kill -HUP "$CHLBD_PID"

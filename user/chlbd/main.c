@@ -143,6 +143,15 @@ static int parse_args(int argc, char **argv)
 	D.history_ms = CHLBD_DEFAULT_HISTORY;
 	D.grace_ms = CHLBD_DEFAULT_GRACE;
 	while ((c = getopt_long(argc, argv, "i:m:s:c:fvh", opts, NULL)) != -1) {
+		/* "--state ''" (an unset shell variable) is a usage error, not a path to resolve */
+		if (optarg && !*optarg) {
+			const struct option *o = opts;
+
+			while (o->name && o->val != c)
+				o++;
+			fprintf(stderr, "chlbd: --%s: empty value\n", o->name ? o->name : "?");
+			return -1;
+		}
 		switch (c) {
 		case 'i':
 			if (D.niface == CHLBD_MAX_IFACES) {
