@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
@@ -93,14 +94,53 @@ static int dir_empty(const char *dir)
 	return rc;
 }
 
-/* Same mount namespace as pid 1 (the host's, or the container's own)? */
+/* pid's parent, from /proc/PID/stat (the field after the state, after comm's ')'); 0: unknown */
+static pid_t parent_of(pid_t pid)
+{
+	char path[32], buf[512], *p;
+	int ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f) || !(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %d", &ppid) != 1)
+		ppid = 0;
+	fclose(f);
+	return ppid;
+}
+
+static bool same_ns(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev;
+}
+
+/*
+ * Same mount namespace as pid 1 (the host's, or the container's own)? Where
+ * pid 1's is not readable (some sandboxes deny it even to root), an
+ * ancestor in another mount namespace tells: `ip netns exec` runs chlbd in
+ * a namespace of its own under the shell's, and without this no warning
+ * came, and a SIGTERM later took the program off the interface.
+ */
 static bool host_mount_ns(void)
 {
-	struct stat self, init;
+	struct stat self, other;
+	char path[40];
 
-	if (stat("/proc/self/ns/mnt", &self) || stat("/proc/1/ns/mnt", &init))
+	if (stat("/proc/self/ns/mnt", &self))
 		return true; /* can't tell: don't cry wolf */
-	return self.st_ino == init.st_ino && self.st_dev == init.st_dev;
+	if (!stat("/proc/1/ns/mnt", &other))
+		return same_ns(&self, &other);
+	for (pid_t p = getppid(); p > 1; p = parent_of(p)) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)p);
+		if (stat(path, &other))
+			return true;
+		if (!same_ns(&self, &other))
+			return false;
+	}
+	return true;
 }
 
 /*
