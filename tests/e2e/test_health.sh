@@ -485,7 +485,15 @@ test_via_vip_needs_the_vip_on_lo() {
 	check "via auto without a route to the VIP: direct, and why" lib_wait_for 7 via_why_route 1 ||
 		return 1
 	diag "via auto, no route: $(be_field 1 via_why)"
-	check "and every backend stays up" all_health up 1 2 3 4
+	check "and every backend stays up" all_health up 1 2 3 4 || return 1
+	# via vip without a route: down, says vip (not the direct it never took), and why in full
+	ctl backend set "$VIP" "$(be_addr4 1)" via vip >/dev/null || return 1
+	check "via vip without a route: down" lib_wait_for 5 health_is 1 down || return 1
+	diag "via vip, no route: $(be_field 1 reason)"
+	check "backend list says vip" [ "$(be_field 1 via)" = vip ] || return 1
+	check "the reason is whole (ends with the errno's text)" \
+		grep -qE "Network is unreachable\)?\$" <<<"$(be_field 1 reason)" || return 1
+	ctl backend set "$VIP" "$(be_addr4 1)" via auto >/dev/null
 }
 
 # ipip: a backend without decapsulation fails via vip (the probe arrives

@@ -51,12 +51,12 @@ struct hc {
 	bool via_vip; /* the last probe went to the VIP with a mark */
 	/* via vip/auto: the route to the VIP for this backend's mark, looked up now and then */
 	/* via vip/auto: what its service's route lookup said (struct hc_svc's) */
-	__u64 path_ns;		    /* when (0: never) */
-	int path_rc;		    /* 0: a route out of an interface with steering */
-	char path_err[HC_TEXT_MAX]; /* why not */
-	__u64 since_ns;		    /* monotonic: last transition (or creation) */
-	time_t since_wall;	    /* the same, wall clock, for people */
-	char reason[HC_TEXT_MAX];   /* why the last transition happened */
+	__u64 path_ns;		       /* when (0: never) */
+	int path_rc;		       /* 0: a route out of an interface with steering */
+	char path_err[HC_TEXT_MAX];    /* why not */
+	__u64 since_ns;		       /* monotonic: last transition (or creation) */
+	time_t since_wall;	       /* the same, wall clock, for people */
+	char reason[HC_TEXT_MAX + 64]; /* why the last transition happened: a count, then last */
 	char last[HC_TEXT_MAX]; /* last result: "ok 0.41 ms", "timeout after 1000 ms (connect)" */
 	__u64 sent, failed;
 	__u64 ramp_start_ns; /* slow start from here; 0: none */

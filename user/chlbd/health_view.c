@@ -38,7 +38,8 @@ void health_be_json(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b, j
 		json_object_object_add(e, "panic", json_object_new_boolean(true));
 	if (h->ck.type == CHLB_CHECK_NONE)
 		return;
-	add_str(e, "via", h->via_vip ? "vip" : "direct");
+	/* via vip that cannot work fails without sending: its path is still vip, not direct */
+	add_str(e, "via", h->via_vip || h->ck.via == CHLB_VIA_VIP ? "vip" : "direct");
 	if (!h->via_vip && h->ck.via == CHLB_VIA_AUTO && h->path_ns && h->path_rc)
 		add_str(e, "via_why", h->path_err); /* why auto is direct */
 	add_str(e, "last", h->last[0] ? h->last : "-");
