@@ -162,7 +162,8 @@ static void services(struct scrape *s)
 	static const char *const helps[] = {
 		"Packets forwarded to the service's backends.",
 		"Bytes forwarded to the service's backends (the client's packets as received).",
-		"Flows the service decided from its tables (new connections, new UDP flows).",
+		"Flows the service decided from its tables (TCP SYNs, flows whose entry went "
+		"stale; not UDP flows without an entry).",
 		"Packets of the service dropped: their backend had no route (drop_no_route).",
 	};
 	FILE *f = s->f;
