@@ -11,8 +11,8 @@
 #      their backend; on-down reset: they are decided again (reset by the
 #      backend the table picks now), but not those of a backend that went
 #      down in panic and came back up, when it is drained later;
-#   3. http: 500 is down, 200 up, a server that accepts and never answers
-#      times out;
+#   3. http: 500 is down, 200 up, a 4-digit status is not a status line, a
+#      server that accepts and never answers times out;
 #   4. slow start: a backend coming back ramps its effective weight in
 #      steps, and new flows follow (roughly);
 #   5. panic: 3 of 4 down with panic 50: health ignored (every backend
@@ -278,6 +278,10 @@ test_http_statuses_and_timeout() {
 	# (a probe that met the server being replaced may say something else: wait for the next)
 	check "500 is down, and says so" lib_wait_for 2 last_has 2 "HTTP 500 (expect 200-399)" || return 1
 	diag "500: $(be_field 2 last)"
+	# a status code is 3 digits: "2000" is not a 200
+	ck_start 2 2000
+	check "HTTP/1.0 2000 is not a status line" \
+		lib_wait_for 2 last_has 2 "not an HTTP status line: 'HTTP/1.0 2000" || return 1
 	ck_start 2 200
 	check "200 is up" lib_wait_for 5 health_is 2 up || return 1
 	ck_start 3 hang

@@ -9,6 +9,7 @@
  * SO_LINGER 0 (a reset): thousands of probes a minute leave no TIME_WAIT
  * behind on the load balancer.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -295,7 +296,13 @@ static int status_line(struct hc *h, bool eof, __u64 now)
 		return 0;
 	h->buf[h->blen] = 0;
 	sp = strchr(h->buf, ' ');
-	if (strncmp(h->buf, "HTTP/", 5) || !sp || sscanf(sp + 1, "%3u", &code) != 1) {
+	if (sp)
+		while (*sp == ' ')
+			sp++;
+	/* the status code is exactly 3 digits: "2000", "-1" or "+20" are not a 200 */
+	if (strncmp(h->buf, "HTTP/", 5) || !sp || !isdigit((unsigned char)sp[0]) ||
+	    !isdigit((unsigned char)sp[1]) || !isdigit((unsigned char)sp[2]) ||
+	    (sp[3] && !strchr(" \r\n", sp[3]))) {
 		if (!h->blen) {
 			finish(h, false, "http: closed before a status line", now);
 			return 1;
@@ -308,6 +315,8 @@ static int status_line(struct hc *h, bool eof, __u64 now)
 		finish(h, false, t, now);
 		return 1;
 	}
+	code = (unsigned int)(sp[0] - '0') * 100 + (unsigned int)(sp[1] - '0') * 10 +
+	       (unsigned int)(sp[2] - '0');
 	if (code >= h->ck.expect_lo && code <= h->ck.expect_hi) {
 		snprintf(t, sizeof(t), "HTTP %u", code);
 		ok_text(h, t, now);
