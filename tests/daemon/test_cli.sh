@@ -4,7 +4,7 @@
 # chlbd started with -c FILE: JSON that stays valid for an interface named
 # q"x, invalid UTF-8 and sim's names (json-c, no \/, fixed decimals);
 # -j/-s after the command; exit 2 for a bad value chlbd finds; apply of an
-# empty file refused without --force; SIGHUP's log of what it changes
+# empty file refused without --force (and on SIGHUP); SIGHUP's log of what it changes
 # (undoing chlbctl's changes marked); a VIP on one of chlbd's own addresses
 # refused without force (requests, apply, SIGHUP, -c at start); a VIP
 # without a port refused, naming :0. Every refused input changes nothing
@@ -104,6 +104,21 @@ test_sighup_refuses_own_address() {
 	lib_wait_for 5 bash -c "[ \$(grep -c 'nothing from the file applied' '$CHLBD_LOG') -gt $n ]" || return 1
 	check "SIGHUP names the own address and force" \
 		grep -qF "'10.1.0.1:22/tcp': 10.1.0.1 is an address of this host (v0)" "$CHLBD_LOG" || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
+	cp "$CONF.good" "$CONF"
+}
+
+# an empty file (a config tool that wrote nothing) must not delete every service on a reload
+test_sighup_refuses_empty_file() {
+	local before n
+	before=$(saved)
+	cp "$CONF" "$CONF.good"
+	: >"$CONF"
+	n=$(grep -c "nothing from the file applied" "$CHLBD_LOG")
+	kill -HUP "$CHLBD_PID"
+	lib_wait_for 5 bash -c "[ \$(grep -c 'nothing from the file applied' '$CHLBD_LOG') -gt $n ]" || return 1
+	check "SIGHUP names the deletion and --force" \
+		grep -qF "the file would delete every service (all" "$CHLBD_LOG" || return 1
 	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
 	cp "$CONF.good" "$CONF"
 }

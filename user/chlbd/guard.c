@@ -76,7 +76,7 @@ int chlbd_guard(const struct chlb_state *cur, const struct chlb_state *next, boo
 		return 0;
 	snprintf(why, len,
 		 "the file would delete every service (all %u of them%s); apply it with "
-		 "--force (apply force) if that is what you mean",
+		 "--force (chlbctl apply -f FILE --force) if that is what you mean",
 		 cur->nsvc, next->nsvc ? ", adding only others" : ": it has none");
 	return -1;
 }

@@ -135,7 +135,12 @@ static void reload_config(void)
 	}
 	free(text);
 	chlb_state_inherit(&next, &D.state);
-	if (chlbd_guard(&D.state, &next, false, false, err, sizeof(err))) {
+	/*
+	 * Guarded as an `apply` without --force: an empty or truncated file (a
+	 * config tool that wrote nothing) must not delete every service; a
+	 * reload has no --force, `chlbctl apply -f FILE --force` has.
+	 */
+	if (chlbd_guard(&D.state, &next, true, false, err, sizeof(err))) {
 		pr_err("SIGHUP: %s: %s; nothing from the file applied", D.config_path, err);
 		chlb_state_free(&next);
 		return;
