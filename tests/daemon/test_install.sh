@@ -399,6 +399,10 @@ test_sd_notify_ready() {
 	check "STATUS with it" jq -e '.msg | index("STATUS=serving 1 services")' <<<"$ready" \
 		>/dev/null || return 1
 	check "one READY" [ "$(grep -c '"READY=1"' "$rec")" = 1 ] || return 1
+	# STATUS follows changes: systemctl status shows what serves now
+	ctl service add 10.0.0.11:80/tcp || return 1
+	check "STATUS after a change: $(tail -1 "$rec")" \
+		lib_wait_for 5 grep -q 'STATUS=serving 2 services' "$rec" || return 1
 	chlbd_stop
 	check "STOPPING=1 on SIGTERM" lib_wait_for 2 grep -q '"STOPPING=1"' "$rec"
 }
