@@ -9,7 +9,8 @@
 #      connections, which all break;
 #   2. idle past the history window across a change that moves some: none breaks;
 #   3. a drained (weight 0) backend's idle connections survive later changes
-#      until it is removed;
+#      until it is removed; its CONNS (backend list, conns --backend) are
+#      exactly them, and connections closed by FIN or RST are ended;
 #   4. spoofed SYNs from the client's address on every port, before and after
 #      changes: none breaks; a reused 5-tuple after FIN / RST goes where the
 #      current table says;
@@ -248,9 +249,23 @@ test_idle_past_window_maglev() { run_case past_the_window maglev; }
 # b1 drained, then 8 changes (adds, weights, a removal) while its
 # connections stay idle; they must all survive, and break only when b1 goes.
 drained() {
-	local algo=$1 h=drain$1 i own
+	local algo=$1 h=drain$1 i own base sport how be ended=0 got want
 	daemon_default || return 1
 	configure "$algo" "1 2 3 4" || return 1
+	# 12 connections closed at once, 6 by FIN and 6 by RST: those b1 took are
+	# its ended entries (ports outside the client's local range, a block per
+	# algorithm: no TIME_WAIT left from another case)
+	case $algo in ring) base=9100 ;; jump) base=9120 ;; *) base=9140 ;; esac
+	for sport in $(seq $base $((base + 11))); do
+		how=fin
+		[ "$sport" -lt $((base + 6)) ] || how=rst
+		be=$(conn_from "$sport" $how)
+		[ -n "$be" ] || {
+			diag "connection from $sport failed"
+			return 1
+		}
+		[ "$be" != b1 ] || ended=$((ended + 1))
+	done
 	open_held "$h" "$HELD" || return 1
 	own=$(conns_on "$h" b1)
 	drain 1 || return 1
@@ -259,6 +274,19 @@ drained() {
 	past_window
 	# shellcheck disable=SC2086
 	expect "$h" "$algo: b1 drained ($(count $own) connections), 8 changes after" "" || return 1
+	# what an operator watches (operations.md, Draining a backend): b1's
+	# CONNS is exactly its held connections, the closed ones are ended
+	got=$(ctl -j backend list "$VIP" | jq -r --arg a "$(be_addr4 1)" \
+		'.backends[] | select(.address == $a) | "\(.conns) \(.conns_ended)"')
+	# shellcheck disable=SC2086
+	want="$(count $own) $ended"
+	check "$algo: drained b1's conns and conns_ended ($got): held and closed there ($want)" \
+		[ "$got" = "$want" ] || return 1
+	got=$(ctl -j conns "$VIP" --backend "$(be_addr4 1)" |
+		jq -r '.conns[] | select(.state == "live") | .client | sub(".*:"; "")' | sort -n | tr '\n' ' ')
+	want=$(awk '$1 == "conn" && $4 == "b1" { print $3 }' "$LIB_DIR/$h.r0" | sort -n | tr '\n' ' ')
+	check "$algo: conns --backend lists b1's held connections, no other" [ "$got" = "$want" ] ||
+		return 1
 	remove 1 || return 1
 	past_window
 	expect "$h" "$algo: drained b1 removed" "$own"
