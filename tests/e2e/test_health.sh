@@ -14,7 +14,8 @@
 #   3. http: 500 is down, 200 up, a 4-digit status is not a status line, a
 #      server that accepts and never answers times out;
 #   4. slow start: a backend coming back ramps its effective weight in
-#      steps, and new flows follow (roughly);
+#      steps, and new flows follow (roughly); turning it on ramps no backend
+#      that already serves;
 #   5. panic: 3 of 4 down with panic 50: health ignored (every backend
 #      serves), counted (metrics, promtool-clean) and logged; panic 0 with
 #      every backend down: no new flow served, the SYNs counted as
@@ -341,6 +342,20 @@ test_slow_start_ramps() {
 	w=$(be_field 4 effective_weight)
 	check "an added backend starts at 1/5 of its weight ($w)" [ "$w" = 20 ] || return 1
 	check "and reaches its weight" lib_wait_for 4 eff_is 4 100
+}
+
+# slow start turned on for a running service ramps no backend that already
+# serves: b1 (unchecked) gets a checker only now, and must keep its weight
+# rather than drop to 1/5 beside the backends checked before.
+test_slow_start_on_spares_serving_backends() {
+	# shellcheck disable=SC2046
+	setup maglev $(tcp_check) || return 1
+	ctl backend set "$VIP" "$(be_addr4 1)" check none >/dev/null || return 1
+	ctl service set "$VIP" slow-start 8 >/dev/null || return 1
+	sleep 0.3 # a ramp's first step would be applied within a tick
+	check "b1, serving before, keeps its weight ($(be_field 1 effective_weight))" eff_is 1 100 ||
+		return 1
+	check "every backend at full weight" min_eff_is 100
 }
 
 test_panic() {

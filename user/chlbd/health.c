@@ -70,6 +70,8 @@ void health_sync(const struct chlb_state *st)
 		struct hc_svc *hs = health_svc(&s->vip);
 		/* slow start for backends added to a service that serves, not a new one */
 		bool ramp = hs && hs->synced && s->health.slow_start_s;
+		/* what serves now (st is about to replace it): a backend there is not added */
+		const struct chlb_svc_cfg *was = chlb_state_find(&D.state, &s->vip);
 
 		for (__u32 j = 0; j < s->nbe; j++) {
 			const struct chlb_cfg_be *b = &s->be[j];
@@ -88,8 +90,14 @@ void health_sync(const struct chlb_state *st)
 					continue;
 				}
 				h->ck = ck;
-				/* added later: it ramps up; one there at the start serves at once */
-				if (ramp && synced_once)
+				/*
+				 * Added later: it ramps up; one there at the start serves at
+				 * once, and so does one already serving that gets a checker
+				 * only now (slow start turned on: ramping it alone would
+				 * shift its flows to the backends checked before).
+				 */
+				if (ramp && synced_once &&
+				    !(was && chlb_svc_find_be(was, &b->addr)))
 					h->ramp_start_ns = now;
 				schedule_first(h, now);
 			} else if (!chlb_check_equal(&ck, &h->ck)) {
