@@ -281,6 +281,7 @@ SBINDIR ?= $(PREFIX)/sbin
 MAN5DIR ?= $(PREFIX)/share/man/man5
 MAN8DIR ?= $(PREFIX)/share/man/man8
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+DOCDIR ?= $(PREFIX)/share/doc/chlb
 SYSCONFDIR ?= /etc
 ifeq ($(PREFIX),/usr)
 SYSTEMDUNITDIR ?= /lib/systemd/system
@@ -292,7 +293,9 @@ INSTALL_FILES := $(SBINDIR)/chlbd:$(BUILD)/chlbd:0755 $(SBINDIR)/chlbctl:$(BUILD
 	$(MAN8DIR)/chlbd.8:docs/chlbd.8:0644 $(MAN8DIR)/chlbctl.8:docs/chlbctl.8:0644 \
 	$(MAN5DIR)/chlb.5:docs/chlb.5:0644 \
 	$(SYSTEMDUNITDIR)/chlbd.service:$(BUILD)/chlbd.service:0644 \
-	$(BASHCOMPDIR)/chlbctl:dist/chlbctl.bash-completion:0644
+	$(BASHCOMPDIR)/chlbctl:dist/chlbctl.bash-completion:0644 \
+	$(foreach d,README.md $(wildcard docs/*.md) $(wildcard docs/examples/*.conf),\
+		$(DOCDIR)/$(patsubst docs/%,%,$(d)):$(d):0644)
 INSTALL_CONFS := $(SYSCONFDIR)/chlb/chlb.conf:dist/chlb.conf:0644 \
 	$(SYSCONFDIR)/default/chlbd:dist/chlbd.default:0644
 
@@ -324,7 +327,8 @@ install: $(BUILD)/chlbd $(BUILD)/chlbctl $(BUILD)/chlbd.service
 # above them (PREFIX/sbin, PREFIX/share/man, /etc/default), so the host is
 # left as it was before install.
 UNINSTALL_DIRS := $(SYSCONFDIR)/chlb $(SYSTEMDUNITDIR) $(patsubst %/,%,$(dir $(SYSTEMDUNITDIR))) \
-	$(BASHCOMPDIR) $(patsubst %/,%,$(dir $(BASHCOMPDIR))) $(MAN5DIR) $(MAN8DIR)
+	$(BASHCOMPDIR) $(patsubst %/,%,$(dir $(BASHCOMPDIR))) $(MAN5DIR) $(MAN8DIR) \
+	$(DOCDIR)/examples $(DOCDIR) $(patsubst %/,%,$(dir $(DOCDIR)))
 uninstall:
 	$(Q)for f in $(INSTALL_FILES); do \
 		dst=$(DESTDIR)$$(echo "$$f" | cut -d: -f1); \
