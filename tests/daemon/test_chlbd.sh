@@ -149,7 +149,7 @@ conns_of() { jq --arg b "$2" ".services[0].backends[] | select(.address == \$b) 
 # handshake ACK (writes the entry), some closed by FIN (entry ended), some to
 # a port-0 wildcard service; a drain keeps them, a removal makes them stale.
 test_conns() {
-	local j got want be n live ended out list bl
+	local j got want be n live ended out list bl src
 	ctl service add $CV algo jump && ctl service add $CW algo jump || return 1
 	# backends of no other service: removing one from $CV makes its slot DEAD
 	for i in 12 13 14; do ctl backend add $CV 10.1.0.$i || return 1; done
@@ -179,6 +179,13 @@ test_conns() {
 	check "entries name VIP, service, slot, generation" jq -e --arg s "$CV" \
 		'[.conns[] | select(.vip == $s and .service == $s and (.slot | type) == "number" and .gen >= 1)] | length == 120' \
 		<<<"$j" >/dev/null || return 1
+	# which names an entry's state as conns does: a FIN-closed flow's is ended
+	src=$(awk 'NR == 1 { print $1 }' "$LIB_DIR/c_fin")
+	check "which text: $src's entry is valid, ended" \
+		ctl which "$src" 10.0.0.70:80 tcp | grep -qE "^conn entry: .* gen [0-9]+, valid, ended \(FIN or RST seen\)$" || return 1
+	src=$(awk 'NR == 1 { print $1 }' "$LIB_DIR/c_live")
+	check "which text: $src's entry is valid" \
+		ctl which "$src" 10.0.0.70:80 tcp | grep -qE "^conn entry: .* gen [0-9]+, valid$" || return 1
 	bl=$(ctl -j backend list $CV) || return 1
 	for be in 10.1.0.12 10.1.0.13 10.1.0.14; do
 		live=$(grep -c " $be\$" "$LIB_DIR/c_live")

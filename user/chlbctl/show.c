@@ -299,12 +299,17 @@ void show_which(json_object *r)
 	       table_ref(r, t, "new_flow_table", tb, sizeof(tb)));
 	printf("established:  %s, by %s%s\n", be(r, "established", b, sizeof(b)),
 	       s(r, "established_by"), table_ref(r, t, "established_table", tb, sizeof(tb)));
-	if (json_object_object_get_ex(r, "conn", &c) && c)
+	if (json_object_object_get_ex(r, "conn", &c) && c) {
+		bool valid = json_object_get_boolean(json_object_object_get(c, "valid"));
+		bool ended = json_object_get_boolean(json_object_object_get(c, "ended"));
+
+		/* as `conns` names them: an ended entry is followed, but not counted in CONNS */
 		printf("conn entry:   %s (slot %s of %s) gen %s, %s\n", s(c, "backend"),
 		       s(c, "slot"), s(c, "service"), s(c, "gen"),
-		       json_object_get_boolean(json_object_object_get(c, "valid")) ? "valid"
-										   : "stale");
-	else
+		       !valid  ? "stale"
+		       : ended ? "valid, ended (FIN or RST seen)"
+			       : "valid");
+	} else
 		printf("conn entry:   none\n");
 	for (size_t i = 0; t && i < json_object_array_length(t); i++) {
 		json_object *e = json_object_array_get_idx(t, i), *dv, *ad;
