@@ -416,6 +416,11 @@ test_panic_0_all_down() {
 		diag "check failed: logged 'a backend is up again' while every backend is down"
 		return 1
 	fi
+	# checks off: the panic is over (not left standing, to go unlogged and
+	# uncounted when checks come back)
+	ctl service set "$VIP" check none >/dev/null || return 1
+	check "check none ends the panic, logged" \
+		lib_wait_for 2 since_l0 "no checks: panic over, every backend serves"
 }
 
 # IPv6: an http check on the service's own port (chlb-echo answers GET),

@@ -123,6 +123,23 @@ static bool svc_panic(const struct chlb_svc_cfg *s, __u64 now)
 	return panic;
 }
 
+/*
+ * s has no checks any more (nor slow start): health decides nothing, so it
+ * is neither in panic nor all down. Said once; checks turned on again later
+ * then count and log a new panic as a new one.
+ */
+static void health_svc_off(const struct chlb_svc_cfg *s)
+{
+	struct hc_svc *hs = health_svc(&s->vip);
+	char vs[CHLB_ADDRSTR];
+
+	if (!hs || (!hs->panic && !hs->all_down))
+		return;
+	pr_info("health: service %s: no checks: %s over, every backend serves",
+		chlb_fmt_vip(&s->vip, vs, sizeof(vs)), hs->panic ? "panic" : "every backend down");
+	hs->panic = hs->all_down = false;
+}
+
 /* dst (a service of a state) becomes a deep copy of src; 0 or -ENOMEM (dst unchanged). */
 static int svc_replace(struct chlb_svc_cfg *dst, const struct chlb_svc_cfg *src)
 {
@@ -175,8 +192,10 @@ static bool overlay_weights(const struct chlb_state *desired, __u64 now)
 		const struct chlb_svc_cfg *s = &desired->svc[i];
 		bool panic;
 
-		if (!health_svc_wanted(s))
+		if (!health_svc_wanted(s)) {
+			health_svc_off(s);
 			continue;
+		}
 		panic = svc_panic(s, now);
 
 		for (__u32 j = 0; j < s->nbe; j++) {
