@@ -293,6 +293,19 @@ test_batch_only_changes() {
 	check "nothing changed" [ "$before" = "$(saved)" ]
 }
 
+# a backend the service's table can't hold is named, with the table: it said
+# "'3': maglev table size must be larger than the 3 backends of 10.1.0.4"
+test_backend_beyond_table() {
+	local before c=10.0.0.42:80/tcp
+	ctl service add $c algo maglev table 3 && ctl backend add $c 10.1.0.2 &&
+		ctl backend add $c 10.1.0.3 || return 1
+	before=$(saved)
+	expect 2 "'10.1.0.4': one backend too many for the service's table (table 3): it must be larger than the backend count (3 with this one)" \
+		backend add $c 10.1.0.4 || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
+	ctl service del $c
+}
+
 test_invalid_utf8() {
 	local out before
 	before=$(saved)

@@ -678,6 +678,16 @@ static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 			return rc;
 	}
 	s->nbe++;
+	/* said for the backend: check_svc_vn's "larger than the N backends of ADDR" read as nonsense */
+	if (chlb_algo_has_table(s->algo) && s->table_size <= s->nbe) {
+		s->nbe--;
+		return chlb_err(
+		    err, errlen, -EINVAL,
+		    "'%s': one backend too many for the service's table (table %u): it "
+		    "must be larger than the backend count (%u with this one); raise it "
+		    "first (service set VIP table N, a prime)",
+		    tok, s->table_size, s->nbe + 1);
+	}
 	vn = x ? x->vnodes + be_vnodes(s, b->weight) : ring_vnodes(s);
 	rc = check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen);
 	if (rc) {
