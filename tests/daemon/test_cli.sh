@@ -306,6 +306,18 @@ test_backend_beyond_table() {
 	ctl service del $c
 }
 
+# which says why the current table decides: a new service's oldest table is
+# empty, which it once called "the oldest names a removed backend"
+test_which_says_why() {
+	local c=10.0.0.43:80/tcp by
+	ctl service add $c && by=$(ctl -j which 10.9.0.1:4000 10.0.0.43:80 tcp | pyjson 'd["established_by"]')
+	check "no backend at all: '$by'" [ "$by" = "the tables (none has a backend for it)" ] || return 1
+	ctl backend add $c 10.1.0.2 && by=$(ctl -j which 10.9.0.1:4000 10.0.0.43:80 tcp | pyjson 'd["established_by"]')
+	check "the oldest table is the empty one: '$by'" \
+		[ "$by" = "current table (the oldest has no backend for it)" ] || return 1
+	ctl service del $c
+}
+
 test_invalid_utf8() {
 	local out before
 	before=$(saved)

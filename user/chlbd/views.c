@@ -454,9 +454,12 @@ json_object *view_which(const struct chlb_cmd *c)
 	}
 	why = "oldest table in the view";
 	if (dold == ~0u || D.rt->be[dold].state != CHLB_BE_LIVE) {
+		/* said as it is: an empty oldest table was once called "a removed backend" */
+		why = d0 == ~0u	    ? "the tables (none has a backend for it)"
+		      : dold == ~0u ? "current table (the oldest has no backend for it)"
+				    : "current table (the oldest names a removed backend)";
 		dold = d0;
 		old = 0;
-		why = "current table (the oldest names a removed backend)";
 	}
 	json_object_object_add(o, "established", dold == ~0u ? NULL : be_ref(dold));
 	add_str(o, "established_by", why);
