@@ -156,7 +156,9 @@ struct {
 SEC("xdp")
 int bench_probe_lru_insert(struct xdp_md *ctx)
 {
-	struct chlb_flow f = { .sport = 1, .dport = 80, .proto = IPPROTO_TCP, .family = CHLB_AF_INET };
+	struct chlb_flow f = {
+		.sport = 1, .dport = 80, .proto = IPPROTO_TCP, .family = CHLB_AF_INET
+	};
 	struct chlb_conn c = { .backend = 1, .gen = 1 };
 
 	*(__u32 *)f.src = ++bench_counter;

@@ -390,8 +390,8 @@ static void print_goals(void)
 	 * kernel's LRU can avoid on this machine.
 	 */
 	if (result_of("platform_lru_insert_1m") && result_of("baseline_bare_xdp_tx") && fa >= 0) {
-		double lru = result_of("platform_lru_insert_1m")->ns -
-			     result_of("baseline_bare_xdp_tx")->ns;
+		double lru =
+		    result_of("platform_lru_insert_1m")->ns - result_of("baseline_bare_xdp_tx")->ns;
 
 		printf("  first_ack_n1000: the kernel's LRU insert alone costs %.1f here "
 		       "(platform_lru_insert_1m - baseline_bare_xdp_tx); chlb's own part %.1f\n",
