@@ -272,10 +272,19 @@ json_object *chlb_plan(const struct chlb_state *cur, const struct chlb_state *ne
 			json_object_object_add(e, "action", json_object_new_string("change"));
 			json_object_object_add(e, "moved", json_object_new_double(0));
 			json_object_object_add(e, "basis", json_object_new_string("keyspace"));
+			/*
+			 * The plan does not know the probes' verdicts: a check
+			 * switched off puts back whatever they held down, which
+			 * is a swap (chlbd's health overlay), so say so.
+			 */
 			json_object_object_add(
 			    e, "health",
 			    json_object_new_string(
-				"health check settings change: no table change"));
+				o->check.type != CHLB_CHECK_NONE &&
+					next->svc[i].check.type == CHLB_CHECK_NONE
+				    ? "health check settings change: no table change, except that "
+				      "backends their probes hold down serve again (check none)"
+				    : "health check settings change: no table change"));
 			json_object_object_add(e, "backends", json_object_new_array());
 			json_object_array_add(arr, e);
 		}
