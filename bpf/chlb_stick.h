@@ -226,7 +226,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 						       struct chlb_pkt *p, __u32 crc, __u32 *slot,
 						       __u32 *new_flow)
 {
-	__u32 n = svc->ntables, used;
+	__u32 n = svc->ntables, used, fl;
 	bool udp = p->flow.proto == IPPROTO_UDP;
 	struct chlb_backend *be;
 	struct chlb_conn *e;
@@ -269,8 +269,16 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		 * A TCP connection whose backend left is broken: the new backend
 		 * answers it with a RST the LB never sees. Marked ended, so the
 		 * next SYN on this 5-tuple is decided afresh, not by this entry.
+		 * One stale only by idle time (--tcp-timeout-ms) that the current
+		 * table puts on the same backend goes on: it stays as it was, so
+		 * conns and a drain's CONNS still count it.
 		 */
-		conn_rewrite(e, &p->flow, d, be, now, udp ? 0 : CHLB_CONN_F_ENDED);
+		fl = udp ? 0 : CHLB_CONN_F_ENDED;
+		if ((__u32)d == e->backend && be->gen == e->gen)
+			fl = e->flags & CHLB_CONN_F_ENDED;
+		if (p->fin_rst && !p->icmp_err)
+			fl = CHLB_CONN_F_ENDED;
+		conn_rewrite(e, &p->flow, d, be, now, fl);
 		*slot = d;
 		return be;
 	}

@@ -1302,8 +1302,8 @@ static void test_udp_idle(void **state)
 
 /*
  * --tcp-timeout-ms (a data plane loaded with 300 ms): an idle connection's
- * entry is re-decided from the current table and marked ended; an active
- * one keeps it.
+ * entry is re-decided from the current table and marked ended when that
+ * moves it (not when it stays on its backend); an active one keeps it.
  */
 static void test_tcp_idle(void **state)
 {
@@ -1338,6 +1338,24 @@ static void test_tcp_idle(void **state)
 	stats_mark();
 	assert_int_equal(send_flow(&f, FX_ACK), decide(&t2, &f)); /* idle: re-decided */
 	stats_delta(CHLB_R_CT_STALE, 1);
+	assert_int_equal(entry_of(&f, &c), 0);
+	assert_int_equal(c.flags, CHLB_CONN_F_ENDED);
+	/*
+	 * Idle, but the current table keeps it on its backend: re-decided onto
+	 * the same one, and not ended - the connection goes on (conns, CONNS)
+	 */
+	f.sport = 4242;
+	assert_int_equal(send_flow(&f, FX_SYN), decide(&t2, &f));
+	assert_int_equal(send_flow(&f, FX_ACK), decide(&t2, &f));
+	usleep(450 * 1000);
+	stats_mark();
+	assert_int_equal(send_flow(&f, FX_ACK), decide(&t2, &f));
+	stats_delta(CHLB_R_CT_STALE, 1);
+	assert_int_equal(entry_of(&f, &c), 0);
+	assert_int_equal(c.flags, 0);
+	/* the same with the client's FIN: that one ends it */
+	usleep(450 * 1000);
+	assert_int_equal(send_flow(&f, FX_ACK | FX_FIN), decide(&t2, &f));
 	assert_int_equal(entry_of(&f, &c), 0);
 	assert_int_equal(c.flags, CHLB_CONN_F_ENDED);
 	idle_fixture_close(&x);
