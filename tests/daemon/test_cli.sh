@@ -318,6 +318,20 @@ test_which_says_why() {
 	ctl service del $c
 }
 
+# addresses no packet from the wire is for are refused as VIPs and backends,
+# naming the token and why: 'backend add VIP 0.0.0.0' was accepted (exit 0)
+test_unusable_addresses() {
+	local before
+	before=$(saved)
+	expect 2 "'0.0.0.0:80/tcp': not usable as a VIP (unspecified address)" service add 0.0.0.0:80/tcp || return 1
+	expect 2 "'[ff02::1]:80/tcp': not usable as a VIP (multicast address)" service add '[ff02::1]:80/tcp' || return 1
+	expect 2 "'255.255.255.255': not usable as a backend (broadcast address)" backend add $A 255.255.255.255 || return 1
+	expect 2 "'127.0.0.1': not usable as a backend (loopback address)" backend add $A 127.0.0.1 || return 1
+	expect 2 "'239.1.1.1': not usable as a backend (multicast address)" \
+		batch -f - < <(printf 'backend add %s 239.1.1.1\n' $A) || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ]
+}
+
 test_invalid_utf8() {
 	local out before
 	before=$(saved)

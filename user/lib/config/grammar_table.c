@@ -431,7 +431,8 @@ const struct chlb_gkind chlb_gkinds[CHLB_GV_COUNT] = {
 				 "[2001:db8::10]:443/udp. Port 0 is every port of the address and "
 				 "is written: 10.0.0.10/tcp is refused, naming 10.0.0.10:0/tcp." },
 	[CHLB_GV_ADDR] = { "ADDR", "An IPv4 or IPv6 address, IPv6 without brackets: 10.1.0.2, "
-				   "2001:db8::2." },
+				   "2001:db8::2. A VIP's or a backend's is not unspecified, "
+				   "loopback, multicast or broadcast." },
 	[CHLB_GV_ENDPOINT] = { "SRC:PORT", "ADDR:PORT, IPv6 in brackets: 192.0.2.1:40000, "
 					   "[2001:db8::1]:40000 (DST:PORT alike)." },
 	[CHLB_GV_PROTO] = { "PROTO", "tcp or udp." },

@@ -390,6 +390,45 @@ static int check_svc(const struct chlb_svc_cfg *s, const char *vip, char *err, s
 
 /* Family rules: l2dsr leaves the packet alone, so the backend must hold the
  * VIP's family; ipip can carry IPv4 in IPv6 but not IPv6 in IPv4. */
+/*
+ * An address no packet from the wire is for (unspecified, loopback,
+ * multicast, broadcast): the kind, or NULL. `backend add VIP 0.0.0.0` and a
+ * VIP 255.255.255.255 were accepted and could never serve anything.
+ */
+static const char *unusable_addr(const struct chlb_addr *a)
+{
+	static const __u8 zero[16];
+	const __u8 *b = a->a;
+
+	if (a->family == CHLB_AF_INET) {
+		if (!memcmp(b, zero, 4))
+			return "unspecified";
+		if (b[0] == 127)
+			return "loopback";
+		if (b[0] >= 224 && b[0] <= 239)
+			return "multicast";
+		if (b[0] == 255 && b[1] == 255 && b[2] == 255 && b[3] == 255)
+			return "broadcast";
+		return NULL;
+	}
+	if (!memcmp(b, zero, 16))
+		return "unspecified";
+	if (!memcmp(b, zero, 15) && b[15] == 1)
+		return "loopback";
+	return b[0] == 0xff ? "multicast" : NULL;
+}
+
+static int check_usable(const struct chlb_addr *a, const char *tok, const char *what, char *err,
+			size_t errlen)
+{
+	const char *kind = unusable_addr(a);
+
+	if (!kind)
+		return 0;
+	return chlb_err(err, errlen, -EINVAL, "'%s': not usable as a %s (%s address)", tok, what,
+			kind);
+}
+
 static int check_family(const struct chlb_svc_cfg *s, const struct chlb_addr *be, const char *tok,
 			char *err, size_t errlen)
 {
@@ -518,6 +557,9 @@ static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	if (st->nsvc >= CHLB_MAX_SERVICES)
 		return chlb_err(err, errlen, -E2BIG, "'%s': too many services (at most %u)", vip,
 				CHLB_MAX_SERVICES);
+	rc = check_usable(&c->vip.addr, vip, "VIP", err, errlen);
+	if (rc)
+		return rc;
 	s.vip = c->vip;
 	s.algo = CHLB_ALGO_RING;
 	s.fwd = CHLB_FWD_IPIP;
@@ -646,7 +688,8 @@ static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 		return chlb_err(err, errlen, -E2BIG,
 				"'%s': too many backends in one service (at most %u)", tok,
 				CHLB_MAX_SVC_BACKENDS);
-	rc = check_family(s, &c->backend, tok, err, errlen);
+	rc = check_usable(&c->backend, tok, "backend", err, errlen)
+		 ?: check_family(s, &c->backend, tok, err, errlen);
 	if (rc)
 		return rc;
 	if (c->set & CHLB_OPT_CHECK_ALL) {
