@@ -332,6 +332,16 @@ test_unusable_addresses() {
 	check "nothing changed" [ "$before" = "$(saved)" ]
 }
 
+# a prefix never stops chlbd: 'chlbctl sh' (meant as "show") was taken for
+# shutdown, exit 0; 'route w' for withdraw. Ambiguity names every candidate.
+test_shutdown_only_in_full() {
+	expect 2 "unknown command 'sh' ('shutdown' is taken only as the whole word)" sh || return 1
+	expect 2 "unknown command 'shutd'" shutd --detach || return 1
+	expect 2 "'w': unknown route command" route w || return 1
+	check "chlbd still runs" ctl version >/dev/null || return 1
+	expect 2 "ambiguous command 's': sim, service, stats, save?" s || return 1
+}
+
 test_invalid_utf8() {
 	local out before
 	before=$(saved)

@@ -46,6 +46,9 @@ struct chlbctl_cmd {
 	const char *summary;
 };
 
+/* Taken only as the whole word, never by a prefix: 'chlbctl sh' once stopped chlbd. */
+bool chlbctl_cmd_whole_only(const char *name);
+
 /*
  * Runs the command named by argv[0] from cmds (NULL-name terminated): an
  * exact name or an unambiguous prefix ("se" -> service, but "s" is

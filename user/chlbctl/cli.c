@@ -72,10 +72,17 @@ int p_usage(const char *fmt, ...)
 	return CHLBCTL_EXIT_USAGE;
 }
 
+bool chlbctl_cmd_whole_only(const char *name)
+{
+	return !strcmp(name, "shutdown");
+}
+
 int chlbctl_cmd_select(const struct chlbctl_cmd *cmds, int argc, char **argv, const char *what)
 {
-	const struct chlbctl_cmd *hit = NULL;
+	const struct chlbctl_cmd *hit = NULL, *whole = NULL;
+	char names[256] = "";
 	size_t len;
+	int n = 0;
 
 	if (argc < 1)
 		return p_usage("missing %s", what);
@@ -83,13 +90,22 @@ int chlbctl_cmd_select(const struct chlbctl_cmd *cmds, int argc, char **argv, co
 	for (const struct chlbctl_cmd *c = cmds; c->name; c++) {
 		if (!strcmp(c->name, argv[0]))
 			return c->fn(argc - 1, argv + 1);
-		if (len && !strncmp(c->name, argv[0], len)) {
-			if (hit)
-				return p_usage("ambiguous %s '%s': %s or %s?", what, argv[0],
-					       hit->name, c->name);
-			hit = c;
+		if (!len || strncmp(c->name, argv[0], len))
+			continue;
+		if (chlbctl_cmd_whole_only(c->name)) {
+			whole = c;
+			continue;
 		}
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			 n ? ", " : "", c->name);
+		hit = c;
+		n++;
 	}
+	if (n > 1)
+		return p_usage("ambiguous %s '%s': %s?", what, argv[0], names);
+	if (!hit && whole)
+		return p_usage("unknown %s '%s' ('%s' is taken only as the whole word)", what,
+			       argv[0], whole->name);
 	if (!hit)
 		return p_usage("unknown %s '%s'", what, argv[0]);
 	return hit->fn(argc - 1, argv + 1);

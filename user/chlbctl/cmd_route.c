@@ -54,8 +54,10 @@ int do_route(int argc, char **argv)
 	char line[32];
 	int rc;
 
+	/* withdraw takes the LB out of the ECMP set: never by a prefix ('route w') */
 	for (int i = 0; argc >= 1 && argv[0][0] && verbs[i]; i++)
-		if (!strncmp(verbs[i], argv[0], strlen(argv[0])))
+		if (!strcmp(verbs[i], argv[0]) ||
+		    (strcmp(verbs[i], "withdraw") && !strncmp(verbs[i], argv[0], strlen(argv[0]))))
 			verb = verb ? "" : verbs[i];
 	if (argc < 1)
 		return p_usage("'route': missing command (list, withdraw, announce)");

@@ -28,7 +28,7 @@ static const struct chlbctl_cmd cmds[] = {
 	{ "apply", do_apply, "converge to a config file, atomically" },
 	{ "batch", do_batch, "several changes as one transaction" },
 	{ "route", do_route, "exported VIP routes (--route-table): list, withdraw, announce" },
-	{ "shutdown", do_shutdown, "stop chlbd" },
+	{ "shutdown", do_shutdown, "stop chlbd (the whole word)" },
 	{ "version", do_version, "this build's version and BPF build id, and the running chlbd's" },
 	{ NULL, NULL, NULL },
 };
@@ -98,7 +98,8 @@ static const struct chlbctl_cmd *cmd_named(const char *word)
 	for (const struct chlbctl_cmd *c = cmds; c->name; c++) {
 		if (!strcmp(c->name, word))
 			return c;
-		if (word[0] && !strncmp(c->name, word, strlen(word))) {
+		if (word[0] && !chlbctl_cmd_whole_only(c->name) &&
+		    !strncmp(c->name, word, strlen(word))) {
 			hit = c;
 			n++;
 		}
