@@ -650,6 +650,10 @@ static int open_dataplane(struct chlb_state *next)
 	if (!D.rt)
 		return -1;
 	D.rt->log = chlbd_log;
+	/* a UDP service's history: one UDP idle timeout and a second (apply.c, history_of()) */
+	D.rt->udp_history_ns =
+	    ((__u64)(D.udp_timeout_ms ? D.udp_timeout_ms : CHLB_DP_DEFAULT_UDP_IDLE_MS) + 1000) *
+	    1000000ull;
 	if (chlb_dp_adopted(D.dp)) {
 		stale = chlbd_drop_stale_views(D.dp, next);
 		if (stale) {

@@ -4,6 +4,7 @@
  * why it keeps every packet on a complete table).
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -581,6 +582,24 @@ int chlb_rt_verify_next(struct chlb_rt *rt, const struct chlb_state *st)
 }
 
 /*
+ * How long a replaced table of s stays in the view. UDP has no SYN: an
+ * entry-less datagram is decided by the oldest table, right for flows that
+ * began before the change. But every UDP flow still running sends within
+ * the UDP idle timeout, and its datagram then writes the entry the view's
+ * disagreeing tables call for; after that an entry-less datagram is a new
+ * flow, and the current table alone must decide it (else a drained or
+ * health-down backend kept getting new UDP flows for --history-ms, and an
+ * added one none).
+ */
+static __u64 history_of(const struct chlb_rt *rt, const struct chlb_rt_svc *s)
+{
+	if (s->vip.proto == IPPROTO_UDP && rt->udp_history_ns &&
+	    rt->udp_history_ns < rt->history_ns)
+		return rt->udp_history_ns;
+	return rt->history_ns;
+}
+
+/*
  * Preallocating slots costs an RCU grace period (milliseconds: the kernel
  * waits for it when a new inner map replaces one); after a large change
  * hundreds are due. A tick creates inner maps for at most this long (at
@@ -635,7 +654,7 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 			__u32 n = s->nview;
 			struct chlb_vip_key key;
 
-			while (n > 1 && now >= s->replaced[n - 1] + rt->history_ns) {
+			while (n > 1 && now >= s->replaced[n - 1] + history_of(rt, s)) {
 				n--;
 				s->slot[s->view[n]].free_at = now + rt->grace_ns;
 			}
@@ -645,8 +664,8 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 				chlb_vip_to_key(&s->vip, &key);
 				rt->ops.set_service(rt->ops.ctx, &key, &s->sv);
 			}
-			if (s->nview > 1 && s->replaced[s->nview - 1] + rt->history_ns < next)
-				next = s->replaced[s->nview - 1] + rt->history_ns;
+			if (s->nview > 1 && s->replaced[s->nview - 1] + history_of(rt, s) < next)
+				next = s->replaced[s->nview - 1] + history_of(rt, s);
 		}
 		for (int k = 0, first = 1; k < CHLB_SLOTS_PER_SERVICE; k++) {
 			struct chlb_rt_slot *sl = &s->slot[k];

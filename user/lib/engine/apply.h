@@ -109,7 +109,9 @@ struct chlb_swap_hist {
 struct chlb_rt {
 	struct chlb_dp_ops ops;
 	__u64 history_ns; /* how long a replaced table stays in the view */
-	__u64 grace_ns;	  /* how long a slot that left the view stays untouched */
+	/* for UDP services, if shorter: the UDP idle timeout and a margin (history_of()) */
+	__u64 udp_history_ns;
+	__u64 grace_ns; /* how long a slot that left the view stays untouched */
 	struct chlb_rt_svc svc[CHLB_MAX_SERVICES];
 	struct chlb_rt_be be[CHLB_MAX_BACKENDS];
 	void (*log)(int level, const char *fmt, ...); /* optional; LOG_* levels */
