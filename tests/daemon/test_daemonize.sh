@@ -162,4 +162,18 @@ test_second_daemon_refused() {
 	check "unpinned" unpinned
 }
 
+# no syslog daemon (a container, a minimal VM): the start says the log goes
+# nowhere, on the caller's terminal - it once went silent
+test_no_syslog_warned() {
+	local out
+	out=$(timeout 10 unshare -m --propagation private sh -c 'mount -t tmpfs -o mode=0755 chlb-dev /dev &&
+		mknod -m 666 /dev/null c 1 3 && mknod -m 666 /dev/urandom c 1 9 && exec "$@"' _ \
+		"$CHLBD" --netns "$D_NS" -i v0 -m xdp-generic -s "$CHLBD_SOCK" --pin-dir "$CHLBD_PIN" \
+		--state "$CHLBD_STATE" --pid-file "$PIDFILE" 2>&1)
+	check "started: exit $?" [ $? = 0 ] || return 1
+	DAEMON=$(cat "$PIDFILE") && LIB_PIDS+=("$DAEMON")
+	check "warned on the terminal: $out" grep -qF "no syslog daemon listens on /dev/log" <<<"$out" || return 1
+	ctl shutdown >/dev/null
+}
+
 lib_run

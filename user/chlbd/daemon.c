@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "chlbd.h"
@@ -73,6 +75,20 @@ int chlbd_daemon_fork(void)
 	return setsid() < 0 ? -errno : 0;
 }
 
+/* Does a syslog daemon listen on /dev/log? syslog(3) drops messages silently when none does. */
+static bool syslog_listens(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = "/dev/log" };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	if (fd < 0)
+		return true; /* can't tell: don't cry wolf */
+	ok = !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return ok;
+}
+
 /* Started: let go of the terminal and the cwd, log to syslog, release the parent. */
 int chlbd_daemon_ready(void)
 {
@@ -80,6 +96,11 @@ int chlbd_daemon_ready(void)
 
 	if (ready_fd < 0)
 		return 0;
+	/* said while stderr is still the starting terminal: a host without syslog lost every line */
+	if (!syslog_listens())
+		pr_warn(
+		    "no syslog daemon listens on /dev/log: the daemon's messages from now on "
+		    "are lost; run chlbd -f under a supervisor (systemd: its unit) to keep them");
 	if (chdir("/"))
 		return -errno; /* don't keep the start directory's mount busy */
 	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
