@@ -342,6 +342,21 @@ test_shutdown_only_in_full() {
 	expect 2 "ambiguous command 's': sim, service, stats, save?" s || return 1
 }
 
+# a dry run that drains every backend says new flows will be dropped, not
+# only "100.00% of the keyspace moves" and every share -> 0.00%
+test_dry_run_drain_all() {
+	local out before c=10.0.0.44:80/tcp
+	ctl service add $c && ctl backend add $c 10.1.0.2 && ctl backend add $c 10.1.0.3 || return 1
+	before=$(saved)
+	out=$(ctl batch -f - --dry-run < <(printf 'backend set %s 10.1.0.2 weight 0\nbackend set %s 10.1.0.3 weight 0\n' $c $c))
+	check "says new flows are dropped: $out" \
+		grep -qF "no backend takes new flows (every weight is 0): they are dropped (drop_no_backend)" <<<"$out" || return 1
+	out=$(ctl backend set $c 10.1.0.2 weight 0 --dry-run)
+	check "one of two drained: no such note: $out" bash -c "! grep -q 'no backend takes' <<<\"\$1\"" _ "$out" || return 1
+	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
+	ctl service del $c
+}
+
 test_invalid_utf8() {
 	local out before
 	before=$(saved)

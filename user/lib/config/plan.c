@@ -78,6 +78,7 @@ static json_object *established(const struct chlb_svc_cfg *o, const struct chlb_
 {
 	char buf[1024];
 	int len, nrem = 0;
+	bool serves = false;
 
 	if (o->vip.proto == IPPROTO_UDP && rehash)
 		len = snprintf(buf, sizeof(buf),
@@ -107,6 +108,14 @@ static json_object *established(const struct chlb_svc_cfg *o, const struct chlb_
 		len += snprintf(buf + len, sizeof(buf) - len,
 				"; new UDP flows go by the oldest table the view keeps "
 				"(--history-ms), by the shares below once it has left");
+	/* draining every backend (or removing them all) drops new flows: say it, not only 0.00% */
+	for (__u32 i = 0; i < n->nbe; i++)
+		serves |= n->be[i].weight > 0;
+	if (!serves && len > 0 && (size_t)len < sizeof(buf))
+		len += snprintf(buf + len, sizeof(buf) - len,
+				"; no backend takes new flows (%s): they are dropped "
+				"(drop_no_backend)",
+				n->nbe ? "every weight is 0" : "none is left");
 	if (o->fwd != n->fwd && len > 0 && (size_t)len < sizeof(buf))
 		snprintf(buf + len, sizeof(buf) - len,
 			 "; forwarding %s -> %s: their packets arrive %s from now on (%s)",
