@@ -114,8 +114,11 @@ static json_object *established(const struct chlb_svc_cfg *o, const struct chlb_
 	if (!serves && len > 0 && (size_t)len < sizeof(buf))
 		len += snprintf(buf + len, sizeof(buf) - len,
 				"; no backend takes new flows (%s): they are dropped "
-				"(drop_no_backend)",
-				n->nbe ? "every weight is 0" : "none is left");
+				"(drop_no_backend)%s",
+				n->nbe ? "every weight is 0" : "none is left",
+				o->vip.proto == IPPROTO_UDP
+				    ? ", UDP ones once the older tables have left the view"
+				    : "");
 	if (o->fwd != n->fwd && len > 0 && (size_t)len < sizeof(buf))
 		snprintf(buf + len, sizeof(buf) - len,
 			 "; forwarding %s -> %s: their packets arrive %s from now on (%s)",
