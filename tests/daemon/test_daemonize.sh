@@ -97,10 +97,11 @@ test_starts_in_the_background() {
 
 test_sighup_reloads() {
 	running "$DAEMON" || return 1
-	printf 'service add 10.0.0.21:80/tcp\nbackend add 10.0.0.21:80/tcp 10.1.0.3\n' >"$CONF"
+	# keeps 10.0.0.20 (a reload that deletes every service is refused) and adds one
+	printf 'service add 10.0.0.20:80/tcp\nservice add 10.0.0.21:80/tcp\nbackend add 10.0.0.21:80/tcp 10.1.0.3\n' >"$CONF"
 	kill -HUP "$DAEMON"
 	check "SIGHUP applied the changed config: $(svc_list)" \
-		lib_wait_for 2 eval '[ "$(svc_list)" = "10.0.0.21:80/tcp " ]' || return 1
+		lib_wait_for 2 eval '[ "$(svc_list)" = "10.0.0.20:80/tcp 10.0.0.21:80/tcp " ]' || return 1
 	check "SIGHUP logged" lib_wait_for 1 logged "SIGHUP: converged to $CONF" || return 1
 	check "still running" running "$DAEMON"
 }
@@ -119,7 +120,7 @@ test_sigterm_stops_within_1s() {
 
 test_shutdown_returns_after_exit() {
 	daemon -i v0 -c "$CONF" || return 1
-	check "adopted the pins" [ "$(svc_list)" = "10.0.0.21:80/tcp " ] || return 1
+	check "adopted the pins" [ "$(svc_list)" = "10.0.0.20:80/tcp 10.0.0.21:80/tcp " ] || return 1
 	ctl shutdown >/dev/null || return 1
 	# no polling: the daemon must be gone when chlbctl returns
 	check "exited when chlbctl shutdown returned" exited "$DAEMON" || return 1
