@@ -94,33 +94,30 @@ test_sighup_diff() {
 	lib_wait_for 5 grep -q "SIGHUP: nothing changes" "$CHLBD_LOG"
 }
 
-test_sighup_refuses_own_address() {
-	local before n
+# sighup_refused WHAT EDIT WHY: a SIGHUP after EDIT (a command run on $CONF)
+# is refused, the log names WHY, and nothing changes; $CONF is put back.
+sighup_refused() {
+	local before n rc=0
 	before=$(saved)
 	cp "$CONF" "$CONF.good"
-	echo "service add 10.1.0.1:22/tcp" >>"$CONF"
+	eval "$2"
 	n=$(grep -c "nothing from the file applied" "$CHLBD_LOG")
 	kill -HUP "$CHLBD_PID"
-	lib_wait_for 5 bash -c "[ \$(grep -c 'nothing from the file applied' '$CHLBD_LOG') -gt $n ]" || return 1
-	check "SIGHUP names the own address and force" \
-		grep -qF "'10.1.0.1:22/tcp': 10.1.0.1 is an address of this host (v0)" "$CHLBD_LOG" || return 1
-	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
+	lib_wait_for 5 bash -c "[ \$(grep -c 'nothing from the file applied' '$CHLBD_LOG') -gt $n ]" || rc=1
+	check "SIGHUP refuses $1, naming it" grep -qF -- "$3" "$CHLBD_LOG" || rc=1
+	check "nothing changed" [ "$before" = "$(saved)" ] || rc=1
 	cp "$CONF.good" "$CONF"
+	return $rc
+}
+
+test_sighup_refuses_own_address() {
+	sighup_refused "an own address" 'echo "service add 10.1.0.1:22/tcp" >>"$CONF"' \
+		"'10.1.0.1:22/tcp': 10.1.0.1 is an address of this host (v0)"
 }
 
 # an empty file (a config tool that wrote nothing) must not delete every service on a reload
 test_sighup_refuses_empty_file() {
-	local before n
-	before=$(saved)
-	cp "$CONF" "$CONF.good"
-	: >"$CONF"
-	n=$(grep -c "nothing from the file applied" "$CHLBD_LOG")
-	kill -HUP "$CHLBD_PID"
-	lib_wait_for 5 bash -c "[ \$(grep -c 'nothing from the file applied' '$CHLBD_LOG') -gt $n ]" || return 1
-	check "SIGHUP names the deletion and --force" \
-		grep -qF "the file would delete every service (all" "$CHLBD_LOG" || return 1
-	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
-	cp "$CONF.good" "$CONF"
+	sighup_refused "an empty file" ': >"$CONF"' "the file would delete every service (all"
 }
 
 test_decap_json_names() {

@@ -70,7 +70,8 @@ static void sample_flow(const struct chlb_vip *vip, __u64 *seed, struct chlb_flo
  * gets one on its first packet after a change, but is decided by its hash,
  * which new hash fields change. A new UDP flow has no SYN to tell it from a
  * running one: it is decided by the oldest table of the view, so it takes
- * the new shares only once the older tables have left (--history-ms). A
+ * the new shares only once the older tables have left (one UDP idle
+ * timeout and a second: engine history_of()). A
  * forwarding change keeps every backend, but changes the packets they get.
  */
 static json_object *established(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg *n,
@@ -107,7 +108,8 @@ static json_object *established(const struct chlb_svc_cfg *o, const struct chlb_
 	if (o->vip.proto == IPPROTO_UDP && !rehash && len > 0 && (size_t)len < sizeof(buf))
 		len += snprintf(buf + len, sizeof(buf) - len,
 				"; new UDP flows go by the oldest table the view keeps "
-				"(--history-ms), by the shares below once it has left");
+				"(for the UDP timeout and a second), by the shares below once it "
+				"has left");
 	/* draining every backend (or removing them all) drops new flows: say it, not only 0.00% */
 	for (__u32 i = 0; i < n->nbe; i++)
 		serves |= n->be[i].weight > 0;
