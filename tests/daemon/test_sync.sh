@@ -231,6 +231,25 @@ test_missing_backend() {
 		check "and never applied" lb2_has_none "$LIB_DIR/h4.b3"
 }
 
+# A peer that is down (the fake one, not listening yet): stats say why, the
+# log says it once, and operations.md's wait loop (every peer synced or
+# with an error) ends instead of waiting for it.
+test_peer_down() {
+	local log=$LIB_DIR/chlbd-lb2-$LB2_STARTS.log
+	lib_wait_for 10 eval "[ \"\$(lb2_sync '.peers[] | select(.peer == \"$FAKE\") | .error')\" = 'Connection refused' ]"
+	lb2 stats | grep "peer $FAKE" | sed 's/^/# LB2: /'
+	check "a peer that is down: its error in stats -j" \
+		[ "$(lb2_sync ".peers[] | select(.peer == \"$FAKE\") | .error")" = "Connection refused" ] &&
+		check "and in stats" \
+			bash -c "'$CHLBCTL' -s '$LB2_SOCK' stats | grep -q 'peer $FAKE: receiving: [a-z]*, last error: Connection refused'" &&
+		check "a synced peer has no error" \
+			[ "$(lb2_sync ".peers[] | select(.peer == \"$SYNC1\") | has(\"error\")")" = false ] &&
+		check "operations.md's wait loop ends" \
+			bash -c "'$CHLBCTL' -s '$LB2_SOCK' -j stats | jq -e '[.sync.peers[] | .receiving == \"synced\" or has(\"error\")] | all' >/dev/null" &&
+		check "the log says why, once ($(grep -c "sync: $FAKE: can't connect (Connection refused)" "$log") lines)" \
+			[ "$(grep -c "sync: $FAKE: can't connect (Connection refused)" "$log")" = 1 ]
+}
+
 # The fake peer: listens on $FAKE (in LB1's namespace) and answers each
 # connection LB2 makes with the next payload, then closes it.
 FAKE_PY=$LIB_DIR/fake_peer.py

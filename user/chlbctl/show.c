@@ -193,10 +193,12 @@ static void show_sync(json_object *r)
 	a = arr(y, "peers");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
 		json_object *p = json_object_array_get_idx(a, i);
+		json_object *err = json_object_object_get(p, "error"); /* why it is not connected */
 
-		printf("  peer %s: receiving: %s (%s records, dump %s entries); sending: %s "
+		printf("  peer %s: receiving: %s%s%s (%s records, dump %s entries); sending: %s "
 		       "(%s records)\n",
-		       s(p, "peer"), s(p, "receiving"), s(p, "records_received"),
+		       s(p, "peer"), s(p, "receiving"), err ? ", last error: " : "",
+		       err ? json_object_get_string(err) : "", s(p, "records_received"),
 		       s(p, "dump_entries"),
 		       json_object_get_boolean(json_object_object_get(p, "sending")) ? "yes" : "no",
 		       s(p, "records_sent"));

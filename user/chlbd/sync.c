@@ -87,6 +87,7 @@ struct sync_peer {
 	__u64 retry_at, backoff_ms;
 	__u64 dump_entries; /* entries in the dump being received (or the last one) */
 	__u64 received, sent;
+	char error[64]; /* why the receiving connection last failed ("": it has not) */
 	/* sending: the connection the peer opened to us */
 	struct sync_conn out;
 };
@@ -246,6 +247,11 @@ static void in_down(struct sync_peer *p, const char *why)
 {
 	if (p->in_state == IN_SYNCED || p->in_state == IN_DUMP)
 		pr_warn("sync: %s: connection lost (%s); reconnecting", p->name, why);
+	/* a wrong address or a peer down: said once per reason, not per retry */
+	else if (strcmp(p->error, why))
+		pr_warn("sync: %s: can't connect (%s); retrying every %d s at most", p->name, why,
+			BACKOFF_MAX_MS / 1000);
+	snprintf(p->error, sizeof(p->error), "%s", why);
 	conn_close(&p->in);
 	p->in_state = IN_DOWN;
 	p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
@@ -685,6 +691,7 @@ static void in_event(struct sync_peer *p, unsigned int events)
 		if (!(events & EPOLLOUT) && !(events & EPOLLIN))
 			return;
 		p->in_state = IN_DUMP;
+		p->error[0] = '\0'; /* from here the state says how it goes */
 		p->dump_entries = 0;
 		pr_info("sync: connected to %s: receiving its entries", p->name);
 		conn_watch(c, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
@@ -888,6 +895,8 @@ json_object *sync_view(void)
 		json_object_object_add(e, "receiving",
 				       json_object_new_string(in_names[p->in_state]));
 		json_object_object_add(e, "sending", json_object_new_boolean(p->out.fd >= 0));
+		if (p->error[0])
+			json_object_object_add(e, "error", json_object_new_string(p->error));
 		add(e, "dump_entries", p->dump_entries);
 		add(e, "records_received", p->received);
 		add(e, "records_sent", p->sent);
