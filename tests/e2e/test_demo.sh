@@ -6,14 +6,53 @@
 
 lib_require_root
 
+# leftovers ID: what a run with that id left: namespaces, scratch directory.
+leftovers() {
+	ip netns list | awk -v p="chlb-$1-" 'index($1, p) == 1 { print $1 }'
+	ls -d /tmp/chlb-test-"$1".* 2>/dev/null
+}
+
+# A demo killed with SIGKILL midway (held connections open) leaves its
+# namespaces, chlbd and servers; the next demo (the test after this one)
+# must remove them. KILLED_ID: the killed run's id.
+KILLED_ID=
+test_demo_killed_leaves_what_the_next_removes() {
+	local out=$LIB_DIR/killed.out pid
+	bash "$LIB_ROOT/tests/e2e/demo.sh" >"$out" 2>&1 &
+	pid=$!
+	lib_wait_for 30 grep -q '^6\. ' "$out"
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null
+	KILLED_ID=$(grep -o 'names chlb-[0-9a-f]*' "$out" | cut -d- -f2)
+	diag "killed demo run $KILLED_ID: $(leftovers "$KILLED_ID" | wc -l) namespaces and directories left"
+	check "the demo reached step 6 before it was killed" grep -q '^6\. ' "$out" &&
+		check "the killed demo left its namespaces behind (nothing to remove otherwise)" \
+			[ -n "$(leftovers "$KILLED_ID")" ]
+}
+
 test_demo_exits_0_within_a_minute() {
 	local out=$LIB_DIR/demo.out rc
 	timeout 60 bash "$LIB_ROOT/tests/e2e/demo.sh" >"$out" 2>&1
 	rc=$?
-	grep -E '\[!!\]|Bail out' "$out" | sed 's/^/# /'
+	grep -E '\[!!\]|Bail out|^# removed' "$out" | sed 's/^/# /'
 	check "demo exit status 0 (got $rc)" [ $rc = 0 ] &&
 		check "demo says everything it showed was true" \
-			grep -q '^Everything shown above was checked and is true' "$out"
+			grep -q '^Everything shown above was checked and is true' "$out" || return 1
+	[ -n "$KILLED_ID" ] || return 0
+	check "the demo said it removed what run $KILLED_ID left" \
+		grep -q "^# removed what run $KILLED_ID left" "$out" &&
+		check "nothing of run $KILLED_ID is left: $(leftovers "$KILLED_ID" | tr '\n' ' ')" \
+			[ -z "$(leftovers "$KILLED_ID")" ]
+}
+
+# Without root, make demo stops before building anything and says why.
+test_demo_as_non_root_says_it_needs_root() {
+	local out rc
+	out=$(cd "$LIB_ROOT" && setpriv --reuid=nobody --regid=nogroup --clear-groups make demo 2>&1)
+	rc=$?
+	printf '%s\n' "$out" | sed 's/^/# /'
+	check "make demo as nobody fails (got $rc)" [ $rc != 0 ] &&
+		check "and says make demo needs root" grep -q '^make demo needs root' <<<"$out"
 }
 
 lib_run

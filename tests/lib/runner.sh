@@ -3,7 +3,8 @@
 # The shell suites' runner: run id and scratch directory, TAP output, the
 # registry of everything a run creates and its removal (on exit, on failure,
 # on Ctrl-C), background processes, polling. Sourced first by tests/lib.sh;
-# needs nothing else, and knows nothing of chlb.
+# needs nothing else, and knows nothing of chlb but the names topo.sh and
+# daemon.sh give namespaces and pins (lib_reap_stale).
 #
 # Output is TAP ("1..N", "ok N - name # 1.2s", "not ok N - name # 1.2s")
 # plus a closing "# N passed, N failed" line; lib_run's status is 0 only if
@@ -20,6 +21,11 @@ LIB_DIR=$(mktemp -d "/tmp/chlb-test-$LIB_ID.XXXX")
 LIB_NS=()   # network namespaces we created (topo.sh: lib_ns_add)
 LIB_PINS=() # bpffs directories we created (daemon.sh: lib_pindir)
 LIB_PIDS=() # background processes we started (lib_bg)
+# The run's owner: its shell's pid and start time (/proc/PID/stat field 22),
+# so that lib_reap_stale tells a run killed by SIGKILL (no trap ran) from
+# one still running, also after the pid is reused.
+lib_proc_start() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+echo "$$ $(lib_proc_start $$)" >"$LIB_DIR/owner"
 LIB_BIN_VARS=() # variables naming binaries lib_require_bins copies (each module adds its own)
 
 # ---- messages and checks ----
@@ -74,6 +80,37 @@ lib_cleanup() {
 	done
 	rm -rf "$LIB_DIR"
 }
+
+# lib_reap_stale: remove what earlier runs killed by SIGKILL left behind:
+# their scratch directory (/tmp/chlb-test-<id>.*) whose owner is gone, the
+# processes in their namespaces (chlb-<id>-*), the namespaces, their pin
+# directories (/sys/fs/bpf/chlb-test-<id>-*). A run still running, or one
+# without an owner file, is left alone. One diag line per run removed.
+lib_reap_stale() {
+	local d id pid start ns p n_ns n_p
+	for d in /tmp/chlb-test-????.*; do
+		[ -f "$d/owner" ] && [ "$d" != "$LIB_DIR" ] || continue
+		read -r pid start <"$d/owner" || continue
+		if [ -n "$start" ]; then
+			[ "$(lib_proc_start "$pid")" = "$start" ] && continue
+		else
+			kill -0 "$pid" 2>/dev/null && continue
+		fi
+		id=${d#/tmp/chlb-test-}
+		id=${id%%.*}
+		[[ $id =~ ^[0-9a-f]{4}$ ]] || continue
+		n_ns=0 n_p=0
+		for ns in $(ip netns list 2>/dev/null | awk -v p="chlb-$id-" 'index($1, p) == 1 { print $1 }'); do
+			for p in $(ip netns pids "$ns" 2>/dev/null); do
+				kill -KILL "$p" 2>/dev/null && n_p=$((n_p + 1))
+			done
+			ip netns del "$ns" 2>/dev/null && n_ns=$((n_ns + 1))
+		done
+		rm -rf /sys/fs/bpf/chlb-test-"$id"-* "$d"
+		diag "removed what run $id left when it was killed (pid $pid gone): $n_ns network namespaces, $n_p processes"
+	done
+}
+
 trap 'lib_cleanup' EXIT
 trap 'lib_cleanup; exit 130' INT
 trap 'lib_cleanup; exit 143' TERM
