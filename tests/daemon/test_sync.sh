@@ -320,6 +320,24 @@ s.connect(("10.9.0.1", 7070)); print(len(s.recv(100)))' 2>&1)
 			bash -c "'$CHLBCTL' -s '$CHLBD_SOCK' stats | grep -q '^sync (listening on $SYNC1)'"
 }
 
+# Options that do not go together fail at once, naming what is wrong
+# (before: --sync-listen alone started with sync silently off, a peer given
+# twice made two receiving connections that kept dropping each other).
+test_options() {
+	local out rc
+	opt_fails() {
+		local want=$1
+		shift
+		out=$(timeout 5 "$CHLBD" -i v0 --netns "$NS_LB2" -s "$LIB_DIR/opt.sock" -f "$@" 2>&1)
+		rc=$?
+		check "chlbd $*: exit 2 ($rc), '$want' ($out)" [ $rc = 2 ] && grep -qF -- "$want" <<<"$out"
+	}
+	opt_fails "--sync-listen needs --sync-peer" --sync-listen 10.9.0.4:7070 &&
+		opt_fails "--sync-peer needs --sync-listen" --sync-peer "$SYNC1" &&
+		opt_fails "'$SYNC1': --sync-peer $SYNC1 given twice" --sync-listen 10.9.0.4:7070 \
+			--sync-peer "$SYNC1" --sync-peer "$SYNC1"
+}
+
 test_metrics() {
 	local m
 	m=$(ip netns exec "$NS_LB2" curl -s http://10.9.0.2:9180/metrics)

@@ -286,7 +286,7 @@ static int parse_args(int argc, char **argv)
 		fprintf(stderr, "chlbd: no interface (-i IFACE)\n");
 		return -1;
 	}
-	return 0;
+	return sync_check_options();
 }
 
 /* Only the network namespace: the mount namespace (and so the host bpffs) stays ours. */

@@ -191,8 +191,30 @@ int sync_parse_peer(const char *arg)
 	p = &peers[npeers];
 	if (parse_addr("--sync-peer", arg, &p->addr, &p->alen, p->name, sizeof(p->name)))
 		return -1;
+	/* twice: two receiving connections, each making the peer drop the other, over and over */
+	for (int i = 0; i < npeers; i++) {
+		if (peers[i].alen == p->alen && !memcmp(&peers[i].addr, &p->addr, p->alen)) {
+			fprintf(stderr, "chlbd: '%s': --sync-peer %s given twice\n", arg, p->name);
+			return -1;
+		}
+	}
 	p->in.fd = p->out.fd = -1; /* sync_close() after a start that failed early */
 	npeers++;
+	return 0;
+}
+
+int sync_check_options(void)
+{
+	if (npeers && !l_alen) {
+		fprintf(stderr, "chlbd: --sync-peer needs --sync-listen (peers connect to it to "
+				"receive this host's entries)\n");
+		return -1;
+	}
+	if (l_alen && !npeers) {
+		fprintf(stderr, "chlbd: --sync-listen needs --sync-peer (only the peers' addresses "
+				"are accepted: with none, sync would be off)\n");
+		return -1;
+	}
 	return 0;
 }
 
@@ -783,13 +805,8 @@ int sync_open(void)
 {
 	int one = 1, fd;
 
-	if (!npeers)
+	if (!npeers) /* sync_check_options(): --sync-listen came with it */
 		return 0;
-	if (!l_alen) {
-		pr_err("sync: --sync-peer needs --sync-listen (peers connect to receive our "
-		       "entries)");
-		return -1;
-	}
 	/* the same peer list on every host: each leaves itself out */
 	for (int i = 0; i < npeers; i++) {
 		if (peers[i].alen == l_alen && !memcmp(&peers[i].addr, &l_addr, l_alen)) {

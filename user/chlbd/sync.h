@@ -25,6 +25,8 @@
 /* Options (main.c), before sync_open(): 0, or -1 with a message on stderr. */
 int sync_parse_listen(const char *arg);
 int sync_parse_peer(const char *arg);
+/* After the options: -1 with a message on stderr when they do not go together. */
+int sync_check_options(void);
 /* Are peers configured? (then the data plane is loaded with a sync ring) */
 bool sync_configured(void);
 
