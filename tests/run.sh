@@ -74,7 +74,14 @@ need_lib() {
 		${CC:-cc} -x c - $flags -o /dev/null >/dev/null 2>&1 || missing+=("$what: Debian package $pkg")
 }
 check_tools() {
-	local cc=${CC:-cc}
+	local cc=${CC:-cc} b=$BUILD
+	# A user without root in someone else's tree got the compiler's
+	# "cannot create build/...: Permission denied" from the middle of the build.
+	while [ ! -e "$b" ] && [ "$b" != . ] && [ "$b" != / ]; do b=$(dirname "$b"); done
+	if [ ! -w "$b" ]; then
+		echo "make check writes its build to $BUILD, and $(id -un) can't write '$b': run it in a tree of your own (git worktree add DIR; docs/testing.md)" >&2
+		return 1
+	fi
 	need_cmd "$cc" gcc
 	need_cmd make make
 	need_cmd ar binutils
