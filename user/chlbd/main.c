@@ -663,6 +663,9 @@ static int open_dataplane(struct chlb_state *next)
 		}
 		pr_info("adopted pinned maps in %s: %d services", D.pin_dir,
 			chlb_rt_adopt(D.rt, &aops, next));
+		if (chlb_dp_counters_restarted(D.dp))
+			pr_warn("counters restart at zero: the pinned ones had another layout "
+				"(a chlbd of another release pinned them)");
 	}
 	/* adopted services keep serving their pinned tables; the loop verifies them */
 	D.rt->defer_adopted = true;

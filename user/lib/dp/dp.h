@@ -90,6 +90,12 @@ void chlb_dp_close(struct chlb_dp *dp);
 bool chlb_dp_adopted(const struct chlb_dp *dp);
 
 /*
+ * True when adopted counters had another layout (an upgrade changed them):
+ * they were made afresh and restart at zero.
+ */
+bool chlb_dp_counters_restarted(const struct chlb_dp *dp);
+
+/*
  * The kernel's HZ as libbpf found it in the kernel config (the SYN stamps
  * then use jiffies), or 0 (no config found: they use the coarse time).
  */

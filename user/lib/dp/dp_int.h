@@ -20,6 +20,8 @@ struct chlb_dp {
 	char pin_dir[PATH_MAX / 2];
 	bool adopted;
 	bool map_adopted[CHLB_MAP_COUNT];
+	/* pinned with another shape and made afresh (counters: restart at zero) */
+	bool map_recreated[CHLB_MAP_COUNT];
 	int ncpus;
 	/* XDP links created by this process without a pin dir: closed on close */
 	int link_fd[16];

@@ -75,15 +75,68 @@ static bool recreatable(enum chlb_dp_map m)
 	       m == CHLB_MAP_GLOBAL_STATS || m == CHLB_MAP_SVC_STATS || m == CHLB_MAP_BE_STATS;
 }
 
-static bool same_shape(int fd, const struct bpf_map *map)
+static bool same_shape(int fd, const struct bpf_map *map, bool size_too)
 {
 	struct bpf_map_info info = { 0 };
 	__u32 len = sizeof(info);
 
-	return !bpf_obj_get_info_by_fd(fd, &info, &len) &&
+	return !bpf_obj_get_info_by_fd(fd, &info, &len) && info.type == (__u32)bpf_map__type(map) &&
 	       info.key_size == bpf_map__key_size(map) &&
 	       info.value_size == bpf_map__value_size(map) &&
-	       info.max_entries == bpf_map__max_entries(map);
+	       (!size_too || info.max_entries == bpf_map__max_entries(map));
+}
+
+/*
+ * A pinned table or entry map of another shape: a chlbd of an incompatible
+ * release pinned it. Reusing it would load this program against a layout it
+ * was not built for (misread decisions, or a verifier error): refuse, leaving
+ * the running program and its pins as they are. Closes fd.
+ */
+static int other_shape(int fd, const struct bpf_map *map, const char *path, char *err,
+		       size_t errlen)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	bpf_obj_get_info_by_fd(fd, &info, &len);
+	close(fd);
+	return chlb_syserr(err, errlen, -EPROTO,
+			   "pinned map '%s' has another layout (key %u, value %u, %u entries; "
+			   "this chlbd's: %u, %u, %u): it was pinned by an incompatible chlbd "
+			   "release, whose program keeps forwarding; start that release again, "
+			   "or 'chlbctl shutdown --detach' first to start afresh (established "
+			   "connections break)",
+			   path, info.key_size, info.value_size, info.max_entries,
+			   bpf_map__key_size(map), bpf_map__value_size(map),
+			   bpf_map__max_entries(map));
+}
+
+/*
+ * Every pinned map that carries decisions (not recreatable) has this
+ * chlbd's shape, checked before any pin is touched; the connection table's
+ * size is the pinned one unless --ct-size resizes it.
+ */
+static int check_shapes(struct chlb_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int m, fd;
+
+	for (m = 0; m < CHLB_MAP_COUNT; m++) {
+		if (recreatable(m))
+			continue;
+		if (map_pin_path(dp, m, path, sizeof(path)))
+			return -ENAMETOOLONG;
+		if (access(path, F_OK))
+			continue;
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			return chlb_syserr(err, errlen, -errno, "couldn't open pinned map '%s'",
+					   path);
+		if (!same_shape(fd, dp_map(dp, m), m != CHLB_MAP_CONNS))
+			return other_shape(fd, dp_map(dp, m), path, err, errlen);
+		close(fd);
+	}
+	return 0;
 }
 
 /*
@@ -112,6 +165,9 @@ static int adopt_pinned(struct chlb_dp *dp, __u32 conn_max, char *err, size_t er
 	char path[PATH_MAX];
 	int m, fd, rc, found = 0;
 
+	rc = check_shapes(dp, err, errlen);
+	if (rc)
+		return rc;
 	rc = unpin_legacy_filters(dp, err, errlen);
 	if (rc)
 		return rc;
@@ -126,11 +182,12 @@ static int adopt_pinned(struct chlb_dp *dp, __u32 conn_max, char *err, size_t er
 					   path);
 		if (m == CHLB_MAP_CONNS && resize_conns(dp, fd, conn_max))
 			continue;
-		if (recreatable(m) && !same_shape(fd, dp_map(dp, m))) {
+		if (recreatable(m) && !same_shape(fd, dp_map(dp, m), true)) {
 			close(fd);
 			if (unlink(path))
 				return chlb_syserr(err, errlen, -errno, "couldn't unpin '%s'",
 						   path);
+			dp->map_recreated[m] = true;
 			continue;
 		}
 		rc = bpf_map__reuse_fd(dp_map(dp, m), fd);

@@ -80,6 +80,12 @@ bool chlb_dp_adopted(const struct chlb_dp *dp)
 	return dp->adopted;
 }
 
+bool chlb_dp_counters_restarted(const struct chlb_dp *dp)
+{
+	return dp->map_recreated[CHLB_MAP_GLOBAL_STATS] || dp->map_recreated[CHLB_MAP_SVC_STATS] ||
+	       dp->map_recreated[CHLB_MAP_BE_STATS];
+}
+
 unsigned int chlb_dp_syn_clock_hz(const struct chlb_dp *dp)
 {
 	return dp->skel->kconfig ? dp->skel->kconfig->CONFIG_HZ : 0;
