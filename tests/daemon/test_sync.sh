@@ -322,7 +322,8 @@ s.connect(("10.9.0.1", 7070)); print(len(s.recv(100)))' 2>&1)
 
 # Options that do not go together fail at once, naming what is wrong
 # (before: --sync-listen alone started with sync silently off, a peer given
-# twice made two receiving connections that kept dropping each other).
+# twice made two receiving connections that kept dropping each other, a
+# wildcard --sync-listen made the host its own peer).
 test_options() {
 	local out rc
 	opt_fails() {
@@ -334,6 +335,10 @@ test_options() {
 	}
 	opt_fails "--sync-listen needs --sync-peer" --sync-listen 10.9.0.4:7070 &&
 		opt_fails "--sync-peer needs --sync-listen" --sync-peer "$SYNC1" &&
+		opt_fails "'0.0.0.0:7070': bad value for --sync-listen: give this host's own address" \
+			--sync-listen 0.0.0.0:7070 --sync-peer "$SYNC1" &&
+		opt_fails "'[::]:7070': bad value for --sync-listen" --sync-listen '[::]:7070' \
+			--sync-peer "$SYNC1" &&
 		opt_fails "'$SYNC1': --sync-peer $SYNC1 given twice" --sync-listen 10.9.0.4:7070 \
 			--sync-peer "$SYNC1" --sync-peer "$SYNC1"
 }

@@ -177,7 +177,26 @@ static int parse_addr(const char *opt, const char *arg, struct sockaddr_storage 
 
 int sync_parse_listen(const char *arg)
 {
-	return parse_addr("--sync-listen", arg, &l_addr, &l_alen, l_name, sizeof(l_name));
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)&l_addr;
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&l_addr;
+
+	if (parse_addr("--sync-listen", arg, &l_addr, &l_alen, l_name, sizeof(l_name)))
+		return -1;
+	/*
+	 * A wildcard cannot be told from the peers' addresses: this host would
+	 * be its own peer (syncing every entry with itself), and its connections
+	 * would leave from whatever address the route picks.
+	 */
+	if ((l_addr.ss_family == AF_INET && s4->sin_addr.s_addr == htonl(INADDR_ANY)) ||
+	    (l_addr.ss_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))) {
+		fprintf(stderr,
+			"chlbd: '%s': bad value for --sync-listen: give this host's own "
+			"address, the one its peers name in --sync-peer, not a wildcard\n",
+			arg);
+		l_alen = 0;
+		return -1;
+	}
+	return 0;
 }
 
 int sync_parse_peer(const char *arg)
