@@ -18,6 +18,7 @@
 
 OLD=${1:?usage: upgrade_check.sh OLD_BUILD [TERM|KILL]}
 SIG=${2:-TERM}
+MODE=${MODE:-xdp} # chlbd -m: xdp, xdp-generic or tc
 case $OLD in /*) ;; *) OLD=$PWD/$OLD ;; esac
 NEW_CHLBD=$CHLBD NEW_CHLBCTL=$CHLBCTL
 OLD_CHLBD=$OLD/chlbd OLD_CHLBCTL=$OLD/chlbctl
@@ -26,6 +27,38 @@ N=150
 # A short --history-ms, so that past it only connection entries keep a held
 # connection on its backend (within it the replaced tables still would).
 HIST=${HIST:-1000}
+
+# start_chlbd: the suite's chlbd (tests/lib/daemon.sh), or with DAEMON=1
+# daemonized as systemd's Type=notify-less runs would have it (no -f; it
+# returns once serving; what it logged before detaching is in CHLBD_LOG).
+start_chlbd() {
+	[ -n "${DAEMON:-}" ] || {
+		chlbd_start "$MODE" --history-ms "$HIST"
+		return
+	}
+	[ -n "$CHLBD_PIN" ] || {
+		lib_pindir lb
+		CHLBD_PIN=$LIB_PINDIR
+	}
+	CHLBD_STARTS=$((CHLBD_STARTS + 1))
+	CHLBD_LOG=$LIB_DIR/chlbd-$CHLBD_STARTS.log
+	"$CHLBD" -i "$CHLBD_IF" --netns "$CHLBD_NETNS" -m "$MODE" -s "$CHLBD_SOCK" \
+		--pin-dir "$CHLBD_PIN" --state "$CHLBD_STATE" --history-ms "$HIST" \
+		--pid-file "$LIB_DIR/chlbd.pid" >"$CHLBD_LOG" 2>&1 || { cat "$CHLBD_LOG"; return 1; }
+	CHLBD_PID=$(cat "$LIB_DIR/chlbd.pid")
+	LIB_PIDS+=("$CHLBD_PID")
+	ctl_quiet service list
+}
+
+# links: "PIN link-id prog-id" for every pinned link (the pinned XDP link
+# the new program must replace its predecessor through, in place).
+links() {
+	local f
+	for f in "$CHLBD_PIN"/link_*; do
+		[ -e "$f" ] || continue
+		bpftool -j link show pinned "$f" | jq -r --arg f "${f##*/}" '"\($f) \(.id) \(.prog_id)"'
+	done
+}
 
 use_old() { CHLBD=$OLD_CHLBD CHLBCTL=$OLD_CHLBCTL; }
 use_new() { CHLBD=$NEW_CHLBD CHLBCTL=$NEW_CHLBCTL; }
@@ -50,7 +83,7 @@ V4=$(vip_spec 4) V6=$(vip_spec 6)
 
 test_old_serves() {
 	use_old
-	chlbd_start xdp --history-ms "$HIST" || return 1
+	start_chlbd || return 1
 	diag "old: $("$OLD_CHLBD" --version 2>&1 | head -1)"
 	svc_setup 4 maglev l2dsr "1 2 3" && svc_setup 6 ring ipip "1 2 3" || return 1
 	hold_start h4 4 $N && hold_start h6 6 $N || return 1
@@ -72,11 +105,24 @@ test_upgrade() {
 	diag "new chlbctl version, old chlbd: $(echo "$before" | tr '\n' '|')"
 	check "version flags the running old chlbd (MISMATCH, or too old for 'version')" \
 		grep -qE 'MISMATCH|older than this chlbctl' <<<"$before" || return 1
+	local l_old l_new
+	l_old=$(links)
 	chlbd_stop "$SIG"
 	use_new
-	chlbd_start xdp --history-ms "$HIST" || return 1
+	start_chlbd || return 1
+	l_new=$(links)
+	diag "pinned links (pin link prog): old [$l_old] new [$l_new]"
+	if [ "$MODE" != tc ]; then
+		check "the same pinned link" [ -n "$l_old" ] &&
+			[ "$(cut -d' ' -f1,2 <<<"$l_old")" = "$(cut -d' ' -f1,2 <<<"$l_new")" ] || return 1
+		check "... now runs another program" [ "$l_old" != "$l_new" ] || return 1
+	fi
 	grep -iE 'adopt|pinned|layout|recreat|rebuil' "$CHLBD_LOG" | head -20 | while read -r l; do diag "new log: $l"; done
-	check "the new chlbd adopted the pinned link" grep -qi 'adopt' "$CHLBD_LOG" || return 1
+	if [ -n "${DAEMON:-}" ] && ! grep -qi adopt "$CHLBD_LOG"; then
+		diag "daemonized: the adoption log went to syslog (none listening here)"
+	else
+		check "the new chlbd adopted the pinned maps" grep -qi 'adopted pinned maps' "$CHLBD_LOG" || return 1
+	fi
 	check "held connections intact right after the upgrade" rounds_intact || return 1
 	local ver fwd n
 	ver=$(ctl version 2>&1)
@@ -104,13 +150,25 @@ test_upgrade() {
 }
 
 test_downgrade() {
+	# NEW_EXTRA="service set VIP ...": a change the older grammar may not know
+	# (what does the older chlbd make of the state file then?)
+	if [ -n "${NEW_EXTRA:-}" ]; then
+		# shellcheck disable=SC2086
+		ctl $NEW_EXTRA >/dev/null || return 1
+		# NEW_EXTRA2: a second one, so that FILE.prev has the newer grammar too
+		# shellcheck disable=SC2086
+		[ -z "${NEW_EXTRA2:-}" ] || ctl $NEW_EXTRA2 >/dev/null || return 1
+		check "held connections intact after NEW_EXTRA" rounds_intact || return 1
+	fi
 	chlbd_stop "$SIG"
 	use_old
 	# RM_STATS=1: the workaround docs/operations.md gives for a downgrade
 	# across a counter layout change (the older chlbd makes fresh counters)
 	[ -z "${RM_STATS:-}" ] || rm -f "$CHLBD_PIN"/global_stats "$CHLBD_PIN"/svc_stats "$CHLBD_PIN"/be_stats
-	chlbd_start xdp --history-ms "$HIST" || {
+	start_chlbd || {
 		diag "old chlbd refused to start over the new pins: $(tail -3 "$CHLBD_LOG" | tr '\n' '|')"
+		CHLBD_PID=
+		rounds_intact && diag "held connections still answer (the pinned program forwards)"
 		return 1
 	}
 	grep -iE 'adopt|pinned|layout|recreat|rebuil|error|warn' "$CHLBD_LOG" | head -20 | while read -r l; do diag "old log: $l"; done
