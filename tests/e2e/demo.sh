@@ -29,6 +29,8 @@ table() { # table FILE TOTAL: requests per backend
 		sort -k1,1
 }
 
+# Ctrl-C: say so (chlbd, in the same process group, is gone too), then clean up.
+trap 'say; say "Interrupted: removing what the demo created."; lib_cleanup; exit 130' INT
 lib_require_e2e
 # A demo killed by SIGKILL (no trap runs) left namespaces, chlbd and the
 # servers running: this run removes them.
