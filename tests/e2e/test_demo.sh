@@ -8,26 +8,40 @@ lib_require_root
 
 # leftovers ID: what a run with that id left: namespaces, scratch directory.
 leftovers() {
-	ip netns list | awk -v p="chlb-$1-" 'index($1, p) == 1 { print $1 }'
+	ip netns list 2>/dev/null | awk -v p="chlb-$1-" 'index($1, p) == 1 { print $1 }'
 	ls -d /tmp/chlb-test-"$1".* 2>/dev/null
+}
+
+# run_procs ID: processes running a binary of that run's copy (chlbd, servers).
+run_procs() {
+	local p
+	for p in /proc/[0-9]*; do
+		case $(readlink "$p/exe" 2>/dev/null) in
+		/tmp/chlb-test-"$1".*/bin/*) echo "${p#/proc/}" ;;
+		esac
+	done
 }
 
 # A demo killed with SIGKILL midway (held connections open) leaves its
 # namespaces, chlbd and servers; the next demo (the test after this one)
-# must remove them. KILLED_ID: the killed run's id.
+# must remove them. The killed one runs in a private mount namespace, as
+# on a fresh host (make demo under unshare -m): its namespaces' mounts are
+# not seen from here, its processes must be found all the same.
+# KILLED_ID: the killed run's id.
 KILLED_ID=
 test_demo_killed_leaves_what_the_next_removes() {
 	local out=$LIB_DIR/killed.out pid
-	bash "$LIB_ROOT/tests/e2e/demo.sh" >"$out" 2>&1 &
+	unshare -m --propagation private bash "$LIB_ROOT/tests/e2e/demo.sh" >"$out" 2>&1 &
 	pid=$!
 	lib_wait_for 30 grep -q '^6\. ' "$out"
 	kill -KILL "$pid"
 	wait "$pid" 2>/dev/null
 	KILLED_ID=$(grep -o 'names chlb-[0-9a-f]*' "$out" | cut -d- -f2)
-	diag "killed demo run $KILLED_ID: $(leftovers "$KILLED_ID" | wc -l) namespaces and directories left"
+	diag "killed demo run $KILLED_ID: $(leftovers "$KILLED_ID" | wc -l) namespaces and directories, $(run_procs "$KILLED_ID" | wc -l) processes left"
 	check "the demo reached step 6 before it was killed" grep -q '^6\. ' "$out" &&
 		check "the killed demo left its namespaces behind (nothing to remove otherwise)" \
-			[ -n "$(leftovers "$KILLED_ID")" ]
+			[ -n "$(leftovers "$KILLED_ID")" ] &&
+		check "and its chlbd and servers running" [ -n "$(run_procs "$KILLED_ID")" ]
 }
 
 test_demo_exits_0_within_a_minute() {
@@ -39,10 +53,13 @@ test_demo_exits_0_within_a_minute() {
 		check "demo says everything it showed was true" \
 			grep -q '^Everything shown above was checked and is true' "$out" || return 1
 	[ -n "$KILLED_ID" ] || return 0
+	no_procs() { [ -z "$(run_procs "$KILLED_ID")" ]; }
+	lib_wait_for 2 no_procs # killed: gone once reaped
 	check "the demo said it removed what run $KILLED_ID left" \
 		grep -q "^# removed what run $KILLED_ID left" "$out" &&
 		check "nothing of run $KILLED_ID is left: $(leftovers "$KILLED_ID" | tr '\n' ' ')" \
-			[ -z "$(leftovers "$KILLED_ID")" ]
+			[ -z "$(leftovers "$KILLED_ID")" ] &&
+		check "no process of run $KILLED_ID is left: $(run_procs "$KILLED_ID" | tr '\n' ' ')" no_procs
 }
 
 # Without root, make demo stops before building anything and says why.

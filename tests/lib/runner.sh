@@ -83,11 +83,12 @@ lib_cleanup() {
 
 # lib_reap_stale: remove what earlier runs killed by SIGKILL left behind:
 # their scratch directory (/tmp/chlb-test-<id>.*) whose owner is gone, the
-# processes in their namespaces (chlb-<id>-*), the namespaces, their pin
-# directories (/sys/fs/bpf/chlb-test-<id>-*). A run still running, or one
+# processes running its binaries or in their namespaces (chlb-<id>-*), the
+# namespaces, their pin directories (/sys/fs/bpf/chlb-test-<id>-*). A run still running, or one
 # without an owner file, is left alone. One diag line per run removed.
 lib_reap_stale() {
-	local d id pid start ns p n_ns n_p
+	local d id pid start ns p n_ns
+	local -A gone # pids killed: one may be listed twice
 	for d in /tmp/chlb-test-????.*; do
 		[ -f "$d/owner" ] && [ "$d" != "$LIB_DIR" ] || continue
 		read -r pid start <"$d/owner" || continue
@@ -99,15 +100,24 @@ lib_reap_stale() {
 		id=${d#/tmp/chlb-test-}
 		id=${id%%.*}
 		[[ $id =~ ^[0-9a-f]{4}$ ]] || continue
-		n_ns=0 n_p=0
+		n_ns=0
+		gone=()
+		# Its processes run the binaries it copied (lib_require_bins): found
+		# so even when its namespaces were made in a private mount
+		# namespace (a fresh host), where ip netns pids here sees none.
+		for p in /proc/[0-9]*; do
+			case $(readlink "$p/exe" 2>/dev/null) in
+			"$d"/bin/*) kill -KILL "${p#/proc/}" 2>/dev/null && gone[${p#/proc/}]=1 ;;
+			esac
+		done
 		for ns in $(ip netns list 2>/dev/null | awk -v p="chlb-$id-" 'index($1, p) == 1 { print $1 }'); do
 			for p in $(ip netns pids "$ns" 2>/dev/null); do
-				kill -KILL "$p" 2>/dev/null && n_p=$((n_p + 1))
+				kill -KILL "$p" 2>/dev/null && gone[$p]=1
 			done
 			ip netns del "$ns" 2>/dev/null && n_ns=$((n_ns + 1))
 		done
 		rm -rf /sys/fs/bpf/chlb-test-"$id"-* "$d"
-		diag "removed what run $id left when it was killed (pid $pid gone): $n_ns network namespaces, $n_p processes"
+		diag "removed what run $id left when it was killed (pid $pid gone): $n_ns network namespaces, ${#gone[@]} processes"
 	done
 }
 
