@@ -120,6 +120,22 @@ test_sighup_refuses_empty_file() {
 	sighup_refused "an empty file" ': >"$CONF"' "the file would delete every service (all"
 }
 
+# stats text: the counters line up under their header however long a row's
+# name is (an IPv6 VIP and backend make the longest)
+test_stats_columns_line_up() {
+	local v6=[2001:db8::77]:8080/tcp out widths
+	ctl service add "$v6" >/dev/null &&
+		ctl backend add "$v6" 2001:db8:ffff:ffff:ffff:ffff:ffff:fff1 >/dev/null || return 1
+	out=$(ctl stats) || return 1
+	# the header (PACKETS ...) and every service and backend row: one length
+	widths=$(awk '/PACKETS/ { on = 1 } /^(sync|entry sync)/ { on = 0 }
+		on && !/^[a-z]/ { print length($0) }' <<<"$out" | sort -u)
+	sed 's/^/#   /' <<<"$out" | grep -F -e PACKETS -e 2001:db8:ffff
+	check "header and rows are as wide as each other: $(tr '\n' ' ' <<<"$widths")" \
+		[ "$(wc -l <<<"$widths")" = 1 ] || return 1
+	ctl service del "$v6" >/dev/null
+}
+
 test_decap_json_names() {
 	local out dev
 	# veth: the test kernel may have no dummy driver

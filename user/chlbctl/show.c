@@ -142,21 +142,21 @@ static void rate(json_object *e, const char *k, const char *unit, char *buf, siz
 		snprintf(buf, len, "-");
 }
 
-static void counters_head(bool rates)
+static void counters_head(bool rates, int w)
 {
-	printf("  %-40s %10s %10s %10s %10s", "", "PACKETS", "BYTES", "NEW_FLOWS", "NO_ROUTE");
+	printf("  %-*s %10s %10s %10s %10s", w, "", "PACKETS", "BYTES", "NEW_FLOWS", "NO_ROUTE");
 	if (rates)
 		printf(" %12s %12s %10s", "RATE", "BITRATE", "NEW/S");
 	printf("\n");
 }
 
-static void counters_row(const char *name, json_object *e, bool rates)
+static void counters_row(const char *name, json_object *e, bool rates, int w)
 {
 	char pk[32], by[32], pps[32], bps[32], nf[32];
 
 	human(d(e, "packets"), "", pk, sizeof(pk));
 	human(d(e, "bytes"), "B", by, sizeof(by));
-	printf("  %-40s %10s %10s %10s %10s", name, pk, by, s(e, "new_flows"), s(e, "no_route"));
+	printf("  %-*s %10s %10s %10s %10s", w, name, pk, by, s(e, "new_flows"), s(e, "no_route"));
 	if (rates) {
 		rate(e, "pps", "pps", pps, sizeof(pps));
 		rate(e, "bps", "bps", bps, sizeof(bps));
@@ -205,9 +205,24 @@ static void show_sync(json_object *r)
 	}
 }
 
+static int max_int(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+/* A backend row's name in `stats`: service, address, slot and state. */
+static const char *be_row_name(json_object *e, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s %s (slot %s, %s)", s(e, "service"), s(e, "address"), s(e, "slot"),
+		 s(e, "state"));
+	return buf;
+}
+
 void show_stats(json_object *r)
 {
 	json_object *g, *a, *gr = NULL;
+	char name[192];
+	int w;
 	bool rates = json_object_object_get_ex(r, "interval_s", NULL);
 
 	if (rates)
@@ -242,22 +257,28 @@ void show_stats(json_object *r)
 			printf("\n");
 		}
 	}
-	counters_head(rates);
+	/* the name column as wide as its longest row (IPv6 backends), so the counters line up */
+	w = 40;
+	a = arr(r, "services");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++)
+		w = max_int(w, (int)strlen(s(json_object_array_get_idx(a, i), "service")));
+	a = arr(r, "backends");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++)
+		w = max_int(w, (int)strlen(be_row_name(json_object_array_get_idx(a, i), name,
+						       sizeof(name))));
+	counters_head(rates, w);
 	a = arr(r, "services");
 	printf("services:\n");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++)
 		counters_row(s(json_object_array_get_idx(a, i), "service"),
-			     json_object_array_get_idx(a, i), rates);
+			     json_object_array_get_idx(a, i), rates, w);
 	/* a row per (service, backend): the same address in two services is two rows */
 	a = arr(r, "backends");
 	printf("backends:\n");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
-		char name[192];
 
-		snprintf(name, sizeof(name), "%s %s (slot %s, %s)", s(e, "service"),
-			 s(e, "address"), s(e, "slot"), s(e, "state"));
-		counters_row(name, e, rates);
+		counters_row(be_row_name(e, name, sizeof(name)), e, rates, w);
 	}
 	show_sync(r);
 }
