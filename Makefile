@@ -297,7 +297,7 @@ INSTALL_FILES := $(SBINDIR)/chlbd:$(BUILD)/chlbd:0755 $(SBINDIR)/chlbctl:$(BUILD
 	$(SYSTEMDUNITDIR)/chlbd.service:$(BUILD)/chlbd.service:0644 \
 	$(BASHCOMPDIR)/chlbctl:dist/chlbctl.bash-completion:0644 \
 	$(foreach d,README.md $(wildcard docs/*.md) $(wildcard docs/examples/*.conf),\
-		$(DOCDIR)/$(patsubst docs/%,%,$(d)):$(d):0644)
+		$(DOCDIR)/$(d):$(d):0644)
 INSTALL_CONFS := $(SYSCONFDIR)/chlb/chlb.conf:dist/chlb.conf:0644 \
 	$(SYSCONFDIR)/default/chlbd:dist/chlbd.default:0644
 
@@ -330,7 +330,7 @@ install: $(BUILD)/chlbd $(BUILD)/chlbctl $(BUILD)/chlbd.service
 # left as it was before install.
 UNINSTALL_DIRS := $(SYSCONFDIR)/chlb $(SYSTEMDUNITDIR) $(patsubst %/,%,$(dir $(SYSTEMDUNITDIR))) \
 	$(BASHCOMPDIR) $(patsubst %/,%,$(dir $(BASHCOMPDIR))) $(MAN5DIR) $(MAN8DIR) \
-	$(DOCDIR)/examples $(DOCDIR) $(patsubst %/,%,$(dir $(DOCDIR)))
+	$(DOCDIR)/docs/examples $(DOCDIR)/docs $(DOCDIR) $(patsubst %/,%,$(dir $(DOCDIR)))
 uninstall:
 	$(Q)for f in $(INSTALL_FILES); do \
 		dst=$(DESTDIR)$$(echo "$$f" | cut -d: -f1); \

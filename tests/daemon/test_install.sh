@@ -28,13 +28,14 @@ LAYOUT=(
 	"/etc/chlb/chlb.conf 644"
 	"/etc/default/chlbd 644"
 	"$PREFIX_DIR/share/doc/chlb/README.md 644"
-	"$PREFIX_DIR/share/doc/chlb/operations.md 644"
-	"$PREFIX_DIR/share/doc/chlb/examples/bird-lb.conf 644"
+	"$PREFIX_DIR/share/doc/chlb/docs/operations.md 644"
+	"$PREFIX_DIR/share/doc/chlb/docs/examples/bird-lb.conf 644"
 )
-# and every other docs/*.md and docs/examples file (what the man pages name)
+# and every other docs/*.md and docs/examples file (what the man pages name),
+# laid out as in the tree, so README's links work where it is installed
 for f in "$LIB_ROOT"/docs/*.md "$LIB_ROOT"/docs/examples/*.conf; do
-	f=${f#"$LIB_ROOT"/docs/}
-	case $f in operations.md | examples/bird-lb.conf) ;; *) LAYOUT+=("$PREFIX_DIR/share/doc/chlb/$f 644") ;; esac
+	f=${f#"$LIB_ROOT"/}
+	case $f in docs/operations.md | docs/examples/bird-lb.conf) ;; *) LAYOUT+=("$PREFIX_DIR/share/doc/chlb/$f 644") ;; esac
 done
 VIP=10.0.0.80:80/tcp
 
