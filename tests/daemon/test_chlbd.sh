@@ -462,7 +462,8 @@ test_corrupt_state_file() {
 	: "$n_prev"
 }
 
-# an empty option value (an unset shell variable in a unit file) is a usage
+# an empty option value (an unset shell variable in a unit file), or -i IF
+# given twice, is a usage
 # error naming the option: "--state ''" was resolved to the working directory
 # and "-s ''" failed late with "couldn't listen on ''"
 test_empty_option_values() {
@@ -472,6 +473,9 @@ test_empty_option_values() {
 		check "$o '': exit 2 (got $?): $out" [ $? = 2 ] || return 1
 		check "$o '': names the option: $out" grep -qE "^chlbd: --[a-z-]+: empty value$" <<<"$out" || return 1
 	done
+	out=$("$CHLBD" -i v0 -i v0 -f 2>&1)
+	check "-i twice: exit 2 (got $?): $out" [ $? = 2 ] || return 1
+	check "-i twice: names it: $out" grep -qx "chlbd: -i v0 given twice" <<<"$out"
 }
 
 test_sighup_reloads_config() {

@@ -158,6 +158,11 @@ static int parse_args(int argc, char **argv)
 				fprintf(stderr, "chlbd: at most %d interfaces\n", CHLBD_MAX_IFACES);
 				return -1;
 			}
+			for (int k = 0; k < D.niface; k++)
+				if (!strcmp(D.iface[k], optarg)) {
+					fprintf(stderr, "chlbd: -i %s given twice\n", optarg);
+					return -1;
+				}
 			D.iface[D.niface++] = optarg;
 			break;
 		case 'm':
