@@ -463,9 +463,8 @@ test_corrupt_state_file() {
 }
 
 # an empty option value (an unset shell variable in a unit file), or -i IF
-# given twice, is a usage
-# error naming the option: "--state ''" was resolved to the working directory
-# and "-s ''" failed late with "couldn't listen on ''"
+# given twice, is a usage error naming the option: "--state ''" was resolved
+# to the working directory and "-s ''" failed late with "couldn't listen on ''"
 test_empty_option_values() {
 	local o out
 	for o in -s --state -c --pin-dir --pid-file --netns; do
