@@ -10,7 +10,8 @@
 #   - a map that carries decisions (views) of another shape: chlbd refuses
 #     to start, naming the pin, and leaves every pin and the attached
 #     program as they were (reusing it would load the program against a
-#     layout it was not built for).
+#     layout it was not built for);
+#   - a TC filter of a chlbd from before the TC record is taken as ours.
 # The full upgrade against an older build, with held TCP connections, is
 # tests/tools/upgrade_check.sh (by hand: it needs an older tree built).
 . "$(dirname "$0")/../lib.sh"
@@ -44,6 +45,24 @@ test_counters_of_another_shape_restart_with_a_warning() {
 	chlbd_start xdp-generic || return 1
 	check "no counters warning with counters of this shape" \
 		sh -c "! grep -q 'counters restart' '$CHLBD_LOG'" || return 1
+	chlbd_stop TERM
+}
+
+# A TC filter attached by a chlbd from before the TC record (c99f5cb and
+# earlier had no tc_IFINDEX pin): ours by the maps it uses. The upgrade of
+# such a chlbd in -m tc refused to start, taking its own filter for another
+# chlbd's (the ownership test looked for the vips map, which no program
+# has used since the VIP index).
+test_tc_filter_without_record_is_ours() {
+	local before
+	chlbd_stop TERM
+	chlbd_start tc || return 1
+	before=$(ip netns exec "$D_NS" tc -j filter show dev v0 ingress | jq -r '[.[] | .options.prog.id? // empty][0]')
+	chlbd_stop TERM
+	rm -f "$CHLBD_PIN"/tc_* || return 1
+	check "chlbd restarts over its record-less TC filter" chlbd_start tc || return 1
+	check "and replaces that filter's program" [ "$before" != "$(ip netns exec "$D_NS" tc -j filter show dev v0 ingress | jq -r '[.[] | .options.prog.id? // empty][0]')" ] ||
+		return 1
 	chlbd_stop TERM
 }
 

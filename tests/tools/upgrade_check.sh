@@ -65,8 +65,13 @@ use_new() { CHLBD=$NEW_CHLBD CHLBCTL=$NEW_CHLBCTL; }
 
 # counter NAME: a data-plane counter from `chlbctl -j stats` (0 if absent).
 counter() { ctl -j stats 2>/dev/null | jq -r "[.. | objects | .\"$1\"? | numbers] | add // 0"; }
-# nconns: the connection entries chlbctl conns lists (-1 without the command).
-nconns() { ctl -j conns 2>/dev/null | jq 'if type == "array" then length else (.conns // .entries // [] | length) end' 2>/dev/null || echo -1; }
+# nconns: the connection entries chlbctl conns counts (-1 without the command).
+nconns() { ctl -j conns 2>/dev/null | jq '.entries // -1' 2>/dev/null || echo -1; }
+# conns_view: live entries per service and backend address, as conns shows them.
+conns_view() {
+	ctl -j conns 2>/dev/null |
+		jq -c '[.services[] | {service, b: [.backends[]? | {address, live}] | sort_by(.address)}] | sort_by(.service)' 2>/dev/null
+}
 
 # settled: wait past --history-ms, then a round: entries alone keep them.
 settled() { sleep "$(awk -v h="$HIST" 'BEGIN { print h / 1000 + 0.5 }')"; rounds_intact; }
@@ -96,6 +101,7 @@ test_old_serves() {
 	OLD_CONNS=$(nconns)
 	diag "old: forwarded $OLD_FWD, conns entries $OLD_CONNS"
 	saved >"$LIB_DIR/old.saved"
+	conns_view >"$LIB_DIR/old.conns" || true # an old chlbctl may have no conns
 }
 
 test_upgrade() {
@@ -140,6 +146,12 @@ test_upgrade() {
 		check "counters restarted: the log says so" grep -q 'counters .*restart' "$CHLBD_LOG" || FAILED_LATE=1
 	fi
 	check "conns lists the old entries" [ "$n" -ge $((2 * N)) ] || return 1
+	conns_view >"$LIB_DIR/new.conns"
+	if [ -s "$LIB_DIR/old.conns" ]; then
+		diag "conns per backend: $(cat "$LIB_DIR/new.conns")"
+		check "conns: the same live entries per backend as before" \
+			diff "$LIB_DIR/old.conns" "$LIB_DIR/new.conns" || return 1
+	fi
 	ctl backend set "$V4" "$(be_addr4 3)" weight 30 >/dev/null &&
 		ctl backend set "$V6" "$(be_addr6 3)" weight 100 >/dev/null &&
 		ctl backend add "$V6" "$(be_addr6 4)" >/dev/null &&

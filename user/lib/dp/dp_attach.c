@@ -18,9 +18,12 @@
  * detached, new one attached, TC detached.
  *
  * Ownership: a chlb program on an interface is this pin directory's when it
- * uses the vips map pinned there (every program a chlbd of this pin
- * directory loaded does, the one from before a restart too), or is the one
- * a link or record here names. Any other chlb program (chlb_xdp, chlb_tc by
+ * uses the views map pinned there (every program a chlbd of this pin
+ * directory loaded does, the one from before a restart or an upgrade too:
+ * not the vips map, userspace's registry, which no program has referenced
+ * since the VIP index, so a TC filter of a chlbd from before the TC record
+ * was taken for another chlbd's and an upgrade refused to start), or is the
+ * one a link or record here names. Any other chlb program (chlb_xdp, chlb_tc by
  * name), or our TC handle and priority taken by another program, belongs to
  * someone else: attach refuses rather than take over its traffic, and
  * detach leaves it alone.
@@ -90,7 +93,7 @@ static __u32 tc_prog_id(int ifindex)
 /* Whose programs count as ours: see the top comment. */
 struct owner {
 	const char *pin_dir; /* "" when none */
-	__u32 vips_id;	     /* our vips map; 0 when there is none yet */
+	__u32 views_id;	     /* our views map; 0 when there is none yet */
 };
 
 static bool prog_ours(const struct owner *ow, int ifindex, __u32 prog_id,
@@ -100,7 +103,7 @@ static bool prog_ours(const struct owner *ow, int ifindex, __u32 prog_id,
 	__u32 lprog;
 	int fd, lif;
 
-	if (dp_prog_uses_map(prog_id, ow->vips_id, name))
+	if (dp_prog_uses_map(prog_id, ow->views_id, name))
 		return true;
 	if (!ow->pin_dir[0])
 		return false;
@@ -185,9 +188,10 @@ int chlb_dp_check_iface(const char *pin_dir, int ifindex, enum chlb_attach_mode 
 	char path[PATH_MAX];
 
 	if (ow.pin_dir[0]) {
-		if (snprintf(path, sizeof(path), "%s/vips", ow.pin_dir) >= (int)sizeof(path))
+		if (snprintf(path, sizeof(path), "%s/%s", ow.pin_dir,
+			     chlb_dp_map_name(CHLB_MAP_VIEWS)) >= (int)sizeof(path))
 			return -ENAMETOOLONG;
-		ow.vips_id = dp_pinned_id(path, false);
+		ow.views_id = dp_pinned_id(path, false);
 	}
 	return check_iface(&ow, ifindex, mode, err, errlen);
 }
@@ -195,7 +199,7 @@ int chlb_dp_check_iface(const char *pin_dir, int ifindex, enum chlb_attach_mode 
 static void dp_owner(struct chlb_dp *dp, struct owner *ow)
 {
 	ow->pin_dir = dp->pin_dir;
-	ow->vips_id = dp_obj_id(chlb_dp_map_fd(dp, CHLB_MAP_VIPS), false);
+	ow->views_id = dp_obj_id(chlb_dp_map_fd(dp, CHLB_MAP_VIEWS), false);
 }
 
 static int detach_xdp(struct chlb_dp *dp, int ifindex, char *err, size_t errlen)

@@ -34,7 +34,7 @@ static __u32 egress_prog_id(int ifindex)
 
 static bool egress_ours(struct chlb_dp *dp, int ifindex, __u32 prog_id, char name[BPF_OBJ_NAME_LEN])
 {
-	return dp_prog_uses_map(prog_id, dp_obj_id(chlb_dp_map_fd(dp, CHLB_MAP_VIPS), false),
+	return dp_prog_uses_map(prog_id, dp_obj_id(chlb_dp_map_fd(dp, CHLB_MAP_VIEWS), false),
 				name) ||
 	       dp_tc_recorded(dp->pin_dir, &probe_filter, ifindex, prog_id);
 }
