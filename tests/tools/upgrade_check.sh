@@ -33,7 +33,7 @@ HIST=${HIST:-1000}
 # returns once serving; what it logged before detaching is in CHLBD_LOG).
 start_chlbd() {
 	[ -n "${DAEMON:-}" ] || {
-		chlbd_start "$MODE" --history-ms "$HIST"
+		chlbd_start "$MODE" --history-ms "$HIST" ${START_EXTRA[@]+"${START_EXTRA[@]}"}
 		return
 	}
 	[ -n "$CHLBD_PIN" ] || {
@@ -44,6 +44,7 @@ start_chlbd() {
 	CHLBD_LOG=$LIB_DIR/chlbd-$CHLBD_STARTS.log
 	"$CHLBD" -i "$CHLBD_IF" --netns "$CHLBD_NETNS" -m "$MODE" -s "$CHLBD_SOCK" \
 		--pin-dir "$CHLBD_PIN" --state "$CHLBD_STATE" --history-ms "$HIST" \
+		${START_EXTRA[@]+"${START_EXTRA[@]}"} \
 		--pid-file "$LIB_DIR/chlbd.pid" >"$CHLBD_LOG" 2>&1 || { cat "$CHLBD_LOG"; return 1; }
 	CHLBD_PID=$(cat "$LIB_DIR/chlbd.pid")
 	LIB_PIDS+=("$CHLBD_PID")
@@ -112,6 +113,12 @@ test_upgrade() {
 	check "version flags the running old chlbd (MISMATCH, or too old for 'version')" \
 		grep -qE 'MISMATCH|older than this chlbctl' <<<"$before" || return 1
 	local l_old l_new
+	# CONFIG=1: the installed unit's way (-c /etc/chlb/chlb.conf): the old
+	# chlbd's state saved as the config the new one starts from
+	if [ -n "${CONFIG:-}" ]; then
+		ctl save >"$LIB_DIR/chlb.conf" || return 1
+		START_EXTRA=(-c "$LIB_DIR/chlb.conf")
+	fi
 	l_old=$(links)
 	chlbd_stop "$SIG"
 	use_new
