@@ -69,6 +69,9 @@ udp_case() {
 	return $rc
 }
 
+test_udp_ipv4_ring_l2dsr() { udp_case 4 ring l2dsr; }
+test_udp_ipv6_jump_ipip() { udp_case 6 jump ipip; }
+
 # on_b NAME B: how many flows of hold NAME's first round went to backend bB
 on_b() { awk -v b="b$2" '$1 == "conn" && $4 == b' "$LIB_DIR/$1.r0" | wc -l; }
 
@@ -77,7 +80,9 @@ on_b() { awk -v b="b$2" '$1 == "conn" && $4 == b' "$LIB_DIR/$1.r0" | wc -l; }
 # entries from it. After one UDP idle timeout every running flow has one,
 # so the tables of before leave the view (not after --history-ms): a drained
 # backend gets no new UDP flows from then on, an added one its share, and
-# the flows that were running keep their backend.
+# the flows that were running keep their backend. It runs last: its flows'
+# entries, stale once udp_case re-creates the service, would be re-decided
+# (new flows) by udp_case's first datagrams on a reused source port.
 test_udp_drain_and_add_reach_new_flows() {
 	local vip h=ud g=un rc=0 n i
 	vip=$(vip_spec 4 80 udp)
@@ -104,8 +109,5 @@ test_udp_drain_and_add_reach_new_flows() {
 	hold_stop "$g"
 	return $rc
 }
-
-test_udp_ipv4_ring_l2dsr() { udp_case 4 ring l2dsr; }
-test_udp_ipv6_jump_ipip() { udp_case 6 jump ipip; }
 
 lib_run
