@@ -111,6 +111,21 @@ static int other_shape(int fd, const struct bpf_map *map, const char *path, char
 			   bpf_map__max_entries(map));
 }
 
+/* Map m's pin (its path in path): an fd, -ENOENT when nothing is pinned there, or an error. */
+static int open_pin(struct chlb_dp *dp, int m, char *path, size_t plen, char *err, size_t errlen)
+{
+	int fd;
+
+	if (map_pin_path(dp, m, path, plen))
+		return -ENAMETOOLONG;
+	if (access(path, F_OK))
+		return -ENOENT;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return chlb_syserr(err, errlen, -errno, "couldn't open pinned map '%s'", path);
+	return fd;
+}
+
 /*
  * Every pinned map that carries decisions (not recreatable) has this
  * chlbd's shape, checked before any pin is touched; the connection table's
@@ -124,14 +139,11 @@ static int check_shapes(struct chlb_dp *dp, char *err, size_t errlen)
 	for (m = 0; m < CHLB_MAP_COUNT; m++) {
 		if (recreatable(m))
 			continue;
-		if (map_pin_path(dp, m, path, sizeof(path)))
-			return -ENAMETOOLONG;
-		if (access(path, F_OK))
+		fd = open_pin(dp, m, path, sizeof(path), err, errlen);
+		if (fd == -ENOENT)
 			continue;
-		fd = bpf_obj_get(path);
 		if (fd < 0)
-			return chlb_syserr(err, errlen, -errno, "couldn't open pinned map '%s'",
-					   path);
+			return fd;
 		if (!same_shape(fd, dp_map(dp, m), m != CHLB_MAP_CONNS))
 			return other_shape(fd, dp_map(dp, m), path, err, errlen);
 		close(fd);
@@ -172,14 +184,11 @@ static int adopt_pinned(struct chlb_dp *dp, __u32 conn_max, char *err, size_t er
 	if (rc)
 		return rc;
 	for (m = 0; m < CHLB_MAP_COUNT; m++) {
-		if (map_pin_path(dp, m, path, sizeof(path)))
-			return -ENAMETOOLONG;
-		if (access(path, F_OK))
+		fd = open_pin(dp, m, path, sizeof(path), err, errlen);
+		if (fd == -ENOENT)
 			continue;
-		fd = bpf_obj_get(path);
 		if (fd < 0)
-			return chlb_syserr(err, errlen, -errno, "couldn't open pinned map '%s'",
-					   path);
+			return fd;
 		if (m == CHLB_MAP_CONNS && resize_conns(dp, fd, conn_max))
 			continue;
 		if (recreatable(m) && !same_shape(fd, dp_map(dp, m), true)) {
