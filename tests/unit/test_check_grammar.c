@@ -376,6 +376,18 @@ static void no_checks_unchanged(void **unused)
 	chlb_state_free(&st);
 }
 
+/* a: a jump service of two backends, finalized. */
+static void two_backends(struct chlb_state *a)
+{
+	char err[CHLB_ERR_MAX];
+
+	chlb_state_init(a);
+	must(a, "service add " VIP " algo jump");
+	must(a, "backend add " VIP " " BE1);
+	must(a, "backend add " VIP " " BE2);
+	assert_int_equal(chlb_state_finalize(a, err, sizeof(err)), 0);
+}
+
 /* A check-only change rebuilds no table; the checker is told through health_equal. */
 static void check_change_is_no_table_change(void **unused)
 {
@@ -384,11 +396,7 @@ static void check_change_is_no_table_change(void **unused)
 	json_object *plan, *svcs, *e, *h;
 	const struct chlb_svc_cfg *sa, *sb;
 
-	chlb_state_init(&a);
-	must(&a, "service add " VIP " algo jump");
-	must(&a, "backend add " VIP " " BE1);
-	must(&a, "backend add " VIP " " BE2);
-	assert_int_equal(chlb_state_finalize(&a, err, sizeof(err)), 0);
+	two_backends(&a);
 	assert_int_equal(chlb_state_copy(&b, &a), 0);
 	must(&b, "service set " VIP " check tcp interval 500 timeout 200 panic 20");
 	must(&b, "backend set " VIP " " BE1 " check none");
@@ -404,6 +412,13 @@ static void check_change_is_no_table_change(void **unused)
 	assert_true(json_object_object_get_ex(e, "health", &h));
 	assert_string_equal(json_object_get_string(h),
 			    "health check settings change: no table change");
+	json_object_put(plan);
+	/* checks switched off: what the probes hold down serves again, a swap: said */
+	plan = chlb_plan(&b, &a);
+	assert_true(json_object_object_get_ex(plan, "services", &svcs));
+	e = json_object_array_get_idx(svcs, 0);
+	assert_true(json_object_object_get_ex(e, "health", &h));
+	assert_non_null(strstr(json_object_get_string(h), "hold down serve again (check none)"));
 	json_object_put(plan);
 	/* an override that only repeats the service's value changes nothing for the checker */
 	chlb_state_free(&b);
@@ -425,11 +440,7 @@ static void plan_names_health_change_only_when_it_is(void **unused)
 	char err[CHLB_ERR_MAX];
 	json_object *plan, *svcs, *e, *h;
 
-	chlb_state_init(&a);
-	must(&a, "service add " VIP " algo jump");
-	must(&a, "backend add " VIP " " BE1);
-	must(&a, "backend add " VIP " " BE2);
-	assert_int_equal(chlb_state_finalize(&a, err, sizeof(err)), 0);
+	two_backends(&a);
 	/* a backend removed from a service without checks: a table change, no check change */
 	assert_int_equal(chlb_state_copy(&b, &a), 0);
 	must(&b, "backend del " VIP " " BE2);
