@@ -226,7 +226,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 						       struct chlb_pkt *p, __u32 crc, __u32 *slot,
 						       __u32 *new_flow)
 {
-	__u32 n = svc->ntables, used, fl;
+	__u32 n = svc->ntables, used;
 	bool udp = p->flow.proto == IPPROTO_UDP;
 	struct chlb_backend *be;
 	struct chlb_conn *e;
@@ -246,6 +246,8 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	filter_ref(&r, &p->flow);
 	e = conn_find(&p->flow, &r);
 	if (e) {
+		__u32 fl;
+
 		be = entry_valid(e, udp, now);
 		if (be) {
 			/* now is 0 when no timeout applies: then no write per packet */

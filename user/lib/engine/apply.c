@@ -652,9 +652,10 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 		/* history tables past the window leave the view, oldest first */
 		if (s->nview > 1) {
 			__u32 n = s->nview;
+			__u64 window = history_of(rt, s);
 			struct chlb_vip_key key;
 
-			while (n > 1 && now >= s->replaced[n - 1] + history_of(rt, s)) {
+			while (n > 1 && now >= s->replaced[n - 1] + window) {
 				n--;
 				s->slot[s->view[n]].free_at = now + rt->grace_ns;
 			}
@@ -664,8 +665,8 @@ __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now)
 				chlb_vip_to_key(&s->vip, &key);
 				rt->ops.set_service(rt->ops.ctx, &key, &s->sv);
 			}
-			if (s->nview > 1 && s->replaced[s->nview - 1] + history_of(rt, s) < next)
-				next = s->replaced[s->nview - 1] + history_of(rt, s);
+			if (s->nview > 1 && s->replaced[s->nview - 1] + window < next)
+				next = s->replaced[s->nview - 1] + window;
 		}
 		for (int k = 0, first = 1; k < CHLB_SLOTS_PER_SERVICE; k++) {
 			struct chlb_rt_slot *sl = &s->slot[k];
