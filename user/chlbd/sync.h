@@ -38,6 +38,15 @@ void sync_event(void *ev, unsigned int events);
 /* Reconnects due by now, deferred entries retried (every 200 ms); the next deadline (ns) or 0. */
 __u64 sync_tick(__u64 now);
 
+/*
+ * Has sync done what a starting host waits for before it is announced
+ * (ready.h)? Every peer synced (its dump in) or in error (its last
+ * connection attempt failed: a peer that is down is not waited for), and
+ * no received entry waiting whose service and backend this host has. When
+ * not, *why (static text) says what is missing. True without sync.
+ */
+bool sync_ready(const char **why);
+
 /* `stats`: the "sync" object (counters, peers), or NULL when sync is off. */
 json_object *sync_view(void);
 
