@@ -4,7 +4,10 @@
  * once with its value, across several batches; a callback's non-zero
  * return stops the walk at once and is returned; an empty table; buffers
  * too small for one hash bucket (ENOSPC: grown and retried, nothing lost
- * or doubled); the get_next_key fallback; the table's size and memory.
+ * or doubled); the get_next_key fallback; the table's size and memory;
+ * the resumable cursor (chlb_dp_conns_next_batch): every entry once over a
+ * pass in small batches, and a pass that ends while entries are deleted
+ * and added under it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -187,6 +190,135 @@ static void test_bad_fd(void **state)
 	assert_int_equal(s.calls, 0);
 }
 
+/*
+ * The cursor: a pass in batches of `batch` (grown on ENOSPC), each entry
+ * through mark(); returns the calls it took. Fails on a batch larger than
+ * asked or a pass that does not end within `max_calls`.
+ */
+static __u32 cursor_pass(int fd, __u32 batch, struct seen *s, __u32 max_calls,
+			 void (*between)(int fd, const struct chlb_flow *last, void *ctx),
+			 void *ctx)
+{
+	struct chlb_dp_conns_cursor cur = { 0 };
+	struct chlb_flow keys[64];
+	struct chlb_conn vals[64];
+	__u32 calls = 0, count;
+	int rc;
+
+	while (!cur.done) {
+		if (++calls > max_calls)
+			fail_msg("the pass did not end within %u calls", max_calls);
+		count = batch;
+		rc = chlb_dp_conns_next_batch_fd(fd, &cur, keys, vals, &count);
+		if (rc == -ENOSPC) {
+			struct chlb_dp_conns_cursor before = cur;
+
+			assert_int_equal(count, 0);
+			assert_memory_equal(&before, &cur, sizeof(cur));
+			assert_true(batch < 64);
+			batch *= 2;
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		assert_true(count <= batch);
+		for (__u32 i = 0; i < count; i++)
+			mark(&keys[i], &vals[i], s);
+		if (between && count)
+			between(fd, &keys[count - 1], ctx);
+	}
+	/* over: further calls read nothing */
+	count = batch;
+	assert_int_equal(chlb_dp_conns_next_batch_fd(fd, &cur, keys, vals, &count), 0);
+	assert_int_equal(count, 0);
+	assert_true(cur.done);
+	return calls;
+}
+
+/* Every entry exactly once over a pass in small batches; an empty table; bad arguments. */
+static void test_cursor_pass(void **state)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	struct chlb_dp_conns_cursor cur = { 0 };
+	struct chlb_flow k;
+	struct chlb_conn v;
+	__u32 count = 1, calls;
+	int fd = lru(1u << 14);
+
+	assert_non_null(s);
+	/* empty: one call, nothing, done */
+	assert_int_equal(cursor_pass(fd, 8, s, 1, NULL, NULL), 1);
+	assert_int_equal(s->calls, 0);
+	fill(fd, N);
+	calls = cursor_pass(fd, 8, s, 1u << 14, NULL, NULL);
+	assert_each_once(s, N);
+	assert_true(calls >= N / 8);
+	/* batches of 1: ENOSPC on the fuller buckets, grown by the caller, nothing lost */
+	memset(s, 0, sizeof(*s));
+	cursor_pass(fd, 1, s, 1u << 16, NULL, NULL);
+	assert_each_once(s, N);
+	/* bad arguments change nothing */
+	assert_int_equal(chlb_dp_conns_next_batch_fd(-1, &cur, &k, &v, &count), -EBADF);
+	count = 0;
+	assert_int_equal(chlb_dp_conns_next_batch_fd(fd, &cur, &k, &v, &count), -EINVAL);
+	assert_false(cur.started || cur.done);
+	close(fd);
+	free(s);
+}
+
+/* Between batches: delete the entry just read and the next ones in index order, add new ones. */
+struct churn {
+	__u32 next_del, next_add, deleted;
+};
+
+static void churn_step(int fd, const struct chlb_flow *last, void *ctx)
+{
+	struct churn *c = ctx;
+
+	if (!bpf_map_delete_elem(fd, last)) /* the entry the cursor stands after */
+		c->deleted++;
+	for (int k = 0; k < 6 && c->next_del < N; k++) {
+		struct chlb_flow f;
+
+		flow_of(&f, c->next_del++);
+		if (!bpf_map_delete_elem(fd, &f))
+			c->deleted++;
+	}
+	for (int k = 0; k < 2 && c->next_add < N; k++) { /* keys nobody else uses: ports past N */
+		struct chlb_flow f;
+		struct chlb_conn v;
+
+		flow_of(&f, c->next_add);
+		f.sport = htons((__u16)(1024 + N + c->next_add++ % 20000));
+		conn_of(&v, 0);
+		bpf_map_update_elem(fd, &f, &v, BPF_ANY);
+	}
+}
+
+/*
+ * A pass while entries are deleted (including the one the cursor just
+ * returned, which makes a get_next_key walk start over) and others added:
+ * it ends within the table's buckets, and no entry is seen twice.
+ */
+static void test_cursor_under_churn(void **state)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	struct churn c = { 0 };
+	__u32 dup = 0;
+	int fd = lru(1u << 14);
+
+	assert_non_null(s);
+	fill(fd, N);
+	/* a call visits at least one bucket: never more calls than buckets (+ ENOSPC retries) */
+	cursor_pass(fd, 4, s, (1u << 14) + 64, churn_step, &c);
+	assert_true(c.deleted > N / 2);
+	for (__u32 i = 0; i < N; i++)
+		dup += s->count[i] > 1;
+	assert_int_equal(dup, 0);
+	assert_false(s->bad_value);
+	close(fd);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -194,6 +326,9 @@ int main(void)
 		cmocka_unit_test(test_enospc_grows),
 		cmocka_unit_test(test_key_fallback),
 		cmocka_unit_test(test_bad_fd),
+		/* the cursor */
+		cmocka_unit_test(test_cursor_pass),
+		cmocka_unit_test(test_cursor_under_churn),
 	};
 
 	return cmocka_run_group_tests_name("conns", tests, NULL, NULL);

@@ -230,6 +230,29 @@ int chlb_dp_conns_foreach(struct chlb_dp *dp,
 			  int (*cb)(const struct chlb_flow *f, const struct chlb_conn *c,
 				    void *ctx),
 			  void *ctx);
+/*
+ * A resumable walk, a batch per call, for callers that must not stall (the
+ * event loop's background tally, the sync dump). pos is the kernel's bucket
+ * cursor (BPF_MAP_LOOKUP_BATCH): it only moves forward, so a pass ends
+ * after the table's buckets, however many entries are inserted or evicted
+ * meanwhile; an entry is reported at most once per pass (a key lives in
+ * one bucket), one written during the pass may be missed. Zero it to start
+ * a pass; `done` once the pass is over.
+ */
+struct chlb_dp_conns_cursor {
+	__u32 pos;    /* the next bucket (valid once started) */
+	bool started; /* a batch has been read: pos is the kernel's */
+	bool done;    /* every bucket visited: the pass is over */
+};
+/*
+ * Reads up to *count entries (keys[], vals[]) from where cur stands and
+ * sets *count to how many (0 is possible on the last call). 0 (check
+ * cur->done), or -errno with *count 0 and cur unchanged: -ENOSPC when the
+ * next bucket alone holds more than *count entries (call again with bigger
+ * buffers), -EINVAL for a zero *count, -EOPNOTSUPP without batch ops.
+ */
+int chlb_dp_conns_next_batch(struct chlb_dp *dp, struct chlb_dp_conns_cursor *cur,
+			     struct chlb_flow *keys, struct chlb_conn *vals, __u32 *count);
 /* Entries in the table now (a walk). */
 int chlb_dp_conn_count(struct chlb_dp *dp, __u64 *entries);
 /* The table's size in entries and, when memory is given, its kernel memory in bytes. */

@@ -9,7 +9,10 @@
  * A walk is a snapshot only in the weak sense the kernel gives: the hash
  * map is visited bucket by bucket while the data plane keeps inserting and
  * the LRU keeps evicting, so an entry written during the walk may be missed,
- * but none is reported twice (a key lives in one bucket). The fallback
+ * but none is reported twice (a key lives in one bucket). The cursor
+ * (chlb_dp_conns_next_batch) does the same a batch per call, for callers
+ * that must not stall: the kernel's bucket cursor only moves forward, so a
+ * pass ends whatever is evicted meanwhile. The fallback
  * (kernels without batch ops on LRU hashes, < 5.6) restarts from the first
  * key when the key it stands on is evicted, so it may report duplicates.
  */
@@ -53,13 +56,57 @@ static int walk_keys(int fd, chlb_dp_conn_cb cb, void *ctx)
 	}
 }
 
-int chlb_dp_conns_walk_fd(int fd, __u32 batch, bool keys_only, chlb_dp_conn_cb cb, void *ctx)
+static bool no_batch_ops(int rc)
+{
+	return rc == -EINVAL || rc == -ENOTSUPP || rc == -EOPNOTSUPP;
+}
+
+int chlb_dp_conns_next_batch_fd(int fd, struct chlb_dp_conns_cursor *cur, struct chlb_flow *keys,
+				struct chlb_conn *vals, __u32 *count)
 {
 	/* hash maps take a 4-byte bucket cursor, whatever the key size */
-	__u32 in = 0, out = 0, count;
+	__u32 in = cur->pos, out = 0, n = *count;
+	int rc;
+
+	*count = 0;
+	if (fd < 0)
+		return -EBADF;
+	if (!n)
+		return -EINVAL;
+	if (cur->done)
+		return 0;
+	rc = bpf_map_lookup_batch(fd, cur->started ? &in : NULL, &out, keys, vals, &n, NULL);
+	rc = rc < 0 ? -errno : 0;
+	if (rc == -ENOENT) { /* past the last bucket: n entries, maybe 0 */
+		cur->done = true;
+		*count = n;
+		return 0;
+	}
+	if (rc) /* ENOSPC: one bucket holds more than n; the cursor stays on it */
+		return !cur->started && no_batch_ops(rc) ? -EOPNOTSUPP : rc;
+	/*
+	 * The kernel moves the cursor past every bucket it copied, at least one:
+	 * a pass ends after the table's buckets, whatever is evicted meanwhile.
+	 */
+	cur->pos = out;
+	cur->started = true;
+	*count = n;
+	return 0;
+}
+
+int chlb_dp_conns_next_batch(struct chlb_dp *dp, struct chlb_dp_conns_cursor *cur,
+			     struct chlb_flow *keys, struct chlb_conn *vals, __u32 *count)
+{
+	return chlb_dp_conns_next_batch_fd(chlb_dp_map_fd(dp, CHLB_MAP_CONNS), cur, keys, vals,
+					   count);
+}
+
+int chlb_dp_conns_walk_fd(int fd, __u32 batch, bool keys_only, chlb_dp_conn_cb cb, void *ctx)
+{
+	struct chlb_dp_conns_cursor cur = { 0 };
 	struct chlb_flow *keys = NULL;
 	struct chlb_conn *vals = NULL;
-	bool first = true, last = false;
+	__u32 count;
 	int rc = 0;
 
 	if (fd < 0)
@@ -68,7 +115,7 @@ int chlb_dp_conns_walk_fd(int fd, __u32 batch, bool keys_only, chlb_dp_conn_cb c
 		return walk_keys(fd, cb, ctx);
 	if (!batch)
 		batch = CHLB_DP_CONNS_BATCH;
-	while (!last) {
+	while (!cur.done) {
 		if (!keys) {
 			keys = calloc(batch, sizeof(*keys));
 			vals = calloc(batch, sizeof(*vals));
@@ -78,12 +125,8 @@ int chlb_dp_conns_walk_fd(int fd, __u32 batch, bool keys_only, chlb_dp_conn_cb c
 			}
 		}
 		count = batch;
-		rc = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &count, NULL);
-		rc = rc < 0 ? -errno : 0;
-		if (rc == -ENOENT) { /* the last batch: count entries, maybe 0 */
-			last = true;
-			rc = 0;
-		} else if (rc == -ENOSPC && batch < BATCH_MAX) {
+		rc = chlb_dp_conns_next_batch_fd(fd, &cur, keys, vals, &count);
+		if (rc == -ENOSPC && batch < BATCH_MAX) {
 			/* one bucket holds more entries than the buffers: grow, same cursor */
 			batch *= 2;
 			free(keys);
@@ -91,18 +134,17 @@ int chlb_dp_conns_walk_fd(int fd, __u32 batch, bool keys_only, chlb_dp_conn_cb c
 			keys = NULL;
 			vals = NULL;
 			continue;
-		} else if (first && (rc == -EINVAL || rc == -ENOTSUPP || rc == -EOPNOTSUPP)) {
+		}
+		if (rc == -EOPNOTSUPP) {
 			rc = walk_keys(fd, cb, ctx);
 			break;
-		} else if (rc) {
-			break;
 		}
-		first = false;
+		if (rc)
+			break;
 		for (__u32 i = 0; i < count && !rc; i++)
 			rc = cb(&keys[i], &vals[i], ctx);
 		if (rc)
 			break;
-		in = out;
 	}
 	free(keys);
 	free(vals);

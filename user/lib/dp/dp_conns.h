@@ -3,7 +3,8 @@
  * The connection-table walk on a bare map fd, with its knobs exposed so
  * tests/bpf/test_conns.c can drive the paths a real table rarely takes
  * (a batch too small for one bucket: ENOSPC; no batch ops: get_next_key).
- * Everyone else uses chlb_dp_conns_foreach() (dp/dp.h).
+ * Everyone else uses chlb_dp_conns_foreach() or the cursor,
+ * chlb_dp_conns_next_batch() (dp/dp.h).
  */
 #ifndef CHLB_DP_CONNS_H
 #define CHLB_DP_CONNS_H
@@ -23,5 +24,10 @@ typedef int (*chlb_dp_conn_cb)(const struct chlb_flow *f, const struct chlb_conn
  * return (which stops the walk), or a negative errno.
  */
 int chlb_dp_conns_walk_fd(int fd, __u32 batch, bool keys_only, chlb_dp_conn_cb cb, void *ctx);
+
+/* chlb_dp_conns_next_batch() (dp/dp.h) on a bare map fd; -EBADF for fd < 0. */
+struct chlb_dp_conns_cursor;
+int chlb_dp_conns_next_batch_fd(int fd, struct chlb_dp_conns_cursor *cur, struct chlb_flow *keys,
+				struct chlb_conn *vals, __u32 *count);
 
 #endif /* CHLB_DP_CONNS_H */
