@@ -18,6 +18,12 @@
 #      held connections; an LB dies silently, one is withdrawn for
 #      maintenance, a new one joins: >= 99.9% survive each, for ring,
 #      jump and maglev.
+#   Readiness (issue 24): a chlbd started without configuration adds no
+#   route while services and backends are typed one at a time (`route
+#   list` says why, chlb_ready is 0) until `route announce`; with -c FILE,
+#   and after the first `apply`, the route comes once --ready-settle-ms has
+#   passed, not before; a restart on its pins keeps its routes meanwhile.
+#   The other cases run with --ready-settle-ms 0 (ECMP_CHLBD_ARGS).
 # The cases after a rolling change (configured step by step, a rollout, a
 # fresh LB after a change) need entry sync between the LBs; they use the
 # same helpers (ecmp_each_lb for the rolling change, ecmp_lb_fresh,
@@ -30,6 +36,8 @@ NBE=4
 ecmp_require
 ecmp_build 3 $NBE
 CONF=$LIB_DIR/lbs.conf
+# no settle time but where a readiness case asks for one (its -c ... after these)
+ECMP_CHLBD_ARGS=(--ready-settle-ms 0)
 
 # routes I: LB I's exported routes as "ADDR" words, sorted, on one line.
 routes() { ecmp_table_routes "$1" | awk '{ print $2 }' | sort | tr '\n' ' ' | sed 's/ $//'; }
@@ -104,6 +112,94 @@ test_route_export() {
 	check "SIGTERM: someone else's route left alone" \
 		ip -n "$ns" route show table "$ECMP_TABLE" 10.0.0.98 proto static | grep -q . || rc=1
 	ip -n "$ns" route del 10.0.0.98/32 table "$ECMP_TABLE"
+	ecmp_chlbd_wipe 1
+	return $rc
+}
+
+# ---- readiness (issue 24): nothing announced before the LB is ready ----
+routes_now() { [ "$(routes "$1")" = "$2" ]; }
+# jq_ok JQ: the JSON on stdin satisfies JQ; route_json_is I JQ: LB I's `route list -j` does.
+jq_ok() { jq -e "$1" >/dev/null; }
+route_json_is() { lbctl "$1" -j route list | jq_ok "$2"; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# lb_metric I NAME: the value of metric NAME (no labels) LB I's chlbd serves on 127.0.0.1:9180.
+lb_metric() {
+	ip netns exec "$(ns_lb "$1")" curl -sS -m 5 http://127.0.0.1:9180/metrics |
+		awk -v m="$2" '$1 == m { print $2 }'
+}
+
+test_ready_typed_by_hand() {
+	local rc=0 j out svc
+	svc=$(vip_spec 4)
+	ecmp_chlbd_wipe 1 || return 1
+	ecmp_chlbd_start 1 --metrics 127.0.0.1:9180 || return 1
+	check "chlb_ready 0 without configuration" [ "$(lb_metric 1 chlb_ready)" = 0 ] || rc=1
+	lbctl 1 service add "$svc" algo ring fwd l2dsr >/dev/null &&
+		lbctl 1 backend add "$svc" "$(be_addr4 1)" >/dev/null &&
+		lbctl 1 backend add "$svc" "$(be_addr4 2)" >/dev/null || return 1
+	sleep 0.3 # loop iterations, a readiness look: none may add the route
+	check "services and backends typed one at a time: no route" routes_are 1 "" || rc=1
+	j=$(lbctl 1 -j route list) || return 1
+	check "route list: not ready, withheld: configuration not loaded, the VIP servable: $j" \
+		jq_ok '(.ready | not) and (.withheld // "" | startswith("configuration not loaded"))
+			and .servable == ["10.0.0.10"] and (.routes | length) == 0' <<<"$j" || rc=1
+	out=$(lbctl 1 route list) || return 1
+	check "route list says why: $out" grep -q "withheld: configuration not loaded" <<<"$out" ||
+		rc=1
+	check "stats: ready false" jq_ok '.ready == false' < <(lbctl 1 -j stats) || rc=1
+	lbctl 1 route announce >/dev/null || return 1
+	check "route announce: the route is there" routes_are 1 "10.0.0.10" || rc=1
+	check "route list: ready, nothing withheld" \
+		route_json_is 1 '.ready and (has("withheld") | not)' || rc=1
+	check "chlb_ready 1 after route announce" [ "$(lb_metric 1 chlb_ready)" = 1 ] || rc=1
+	check "stats: ready true" jq_ok .ready < <(lbctl 1 -j stats) || rc=1
+	ecmp_chlbd_wipe 1
+	return $rc
+}
+
+test_ready_after_settle() {
+	local rc=0 t0 t
+	ecmp_conf_write "$CONF" ring "1 2 3 4"
+	ecmp_chlbd_wipe 1 || return 1
+	t0=$(now_ms)
+	ecmp_chlbd_start 1 -c "$CONF" --ready-settle-ms 1500 || return 1
+	check "-c FILE: no route right after start" routes_are 1 "" || rc=1
+	check "route list: settling" \
+		route_json_is 1 '(.ready | not) and (.withheld // "" | startswith("settling"))' || rc=1
+	check "-c FILE: the route comes after the settle time" \
+		lib_wait_for 5 routes_now 1 "10.0.0.10" || rc=1
+	t=$(($(now_ms) - t0))
+	check "not before 1500 ms after the start ($t ms)" [ "$t" -ge 1500 ] || rc=1
+	# killed: the routes stay; restarted on its pins with its state file, it
+	# keeps them while it settles (withdrawing would move its flows away and back)
+	ecmp_chlbd_stop 1 KILL
+	ecmp_chlbd_start 1 --ready-settle-ms 1500 || return 1
+	check "restarted on its pins: the adopted route kept while not ready" \
+		routes_are 1 "10.0.0.10" || rc=1
+	check "route list: settling" \
+		route_json_is 1 '(.ready | not) and (.withheld // "" | startswith("settling"))' || rc=1
+	check "ready after the settle time" lib_wait_for 5 route_json_is 1 .ready || rc=1
+	routes_are 1 "10.0.0.10" || rc=1
+	ecmp_chlbd_wipe 1
+	return $rc
+}
+
+test_ready_after_apply() {
+	local rc=0 t0 t
+	ecmp_conf_write "$CONF" ring "1 2 3 4"
+	ecmp_chlbd_wipe 1 || return 1
+	ecmp_chlbd_start 1 --ready-settle-ms 1000 || return 1
+	lbctl 1 apply -f "$CONF" --dry-run >/dev/null || return 1
+	check "apply --dry-run loads nothing" \
+		route_json_is 1 '.withheld // "" | startswith("configuration not loaded")' || rc=1
+	t0=$(now_ms)
+	lbctl 1 apply -f "$CONF" >/dev/null || return 1
+	check "apply: no route at once" routes_are 1 "" || rc=1
+	check "apply: settling" route_json_is 1 '.withheld // "" | startswith("settling")' || rc=1
+	check "apply: the route comes after the settle time" \
+		lib_wait_for 5 routes_now 1 "10.0.0.10" || rc=1
+	t=$(($(now_ms) - t0))
+	check "not before 1000 ms after apply ($t ms)" [ "$t" -ge 1000 ] || rc=1
 	ecmp_chlbd_wipe 1
 	return $rc
 }
@@ -195,7 +291,6 @@ test_route_withdraw_announce() {
 
 # health checks (#17): a VIP whose every backend is down (panic 0: no
 # backend serves then) is withdrawn, and announced again when one is up
-routes_now() { [ "$(routes "$1")" = "$2" ]; }
 test_route_follows_health() {
 	local rc=0 svc=10.0.0.11:80/tcp
 	lbctl 3 service add $svc check tcp port 81 interval 100 timeout 50 rise 1 fall 1 \

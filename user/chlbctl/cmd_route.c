@@ -4,7 +4,9 @@
  * docs/operations.md "Several LB hosts behind ECMP (BGP)"). withdraw empties
  * the exported table and keeps it empty, so the routing daemon withdraws the
  * VIPs and the routers move the flows to the other LBs while chlbd keeps
- * running (maintenance); announce undoes it; a restart announces too.
+ * running (maintenance); announce undoes it; a restart announces too, once
+ * ready. list says whether chlbd is ready (user/chlbd/ready.h) and, when
+ * not, why its routes are withheld; announce makes it ready at once.
  */
 #include <stdio.h>
 #include <string.h>
@@ -35,12 +37,22 @@ static void show_routes(json_object *r)
 			      : 0;
 	bool withdrawn =
 	    json_object_object_get_ex(r, "withdrawn", &v) && json_object_get_boolean(v);
+	/* a chlbd from before readiness has no "ready": it announced at once */
+	bool ready = !json_object_object_get_ex(r, "ready", &v) || json_object_get_boolean(v);
+	const char *why =
+	    json_object_object_get_ex(r, "withheld", &v) ? json_object_get_string(v) : "";
 
 	if (!table) {
 		printf("route export off (chlbd runs without --route-table)\n");
+		printf("  ready:    %s%s\n", ready ? "yes" : "no: ", ready ? "" : why);
 		return;
 	}
-	printf("route table %lld%s\n  routes:  ", table, withdrawn ? ": withdrawn" : "");
+	printf("route table %lld%s\n", table, withdrawn ? ": withdrawn" : "");
+	if (ready)
+		printf("  ready:    yes\n");
+	else
+		printf("  ready:    no: routes withheld: %s\n", why);
+	printf("  routes:  ");
 	print_addrs(r, "routes");
 	printf("\n  servable:");
 	print_addrs(r, "servable");

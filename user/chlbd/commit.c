@@ -5,9 +5,9 @@
  * (handlers.c), SIGHUP (loop.c), the start (main.c).
  */
 #include <stdio.h>
-#include <systemd/sd-daemon.h>
 #include "chlbd.h"
 #include "health.h"
+#include "ready.h"
 #include "routes.h"
 
 /*
@@ -128,7 +128,7 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 	chlb_state_free(&old);
 	/* whatever serves now (new, old, or a mix): its VIPs are routed, and no other */
 	chlbd_routes_sync();
-	/* `systemctl status` shows what serves, not what served at start (no-op without systemd) */
-	sd_notifyf(0, "STATUS=serving %u services", D.state.nsvc);
+	/* `systemctl status`: what serves now, and whether announced (no-op without systemd) */
+	chlbd_ready_notify(NULL);
 	return r;
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "chlbd.h"
 #include "conns.h"
+#include "ready.h"
 #include "routes.h"
 #include "config/plan.h"
 #include "config/grammar_table.h"
@@ -91,6 +92,7 @@ static json_object *handle_apply(const struct request *r)
 {
 	struct chlb_state next;
 	char err[CHLB_ERR_MAX * 2];
+	json_object *o;
 
 	chlb_state_init(&next);
 	/* the file alone is wrong, whatever serves: a duplicate is a bad value too */
@@ -101,7 +103,11 @@ static json_object *handle_apply(const struct request *r)
 	chlb_state_inherit(&next, &D.state);
 	if (!r->dry_run)
 		pr_info("request: apply%s (%u services)", r->cmd->force ? " force" : "", next.nsvc);
-	return finish(&next, r->dry_run, true, r->cmd->force, r->t0);
+	o = finish(&next, r->dry_run, true, r->cmd->force, r->t0);
+	/* a whole configuration committed: the host may be announced (ready.h); a change may not */
+	if (!r->dry_run && !json_object_object_get_ex(o, "error", NULL))
+		chlbd_ready_loaded(CHLBD_LOADED_APPLY);
+	return o;
 }
 
 /* "what changed": the request's first statement, and how many there were */

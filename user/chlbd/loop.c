@@ -16,6 +16,7 @@
 #include "health.h"
 #include "loop_ev.h"
 #include "metrics.h"
+#include "ready.h"
 #include "routes.h"
 #include "sync.h"
 
@@ -89,6 +90,9 @@ static void loop_kick_timer(void)
 	snext = sync_tick(now); /* reconnects to sync peers */
 	if (snext && (!next || snext < next))
 		next = snext;
+	snext = chlbd_routes_tick(now); /* readiness, after sync's: routes added once ready */
+	if (snext && (!next || snext < next))
+		next = snext;
 
 	server_expire(now);
 	metrics_expire(now);
@@ -150,10 +154,12 @@ static void reload_config(void)
 		chlb_state_init(&applied); /* out of memory: no marks next time */
 	chlb_state_free(&D.config_state);
 	D.config_state = applied;
-	if (chlbd_commit(&next, err, sizeof(err)))
+	if (chlbd_commit(&next, err, sizeof(err))) {
 		pr_err("SIGHUP: %s", err);
-	else
+	} else {
 		pr_info("SIGHUP: converged to %s", D.config_path);
+		chlbd_ready_loaded(CHLBD_LOADED_SIGHUP);
+	}
 }
 
 static void on_signal(void)

@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "sync.h"
 #include "own.h"
+#include "ready.h"
 #include "routes.h"
 #include "base/util.h"
 
@@ -61,7 +62,9 @@ static void usage(FILE *f)
 	    "      --route-table N     keep a blackhole host route (protocol 250, 'chlb')\n"
 	    "                          per servable VIP address in kernel routing table N,\n"
 	    "                          for BIRD/FRR to announce; removed on TERM (default\n"
-	    "                          0: off)\n"
+	    "                          0: off); added only once chlbd is ready\n"
+	    "      --ready-settle-ms N ready (announced) N ms after the configuration is\n"
+	    "                          loaded and the sync peers are synced (default %u)\n"
 	    "      --sync-listen ADDR:PORT  accept entry-sync peers here (they receive our\n"
 	    "                          connection entries; docs/operations.md)\n"
 	    "      --sync-peer ADDR:PORT  an LB peer to sync entries with (repeatable; the\n"
@@ -74,7 +77,8 @@ static void usage(FILE *f)
 	    "Signals: TERM/INT stop (program stays attached), HUP re-reads the config file.\n",
 	    CHLBD_DEFAULT_SOCKET, CHLBD_DEFAULT_PIN_DIR, CHLBD_DEFAULT_STATE,
 	    (unsigned int)CHLB_DP_DEFAULT_CONN_MAX, (unsigned int)CHLB_DP_DEFAULT_UDP_IDLE_MS,
-	    (unsigned int)CHLBD_DEFAULT_HISTORY, (unsigned int)CHLBD_DEFAULT_GRACE);
+	    (unsigned int)CHLBD_DEFAULT_HISTORY, (unsigned int)CHLBD_DEFAULT_GRACE,
+	    (unsigned int)CHLBD_READY_SETTLE_MS);
 }
 
 static int parse_num(const char *opt, const char *s, __u64 max, __u64 *out)
@@ -105,7 +109,8 @@ static int parse_args(int argc, char **argv)
 		O_METRICS,
 		O_ROUTE_TABLE,
 		O_SYNC_LISTEN,
-		O_SYNC_PEER
+		O_SYNC_PEER,
+		O_READY_SETTLE
 	};
 	static const struct option opts[] = {
 		{ "interface", required_argument, NULL, 'i' },
@@ -127,6 +132,7 @@ static int parse_args(int argc, char **argv)
 		{ "route-table", required_argument, NULL, O_ROUTE_TABLE },
 		{ "sync-listen", required_argument, NULL, O_SYNC_LISTEN },
 		{ "sync-peer", required_argument, NULL, O_SYNC_PEER },
+		{ "ready-settle-ms", required_argument, NULL, O_READY_SETTLE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "log-level", required_argument, NULL, O_LOGLEVEL },
 		{ "version", no_argument, NULL, O_VERSION },
@@ -261,6 +267,11 @@ static int parse_args(int argc, char **argv)
 			}
 			D.route_table = (__u32)v;
 			break;
+		case O_READY_SETTLE:
+			if (parse_num("--ready-settle-ms", optarg, CHLBD_READY_SETTLE_MAX, &v))
+				return -1;
+			chlbd_ready_set_settle_ms(v);
+			break;
 		case 'v':
 			D.verbose++;
 			break;
@@ -384,6 +395,7 @@ static int initial_state(struct chlb_state *st)
 			/* what SIGHUP's log compares with: changes made since are marked */
 			if (chlb_state_copy(&D.config_state, st))
 				chlb_state_init(&D.config_state);
+			chlbd_ready_loaded(CHLBD_LOADED_CONFIG);
 			return 0;
 		}
 		free(text);
@@ -398,6 +410,13 @@ static int initial_state(struct chlb_state *st)
 	if (prev)
 		pr_err("state: %s; started from the last good copy %s.prev", err, D.state_path);
 	set_aside_bad_state(prev);
+	/*
+	 * A state file with services is what this host served (a restart): loaded.
+	 * Not an empty one: every start writes the state back, so its existence
+	 * says nothing, and a host that served nothing has nothing to keep.
+	 */
+	if (st->nsvc)
+		chlbd_ready_loaded(CHLBD_LOADED_STATE);
 	return 0;
 }
 
@@ -730,7 +749,7 @@ static int start(struct chlb_state *next)
 			return -1;
 		}
 	}
-	/* attached and serving: the VIPs may be announced (a previous chlbd's routes adopted) */
+	/* attached and serving: a previous chlbd's routes adopted; new ones once ready (ready.h) */
 	chlbd_routes_sync();
 	/* logged before the parent returns, so the log has it when `chlbd` has returned */
 	pr_info("ready: %u services, socket %s, %.1f ms after start", D.state.nsvc, D.socket_path,
@@ -741,7 +760,7 @@ static int start(struct chlb_state *next)
 		return -1;
 	}
 	/* systemd (Type=notify): started; 0 without NOTIFY_SOCKET */
-	rc = sd_notifyf(0, "READY=1\nSTATUS=serving %u services", D.state.nsvc);
+	rc = chlbd_ready_notify("READY=1\n");
 	if (rc < 0)
 		pr_warn("couldn't notify systemd (NOTIFY_SOCKET): %s", chlb_strerror(rc));
 	return 0;

@@ -20,6 +20,7 @@
 #include "conns.h"
 #include "health.h"
 #include "metrics.h"
+#include "ready.h"
 
 #define LBL_MAX 512
 
@@ -401,6 +402,10 @@ char *metrics_render(size_t *len)
 	lbl_add(lbl, "version", CHLB_VERSION);
 	head(s.f, "chlb_build_info", "gauge", "chlbd's build; always 1.");
 	put(s.f, "chlb_build_info", lbl, NULL, 1);
+	head(s.f, "chlb_ready", "gauge",
+	     "1 once chlbd is ready to be announced (configuration loaded, sync done, settled: "
+	     "ready.h), else 0.");
+	put(s.f, "chlb_ready", NULL, NULL, chlbd_is_ready());
 	services(&s);
 	backends(&s);
 	health_metrics(s.f);

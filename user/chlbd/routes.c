@@ -4,16 +4,27 @@
  * chlbd serves. A full reconcile each time (list the table's chlb routes,
  * add what is missing, remove what is extra) rather than an edit per
  * change: the same code adopts a previous chlbd's routes at start, follows
- * commits, and repairs a route someone removed by hand.
+ * commits, and repairs a route someone removed by hand. Nothing is added
+ * until chlbd is ready (ready.h), which calls it again when it becomes so.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "chlbd.h"
 #include "health.h"
+#include "ready.h"
 #include "routes.h"
 #include "dp/route.h"
 
 static __u64 synced_changes; /* D.rt->changes at the last sync */
+
+/*
+ * Until ready (ready.h): the routes found in the table at the first sync
+ * that are kept (chlbd_ready_keeps_adopted(): a restart on its pins with its
+ * configuration); a route removed meanwhile leaves the set, none joins it.
+ */
+static struct chlb_addr *held;
+static int nheld;
+static bool listed_once;
 
 bool chlbd_vip_servable(const struct chlb_svc_cfg *svc)
 {
@@ -89,10 +100,42 @@ static int route_set(bool add, const struct chlb_addr *a)
 	return 1;
 }
 
+/* Keeps the n addresses of a that are in set; how many. */
+static int keep_in(struct chlb_addr *a, int n, const struct chlb_addr *set, int nset)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		if (addr_in(&a[i], set, nset))
+			a[k++] = a[i];
+	return k;
+}
+
+/*
+ * The first listing: the routes a previous chlbd left, kept until ready if
+ * chlbd_ready_keeps_adopted() (an empty set otherwise: they go).
+ */
+static void adopt(const struct chlb_addr *have, int nhave)
+{
+	listed_once = true;
+	if (!nhave || !chlbd_ready_keeps_adopted())
+		return;
+	held = calloc((size_t)nhave, sizeof(*held));
+	if (!held)
+		return; /* out of memory: they go, and come back once ready */
+	memcpy(held, have, (size_t)nhave * sizeof(*held));
+	nheld = nhave;
+	pr_info("route export: %d routes adopted from the previous chlbd; kept, and no other "
+		"added, until ready",
+		nhave);
+}
+
 int chlbd_routes_sync(void)
 {
 	struct chlb_addr *want, *have = NULL;
+	const char *why;
 	int nwant, nhave, changed = 0;
+	bool ready = chlbd_ready(&why);
 
 	if (!D.route_table)
 		return 0;
@@ -106,6 +149,17 @@ int chlbd_routes_sync(void)
 		free(want);
 		free(have);
 		return nhave;
+	}
+	if (!listed_once)
+		adopt(have, nhave);
+	if (ready) {
+		free(held);
+		held = NULL;
+		nheld = 0;
+	} else {
+		/* not ready: only adopted routes it still serves; what goes does not come back */
+		nwant = keep_in(want, nwant, held, nheld);
+		nheld = keep_in(held, nheld, want, nwant);
 	}
 	for (int i = 0; i < nhave; i++)
 		if (!addr_in(&have[i], want, nwant))
@@ -135,9 +189,15 @@ json_object *view_routes(const struct chlb_cmd *c)
 	json_object *o = json_object_new_object();
 	int nwant, nhave = 0;
 
+	const char *why;
+	bool ready = chlbd_ready(&why);
+
 	(void)c;
 	json_object_object_add(o, "route_table", json_object_new_int64(D.route_table));
 	json_object_object_add(o, "withdrawn", json_object_new_boolean(D.routes_withdrawn));
+	json_object_object_add(o, "ready", json_object_new_boolean(ready));
+	if (!ready) /* what the routes wait for (ready.h) */
+		json_object_object_add(o, "withheld", json_object_new_string(why));
 	want = calloc(D.state.nsvc + 1, sizeof(*want));
 	nwant = want ? wanted(want) : 0;
 	if (D.route_table)
@@ -159,6 +219,8 @@ json_object *chlbd_routes_set_withdrawn(bool withdraw)
 				       CHLBD_ERR_CONFLICT);
 	D.routes_withdrawn = withdraw;
 	pr_info("route export: %s requested", withdraw ? "withdraw" : "announce");
+	if (!withdraw)
+		chlbd_ready_force(); /* the operator says this host is ready */
 	n = chlbd_routes_sync();
 	if (n < 0)
 		return chlbd_jerr_kind("route export: the table could not be read: see the log",
@@ -167,6 +229,16 @@ json_object *chlbd_routes_set_withdrawn(bool withdraw)
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "changed", json_object_new_int(n));
 	return o;
+}
+
+__u64 chlbd_routes_tick(__u64 now)
+{
+	bool became;
+	__u64 next = chlbd_ready_tick(now, &became);
+
+	if (became)
+		chlbd_routes_sync();
+	return next;
 }
 
 void chlbd_routes_follow(void)

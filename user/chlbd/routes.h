@@ -28,7 +28,10 @@ bool chlbd_vip_servable(const struct chlb_svc_cfg *svc);
  * previous chlbd left), after every commit and when health changes. Failures
  * are logged, never fatal: the data plane serves whatever the routes say.
  * Returns the number of routes added or removed, or -errno. No-op without
- * --route-table or while withdrawn.
+ * --route-table. While withdrawn the table is kept empty; while not ready
+ * (ready.h) nothing is added: it keeps only the routes a previous chlbd
+ * left when chlbd_ready_keeps_adopted(), while their VIPs stay servable,
+ * and is empty otherwise.
  */
 int chlbd_routes_sync(void);
 
@@ -40,6 +43,13 @@ int chlbd_routes_sync(void);
 void chlbd_routes_follow(void);
 
 /*
+ * From the event loop, every iteration: readiness re-evaluated
+ * (chlbd_ready_tick()), and the routes synced when it became ready. The
+ * next deadline (ns) or 0.
+ */
+__u64 chlbd_routes_tick(__u64 now);
+
+/*
  * Removes every route of chlb's protocol from table N (SIGTERM, `chlbctl
  * shutdown`: BIRD withdraws, the router moves the flows to the other LBs;
  * SIGKILL leaves them, as the data plane keeps serving).
@@ -48,12 +58,16 @@ void chlbd_routes_withdraw_all(void);
 
 /*
  * `route withdraw` / `route announce` (withdraw: true/false): the table is
- * emptied and kept empty, or filled again; not persisted (a restart
- * announces). The reply, or an error reply without --route-table.
+ * emptied and kept empty, or filled again; announce also makes a chlbd that
+ * is not ready yet ready (chlbd_ready_force()). Not persisted (a restart
+ * announces once ready). The reply, or an error reply without --route-table.
  */
 json_object *chlbd_routes_set_withdrawn(bool withdraw);
 
-/* `route list`: the table, whether withdrawn, the routes in it, the servable VIPs. */
+/*
+ * `route list`: the table, whether withdrawn, whether ready (and when not,
+ * "withheld": why), the routes in it, the servable VIPs.
+ */
 json_object *view_routes(const struct chlb_cmd *c);
 
 #endif /* CHLBD_ROUTES_H */

@@ -8,6 +8,7 @@
 #include "served.h"
 #include "conns.h"
 #include "health.h"
+#include "ready.h"
 #include "sync.h"
 
 static json_object *no_such_service(const struct chlb_vip *vip)
@@ -265,6 +266,7 @@ json_object *view_stats(const struct chlb_cmd *cmd)
 	now = chlb_now_ns();
 	add_int(o, "time_ns", (int64_t)now);
 	add_int(o, "resets", (int64_t)resets);
+	json_object_object_add(o, "ready", json_object_new_boolean(chlbd_is_ready())); /* ready.h */
 	if (reset_ns)
 		json_object_object_add(o, "since_reset_s",
 				       json_object_new_double((double)(now - reset_ns) / 1e9));
