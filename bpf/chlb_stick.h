@@ -25,6 +25,13 @@
  *  - Valid entry (backend LIVE, same generation, not idle): followed. The
  *    client's FIN or RST marks it ENDED. Stale entry: decided from table[0],
  *    rewritten in place.
+ *  - Held entry (CHLB_CONN_F_HELD, include/chlb_maps.h: chlbd waits for a
+ *    peer's entry whose backend this host lacks yet): every packet of the
+ *    flow is dropped and counted (CHLB_R_HELD) - SYN, FIN/RST, UDP and
+ *    ICMP errors alike - and nothing is written; TCP retransmits until
+ *    the real entry replaces it. A held entry never passes entry_valid(),
+ *    so the check sits on the stale-entry path and the SYN-with-entry path
+ *    only: a valid hit and a SYN without an entry pay nothing for it.
  *
  * Every entry inserted, rewritten or marked ENDED also goes to sync_ring
  * when the program is loaded for entry sync (chlb_sync.h; off by default).
@@ -173,6 +180,16 @@ static __always_inline int syn_table(const struct chlb_service *svc, __u32 n, __
 	return -1;
 }
 
+/*
+ * Is this (not valid) entry held, and not for longer than a chlbd waits?
+ * The clock is read here, off the paths that do not need it.
+ */
+static __always_inline bool conn_held(const struct chlb_conn *e)
+{
+	return (e->flags & CHLB_CONN_F_HELD) &&
+	       bpf_ktime_get_coarse_ns() - e->last_ns < CHLB_CONN_HELD_MAX_NS;
+}
+
 /* Is this entry still the flow's: backend LIVE, same generation, not idle? */
 static __always_inline struct chlb_backend *entry_valid(const struct chlb_conn *e, bool udp,
 							__u64 now)
@@ -199,10 +216,20 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
 
 	filter_ref(&r, &p->flow);
 	e = conn_find(&p->flow, &r);
-	if (e && !(e->flags & CHLB_CONN_F_ENDED) && (be = entry_valid(e, false, now))) {
-		stat_reason(CHLB_R_SYN_KEPT);
-		*slot = e->backend;
-		return be;
+	if (e) {
+		if (!(e->flags & CHLB_CONN_F_ENDED) && (be = entry_valid(e, false, now))) {
+			stat_reason(CHLB_R_SYN_KEPT);
+			*slot = e->backend;
+			return be;
+		}
+		/*
+		 * A peer says a connection holds this 5-tuple: a retransmitted or
+		 * spoofed SYN must not decide it here before its entry arrives.
+		 */
+		if (conn_held(e)) {
+			*slot = CHLB_CONN_HELD_SLOT;
+			return NULL;
+		}
 	}
 	*new_flow = 1;
 	be = decide_live(svc, 0, crc, &d);
@@ -220,7 +247,9 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
 
 /*
  * Pick the backend slot for p's flow. Returns the backend (LIVE) or NULL;
- * *slot and *new_flow are set on success.
+ * *slot and *new_flow are set on success. NULL with *slot
+ * CHLB_CONN_HELD_SLOT: the flow is held (drop it, CHLB_R_HELD); other
+ * NULLs: no usable backend.
  */
 static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service *svc,
 						       struct chlb_pkt *p, __u32 crc, __u32 *slot,
@@ -261,7 +290,12 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 			*slot = e->backend;
 			return be;
 		}
-		/* backend gone, slot reoccupied, or idle: decide afresh */
+		/* held: not decided, not written, the packet dropped (a FIN or RST too) */
+		if (conn_held(e)) {
+			*slot = CHLB_CONN_HELD_SLOT;
+			return NULL;
+		}
+		/* backend gone, slot reoccupied, idle, or held too long: decide afresh */
 		stat_reason(CHLB_R_CT_STALE);
 		*new_flow = 1;
 		be = decide_live(svc, 0, crc, &d);
@@ -273,10 +307,11 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		 * next SYN on this 5-tuple is decided afresh, not by this entry.
 		 * One stale only by idle time (--tcp-timeout-ms) that the current
 		 * table puts on the same backend goes on: it stays as it was, so
-		 * conns and a drain's CONNS still count it.
+		 * conns and a drain's CONNS still count it. One held too long
+		 * named no backend: nothing says it broke.
 		 */
 		fl = udp ? 0 : CHLB_CONN_F_ENDED;
-		if ((__u32)d == e->backend && be->gen == e->gen)
+		if (((__u32)d == e->backend && be->gen == e->gen) || (e->flags & CHLB_CONN_F_HELD))
 			fl = e->flags & CHLB_CONN_F_ENDED;
 		if (p->fin_rst && !p->icmp_err)
 			fl = CHLB_CONN_F_ENDED;

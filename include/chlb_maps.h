@@ -111,7 +111,8 @@ _Static_assert(sizeof(struct chlb_backend) == 40, "pinned backends maps keep the
  * written by the first non-SYN packet of a TCP connection whose SYN this LB
  * saw (and for other flows only when the view's tables disagree about them),
  * never by a SYN, and is never deleted by the data plane: only LRU eviction
- * removes one. So evictions = successful inserts (ct_insert) - entries.
+ * removes one (chlbd deletes only held entries, CHLB_CONN_F_HELD). So
+ * evictions = successful inserts (ct_insert) - entries.
  * 16 bytes, as before the flags: an entry pinned by an older data plane
  * reads as flags 0 (backend slots are < 2^16).
  */
@@ -123,7 +124,25 @@ struct chlb_conn {
 };
 
 /* The client sent FIN or RST: a later SYN for this 5-tuple is a reuse, decided afresh. */
-#define CHLB_CONN_F_ENDED 0x1
+#define CHLB_CONN_F_ENDED     0x1
+/*
+ * Held: a sync peer says this flow is a connection on a backend this host
+ * does not have yet, and chlbd is waiting for it (user/lib/dp/dp_sync.c,
+ * chlb_dp_sync_hold). The data plane drops the flow's packets (CHLB_R_HELD)
+ * instead of deciding it from a partial table: TCP retransmits until chlbd
+ * writes the real entry over this one, or deletes it when the wait ends.
+ * A held entry names backend CHLB_CONN_HELD_SLOT, generation 0: a slot past
+ * the backends array, which is never LIVE, so it never passes the data
+ * plane's entry test and the held check costs only the stale-entry path.
+ * last_ns is when it was written: one older than CHLB_CONN_HELD_MAX_NS is
+ * not held any more (a stale entry, decided afresh), so a chlbd killed
+ * while it waited leaves no flow dropped for good. It must exceed chlbd's
+ * longest wait (60 s).
+ */
+#define CHLB_CONN_F_HELD      0x2
+#define CHLB_CONN_HELD_SLOT   0xffffu
+#define CHLB_CONN_HELD_MAX_NS (120ull * 1000000000ull)
+_Static_assert(CHLB_MAX_BACKENDS <= CHLB_CONN_HELD_SLOT, "the held slot is past the backends");
 
 /*
  * sync_ring (BPF ring buffer, only written when cfg_sync is set): a record
@@ -305,6 +324,7 @@ enum chlb_reason {
 	CHLB_R_PROBE_BAD_SLOT,	/* dropped: a probe mark names a slot that is not LIVE */
 	CHLB_R_PROBE_DROPPED,	/* dropped: a probe not to a VIP, malformed, or without next hop */
 	CHLB_R_SYNC_DROP,	/* a sync record not written: the ring buffer was full */
+	CHLB_R_HELD,		/* dropped: the flow's entry is held, waiting for a synced one */
 	CHLB_R_MAX
 };
 
@@ -341,6 +361,7 @@ static const char *const chlb_reason_names[CHLB_R_MAX] = {
 	[CHLB_R_PROBE_BAD_SLOT] = "probe_bad_slot",
 	[CHLB_R_PROBE_DROPPED] = "probe_dropped",
 	[CHLB_R_SYNC_DROP] = "sync_drop",
+	[CHLB_R_HELD] = "held",
 };
 #endif
 

@@ -10,10 +10,18 @@
  *  - chlb_dp_sync_apply(): a peer's entry is inserted with its filter bits
  *    (the program then follows it), a valid entry of a live connection is
  *    kept, an ENDED record marks it ended, an ended one is rewritten.
+ *  - held flows (chlb_dp_sync_hold/unhold, CHLB_CONN_F_HELD): every packet
+ *    of a held flow - ACK, SYN, FIN, RST, UDP, an ICMP error quoting it -
+ *    is dropped and counted (held) and writes nothing (entry, SYN stamp,
+ *    record); once the real entry is applied over it the flow goes to
+ *    that backend; unhold deletes a placeholder but never a real entry;
+ *    hold leaves a live connection's valid entry alone; a placeholder
+ *    older than CHLB_CONN_HELD_MAX_NS is decided afresh.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -276,6 +284,288 @@ static void test_apply(void **state)
 	fx_close(&x);
 }
 
+/* ---- held flows ---- */
+
+#define XDP_DROP_V 1
+#define XDP_TX_V   3
+#define FX_RST	   0x04
+
+/* The data plane's clock (CLOCK_MONOTONIC_COARSE, bpf_ktime_get_coarse_ns). */
+static __u64 coarse_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* The verdict for one frame; out[] gets what the program sent. */
+static __u32 run_frame(struct fx *x, __u8 *in, int len, __u8 *out)
+{
+	__u32 olen = 512, verdict = 0;
+
+	assert_int_equal(chlb_dp_test_run(x->dp, CHLB_PROG_XDP, in, len, out, &olen, &verdict), 0);
+	return verdict;
+}
+
+static __u32 run_pkt(struct fx *x, struct fx_pkt *s, __u8 flags, __u8 *out)
+{
+	__u8 in[256];
+
+	s->flags = flags;
+	return run_frame(x, in, fx_build(in, s), out);
+}
+
+/* An ICMP "fragmentation needed" from a router, quoting the VIP's reply to the client (IPv4). */
+static int icmp_err_v4(__u8 *b, const struct fx_pkt *flow)
+{
+	struct fx_pkt reply = *flow;
+	__u8 inner[256];
+	struct iphdr *ip;
+	int l2, ilen;
+
+	reply.src = flow->dst;
+	reply.dst = flow->src;
+	reply.sport = flow->dport;
+	reply.dport = flow->sport;
+	reply.flags = FX_ACK;
+	ilen = fx_build(inner, &reply) - 14;
+	l2 = fx_l2(b, 0, ETH_P_IP);
+	ip = (struct iphdr *)(b + l2);
+	memset(ip, 0, 28);
+	ip->version = 4;
+	ip->ihl = 5;
+	ip->tot_len = htons(28 + ilen);
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_ICMP;
+	inet_pton(AF_INET, "192.0.2.254", &ip->saddr);
+	inet_pton(AF_INET, flow->dst, &ip->daddr);
+	ip->check = htons(fx_csum(ip, 20));
+	b[l2 + 20] = 3; /* destination unreachable, fragmentation needed, MTU 1400 */
+	b[l2 + 21] = 4;
+	b[l2 + 26] = 0x05;
+	b[l2 + 27] = 0x78;
+	memcpy(b + l2 + 28, inner + 14, ilen);
+	return l2 + 28 + ilen;
+}
+
+/* What a packet could write for flow f: its entry (or none) and its filter element. */
+struct trace {
+	int have;
+	struct chlb_conn c;
+	struct chlb_filter_elem el;
+};
+
+static void trace_of(struct fx *x, const struct chlb_flow *f, struct trace *t)
+{
+	__u32 idx = chlb_filter_word(chlb_conn_fkey(f));
+
+	memset(t, 0, sizeof(*t));
+	t->have = !chlb_dp_conn_lookup(x->dp, f, &t->c);
+	assert_int_equal(
+	    bpf_map_lookup_elem(chlb_dp_map_fd(x->dp, CHLB_MAP_CONN_FILTER), &idx, &t->el), 0);
+}
+
+/* Nothing changed since t, and no record was emitted. */
+static void assert_untouched(struct fx *x, const struct chlb_flow *f, const struct trace *t)
+{
+	struct trace now;
+
+	trace_of(x, f, &now);
+	assert_int_equal(now.have, t->have);
+	assert_memory_equal(&now.c, &t->c, sizeof(now.c));
+	assert_memory_equal(&now.el, &t->el, sizeof(now.el));
+	assert_int_equal(drain(x), 0);
+}
+
+static void assert_held(struct fx *x, const struct chlb_flow *f, __u64 at)
+{
+	struct chlb_conn c;
+
+	assert_int_equal(chlb_dp_conn_lookup(x->dp, f, &c), 0);
+	assert_int_equal(c.backend, CHLB_CONN_HELD_SLOT);
+	assert_int_equal(c.flags, CHLB_CONN_F_HELD);
+	assert_int_equal(c.gen, 0);
+	assert_int_equal(c.last_ns, at);
+}
+
+/*
+ * A held TCP flow: its ACK, a SYN (retransmitted or spoofed), FIN and RST
+ * and an ICMP error quoting it are all dropped, counted as held and write
+ * nothing. The peer's entry applied over it: the next ACK goes to that
+ * backend, which this host's table would not pick.
+ */
+static void test_held_tcp_dropped_until_applied(void **state)
+{
+	__u8 in[256], out[512];
+	__u64 held, now = coarse_now();
+	struct fx_pkt s;
+	struct chlb_flow f;
+	struct trace t;
+	struct fx x;
+
+	(void)state;
+	fx_open(&x, 64 * 1024);
+	s = flow_not_deciding(&x, FIRST + 2);
+	fx_flow(&f, &s);
+	assert_int_equal(chlb_dp_sync_hold(x.dp, &f, now), 0);
+	assert_held(&x, &f, now);
+	trace_of(&x, &f, &t);
+	held = reason(&x, CHLB_R_HELD);
+
+	assert_int_equal(run_pkt(&x, &s, FX_ACK, out), XDP_DROP_V);
+	assert_int_equal(reason(&x, CHLB_R_HELD), held + 1);
+	assert_untouched(&x, &f, &t);
+	assert_int_equal(run_pkt(&x, &s, FX_SYN, out), XDP_DROP_V);
+	assert_int_equal(reason(&x, CHLB_R_HELD), held + 2);
+	assert_untouched(&x, &f, &t); /* no SYN stamp either */
+	assert_int_equal(run_pkt(&x, &s, FX_FIN | FX_ACK, out), XDP_DROP_V);
+	assert_int_equal(run_pkt(&x, &s, FX_RST, out), XDP_DROP_V);
+	assert_int_equal(run_frame(&x, in, icmp_err_v4(in, &s), out), XDP_DROP_V);
+	assert_int_equal(reason(&x, CHLB_R_HELD), held + 5);
+	assert_untouched(&x, &f, &t);
+	/* dropped as held, nothing else: not stale, not a new flow, not forwarded */
+	assert_int_equal(reason(&x, CHLB_R_CT_STALE), 0);
+	assert_int_equal(reason(&x, CHLB_R_SYN_REUSE), 0);
+	assert_int_equal(reason(&x, CHLB_R_NO_BACKEND), 0);
+	assert_int_equal(reason(&x, CHLB_R_FORWARDED), 0);
+
+	/* the backend arrived: the entry applied over the placeholder, the flow follows it */
+	assert_int_equal(chlb_dp_sync_apply(x.dp, &f, FIRST + 2, 7, 0, now), CHLB_SYNC_APPLIED);
+	assert_int_equal(run_pkt(&x, &s, FX_ACK, out), XDP_TX_V);
+	assert_int_equal(out[5], FIRST + 2); /* dmac 02:be:0:0:0:<slot> */
+	assert_int_equal(reason(&x, CHLB_R_HELD), held + 5);
+	assert_int_equal(reason(&x, CHLB_R_CT_HIT), 1);
+	fx_close(&x);
+}
+
+/* UDP: held like TCP (no SYN, every datagram dropped until the entry comes). */
+static void test_held_udp_dropped_until_applied(void **state)
+{
+	__u8 out[512];
+	__u64 now = coarse_now();
+	struct fx_pkt s = flow_n(3);
+	struct chlb_flow f;
+	struct trace t;
+	struct fx x;
+
+	(void)state;
+	fx_open(&x, 64 * 1024);
+	assert_int_equal(fx_service(x.dp, CHLB_AF_INET, "10.0.0.1", 53, IPPROTO_UDP, 2,
+				    CHLB_FWD_L2DSR, 0, CHLB_SLOTS_PER_SERVICE),
+			 0);
+	s.proto = IPPROTO_UDP;
+	s.dport = 53;
+	fx_flow(&f, &s);
+	assert_int_equal(run_pkt(&x, &s, 0, out), XDP_TX_V); /* decided here as any UDP flow */
+	assert_int_equal(chlb_dp_sync_hold(x.dp, &f, now), 0);
+	trace_of(&x, &f, &t);
+	assert_int_equal(run_pkt(&x, &s, 0, out), XDP_DROP_V);
+	assert_int_equal(run_pkt(&x, &s, 0, out), XDP_DROP_V);
+	assert_int_equal(reason(&x, CHLB_R_HELD), 2);
+	assert_untouched(&x, &f, &t);
+	assert_int_equal(chlb_dp_sync_apply(x.dp, &f, FIRST + 3, 7, 0, now), CHLB_SYNC_APPLIED);
+	assert_int_equal(run_pkt(&x, &s, 0, out), XDP_TX_V);
+	assert_int_equal(out[5], FIRST + 3);
+	fx_close(&x);
+}
+
+/*
+ * hold over what is there: a live connection's valid entry is the
+ * connection's (1, unchanged); an ended or stale one is what the peer's
+ * entry would rewrite (held). unhold deletes a placeholder, never a real
+ * entry.
+ */
+static void test_hold_unhold_never_a_real_entry(void **state)
+{
+	__u64 now = coarse_now();
+	struct fx_pkt s = flow_n(4);
+	struct chlb_conn c, real;
+	struct chlb_flow f;
+	__u8 out[512];
+	struct fx x;
+
+	(void)state;
+	fx_open(&x, 64 * 1024);
+	fx_flow(&f, &s);
+	/* nothing to unhold */
+	assert_int_equal(chlb_dp_sync_unhold(x.dp, &f), 0);
+	assert_int_equal(chlb_dp_conn_lookup(x.dp, &f, &c), -ENOENT);
+
+	/* a connection this host saw: its entry stays */
+	assert_int_equal(run_pkt(&x, &s, FX_SYN, out), XDP_TX_V);
+	assert_int_equal(run_pkt(&x, &s, FX_ACK, out), XDP_TX_V);
+	assert_int_equal(chlb_dp_conn_lookup(x.dp, &f, &real), 0);
+	assert_int_equal(chlb_dp_sync_hold(x.dp, &f, now), 1);
+	assert_int_equal(chlb_dp_conn_lookup(x.dp, &f, &c), 0);
+	assert_memory_equal(&c, &real, sizeof(c));
+	assert_int_equal(chlb_dp_sync_unhold(x.dp, &f), 0); /* never a real entry */
+	assert_int_equal(chlb_dp_conn_lookup(x.dp, &f, &c), 0);
+	assert_memory_equal(&c, &real, sizeof(c));
+
+	/* ended: the peer's entry would rewrite it, so it is held */
+	assert_int_equal(run_pkt(&x, &s, FX_FIN | FX_ACK, out), XDP_TX_V);
+	assert_int_equal(chlb_dp_sync_hold(x.dp, &f, now), 0);
+	assert_held(&x, &f, now);
+	assert_int_equal(chlb_dp_sync_hold(x.dp, &f, now + 1), 0); /* again: renewed */
+	assert_held(&x, &f, now + 1);
+	assert_int_equal(chlb_dp_sync_unhold(x.dp, &f), 0);
+	assert_int_equal(chlb_dp_conn_lookup(x.dp, &f, &c), -ENOENT);
+	/* the wait over: the flow decided as any entry-less flow */
+	assert_int_equal(run_pkt(&x, &s, FX_ACK, out), XDP_TX_V);
+	assert_int_equal(reason(&x, CHLB_R_HELD), 0);
+
+	/* stale (its slot's generation moved on): held */
+	real.gen = 6;
+	assert_int_equal(
+	    bpf_map_update_elem(chlb_dp_map_fd(x.dp, CHLB_MAP_CONNS), &f, &real, BPF_ANY), 0);
+	assert_int_equal(chlb_dp_sync_hold(x.dp, &f, now), 0);
+	assert_held(&x, &f, now);
+	/* an entry applied since: unhold leaves it */
+	assert_int_equal(chlb_dp_sync_apply(x.dp, &f, FIRST, 7, 0, now), CHLB_SYNC_APPLIED);
+	assert_int_equal(chlb_dp_sync_unhold(x.dp, &f), 0);
+	assert_int_equal(chlb_dp_conn_lookup(x.dp, &f, &c), 0);
+	assert_int_equal(c.backend, FIRST);
+	assert_int_equal(c.flags, 0);
+	/* a peer's entry cannot carry the held flag */
+	assert_int_equal(chlb_dp_sync_apply(x.dp, &f, FIRST, 7, CHLB_CONN_F_HELD, now), -EINVAL);
+	fx_close(&x);
+}
+
+/*
+ * A placeholder left by a chlbd that died while it waited: past
+ * CHLB_CONN_HELD_MAX_NS the program decides the flow afresh (a SYN and a
+ * non-SYN alike), rewrites the entry and drops nothing.
+ */
+static void test_held_placeholder_expires(void **state)
+{
+	__u64 old = coarse_now() - CHLB_CONN_HELD_MAX_NS - 1000000000ull;
+	struct fx_pkt s = flow_n(5), s2 = flow_n(6);
+	struct chlb_flow f, f2;
+	struct chlb_conn c;
+	__u8 out[512];
+	__u32 want;
+	struct fx x;
+
+	(void)state;
+	fx_open(&x, 64 * 1024);
+	fx_flow(&f, &s);
+	fx_flow(&f2, &s2);
+	assert_int_equal(chlb_table_decide(&x.t, chlb_flow_crc(&f, 0), &want), 0);
+	assert_int_equal(chlb_dp_sync_hold(x.dp, &f, old), 0);
+	assert_int_equal(chlb_dp_sync_hold(x.dp, &f2, old), 0);
+	assert_int_equal(run_pkt(&x, &s, FX_ACK, out), XDP_TX_V);
+	assert_int_equal(out[5], want);
+	assert_int_equal(chlb_dp_conn_lookup(x.dp, &f, &c), 0);
+	assert_int_equal(c.backend, want);
+	assert_int_equal(c.flags, 0); /* nothing says the connection broke */
+	assert_int_equal(run_pkt(&x, &s2, FX_SYN, out), XDP_TX_V);
+	assert_int_equal(chlb_dp_conn_lookup(x.dp, &f2, &c), 0);
+	assert_true(c.backend >= FIRST && c.backend < FIRST + NBE);
+	assert_int_equal(reason(&x, CHLB_R_HELD), 0);
+	fx_close(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +573,10 @@ int main(void)
 		cmocka_unit_test(test_full_ring),
 		cmocka_unit_test(test_off),
 		cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_held_tcp_dropped_until_applied),
+		cmocka_unit_test(test_held_udp_dropped_until_applied),
+		cmocka_unit_test(test_hold_unhold_never_a_real_entry),
+		cmocka_unit_test(test_held_placeholder_expires),
 	};
 
 	if (fx_netns())

@@ -4,8 +4,9 @@
  * else the port-0 wildcard; IPv6; no service) and backends (slot AND
  * generation; a slot per service and backend, so the same address in two
  * services is two backends), and classified live / ended / stale (removed
- * backend, reused slot, UDP idle, TCP idle only with a TCP timeout), with
- * the counts adding up.
+ * backend, reused slot, UDP idle, TCP idle only with a TCP timeout) / held
+ * (a sync placeholder, no backend's; stale once the data plane stops
+ * honouring it), with the counts adding up.
  */
 #include <arpa/inet.h>
 #include <stdarg.h>
@@ -288,6 +289,41 @@ static void removal_from_one_service(void **state)
 	chlb_ct_tally_free(&t);
 }
 
+/* held placeholders (chlb_dp_sync_hold): their service's, no backend's, not stale */
+static void held_entries(void **state)
+{
+	const __u64 now = 7000 * NS;
+	struct chlb_conn h = { .backend = CHLB_CONN_HELD_SLOT, .flags = CHLB_CONN_F_HELD };
+	struct chlb_ct_tally t;
+	int web = svc_index(WEB);
+
+	assert_int_equal(chlb_ct_tally_init(&t, &st, rt, now, 30 * NS, 0), 0);
+	h.last_ns = now - NS;
+	expect(&t, flow("192.0.2.1", 4000, "10.0.0.10", 80, IPPROTO_TCP), h, CHLB_CONN_HELD, WEB,
+	       NULL);
+	h.last_ns = now + NS; /* held after the tally read the clock */
+	expect(&t, flow("192.0.2.1", 4001, "10.0.0.10", 80, IPPROTO_TCP), h, CHLB_CONN_HELD, WEB,
+	       NULL);
+	expect(&t, flow("192.0.2.1", 4002, "10.0.0.20", 53, IPPROTO_UDP), h, CHLB_CONN_HELD, DNS,
+	       NULL);
+	expect(&t, flow("192.0.2.1", 4003, "10.0.0.11", 80, IPPROTO_TCP), h, CHLB_CONN_HELD, NULL,
+	       NULL);
+	/* past CHLB_CONN_HELD_MAX_NS the data plane decides it afresh: stale */
+	h.last_ns = now - CHLB_CONN_HELD_MAX_NS;
+	expect(&t, flow("192.0.2.1", 4004, "10.0.0.10", 80, IPPROTO_TCP), h, CHLB_CONN_STALE, WEB,
+	       NULL);
+	assert_int_equal(t.svc[web].entries, 3);
+	assert_int_equal(t.svc[web].held, 2);
+	assert_int_equal(t.svc[web].stale, 1);
+	assert_int_equal(t.svc[web].live + t.svc[web].ended, 0);
+	for (__u32 j = 0; j < st.svc[web].nbe; j++)
+		assert_int_equal(t.svc[web].be[j].live + t.svc[web].be[j].ended, 0);
+	assert_int_equal(t.svc[svc_index(DNS)].held, 1);
+	assert_int_equal(t.other, 1);
+	assert_string_equal(chlb_conn_state_name(CHLB_CONN_HELD), "held");
+	chlb_ct_tally_free(&t);
+}
+
 static void empty_state(void **state)
 {
 	struct chlb_state none;
@@ -310,6 +346,7 @@ int main(void)
 		cmocka_unit_test(attributes_and_classifies),
 		cmocka_unit_test(timeouts_and_removal),
 		cmocka_unit_test(removal_from_one_service),
+		cmocka_unit_test(held_entries),
 		cmocka_unit_test(empty_state),
 	};
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * `conns [VIP] [backend ADDR] [list]`: the connection table by service and
- * backend (live, ended, stale: see user/lib/engine/conn_tally.h), and with `list`
+ * backend (live, ended, stale, held: see user/lib/engine/conn_tally.h), and with `list`
  * the entries themselves, the analogue of `ipvsadm -Lnc`. The entries are
  * printed as JSON text straight into the reply: a json-c object per entry
  * costs about a kilobyte of heap, 100 MB for a full list.
@@ -164,6 +164,7 @@ static json_object *svc_json(const struct walk *w, __u32 i, const struct chlb_ad
 	add_u64(o, "live", ts->live);
 	add_u64(o, "ended", ts->ended);
 	add_u64(o, "stale", ts->stale);
+	add_u64(o, "held", ts->held);
 	for (__u32 j = 0; j < s->nbe; j++) {
 		const struct chlb_ct_be *tb = &ts->be[j];
 		json_object *e;

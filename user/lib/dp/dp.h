@@ -279,7 +279,7 @@ int chlb_dp_sync_ring_fd(struct chlb_dp *dp);
 bool chlb_dp_sync_enabled(const struct chlb_dp *dp);
 
 enum chlb_dp_sync_result {
-	CHLB_SYNC_APPLIED = 0, /* inserted, rewritten or marked ENDED */
+	CHLB_SYNC_APPLIED = 0, /* inserted, rewritten (a held placeholder too) or marked ENDED */
 	CHLB_SYNC_KEPT,	       /* a valid entry of a connection that has not ended: kept */
 };
 /*
@@ -287,12 +287,32 @@ enum chlb_dp_sync_result {
  * current generation: the flow's filter bits first (both banks), then the
  * entry - inserted when there is none; an existing valid entry of a
  * connection that has not ended is kept (only an ENDED record marks it
- * ended); an ended or stale one is rewritten. last_ns = now_ns (coarse
+ * ended); an ended, stale or held one is rewritten. last_ns = now_ns (coarse
  * monotonic, as the data plane's). Returns enum chlb_dp_sync_result or
  * -errno.
  */
 int chlb_dp_sync_apply(struct chlb_dp *dp, const struct chlb_flow *flow, __u32 slot, __u32 gen,
 		       __u16 flags, __u64 now_ns);
+/*
+ * Hold a flow while a peer's entry for it waits for its service or backend
+ * (include/chlb_maps.h, CHLB_CONN_F_HELD): the filter bits, then a
+ * placeholder entry (slot CHLB_CONN_HELD_SLOT, generation 0, flags HELD,
+ * last_ns = now_ns, coarse monotonic) whose packets the program drops
+ * (CHLB_R_HELD) instead of deciding them from this host's partial table.
+ * chlb_dp_sync_apply() writes the real entry over it. Written over no
+ * entry, an ended, stale or held one - what the peer's entry would rewrite;
+ * a valid entry of a connection that has not ended (what apply keeps) is
+ * left as it is. The program stops honouring a placeholder after
+ * CHLB_CONN_HELD_MAX_NS. Returns 0 (held), 1 (the flow has that valid
+ * entry: nothing to hold), or -errno.
+ */
+int chlb_dp_sync_hold(struct chlb_dp *dp, const struct chlb_flow *flow, __u64 now_ns);
+/*
+ * The wait is over without the entry: delete the flow's entry if it is
+ * still a placeholder (never a real one), so the flow is decided as any
+ * entry-less flow. 0 (deleted, or nothing held), or -errno.
+ */
+int chlb_dp_sync_unhold(struct chlb_dp *dp, const struct chlb_flow *flow);
 
 /*
  * ---- probes through the data path (dp_probe.c, bpf/chlb_probe.h) ----

@@ -13,7 +13,10 @@
 
 const char *chlb_conn_state_name(enum chlb_conn_state s)
 {
-	return s == CHLB_CONN_LIVE ? "live" : s == CHLB_CONN_ENDED ? "ended" : "stale";
+	return s == CHLB_CONN_LIVE    ? "live"
+	       : s == CHLB_CONN_ENDED ? "ended"
+	       : s == CHLB_CONN_HELD  ? "held"
+				      : "stale";
 }
 
 static int cmp_vip_idx(const void *a, const void *b, void *ctx)
@@ -118,6 +121,14 @@ static bool idle_out(const struct chlb_ct_tally *t, const struct chlb_flow *f,
 	return limit && c->last_ns && t->now_ns > c->last_ns && t->now_ns - c->last_ns >= limit;
 }
 
+/* A held placeholder the data plane still honours (bpf/chlb_stick.h, conn_held). */
+static bool held(const struct chlb_ct_tally *t, const struct chlb_conn *c)
+{
+	/* written after this tally read the clock: held */
+	return (c->flags & CHLB_CONN_F_HELD) &&
+	       (c->last_ns >= t->now_ns || t->now_ns - c->last_ns < CHLB_CONN_HELD_MAX_NS);
+}
+
 enum chlb_conn_state chlb_ct_tally_add(struct chlb_ct_tally *t, const struct chlb_flow *f,
 				       const struct chlb_conn *c, int *svc, int *be)
 {
@@ -130,7 +141,7 @@ enum chlb_conn_state chlb_ct_tally_add(struct chlb_ct_tally *t, const struct chl
 	*be = -1;
 	/* what the data plane checks before it follows an entry */
 	if (!rb || rb->state != CHLB_BE_LIVE || rb->gen != c->gen || idle_out(t, f, c))
-		state = CHLB_CONN_STALE;
+		state = held(t, c) ? CHLB_CONN_HELD : CHLB_CONN_STALE;
 	else if (c->flags & CHLB_CONN_F_ENDED)
 		state = CHLB_CONN_ENDED;
 	else
@@ -140,7 +151,9 @@ enum chlb_conn_state chlb_ct_tally_add(struct chlb_ct_tally *t, const struct chl
 		t->other++; /* the data plane never looks it up */
 		return state;
 	}
-	if (state != CHLB_CONN_STALE && t->by_slot[c->backend].svc >= 0) {
+	/* (a valid entry's slot is < CHLB_MAX_BACKENDS: rb was checked) */
+	if ((state == CHLB_CONN_LIVE || state == CHLB_CONN_ENDED) &&
+	    t->by_slot[c->backend].svc >= 0) {
 		/* followed: it belongs to the one (service, backend) its slot is */
 		*svc = t->by_slot[c->backend].svc;
 		*be = t->by_slot[c->backend].be;
@@ -149,6 +162,10 @@ enum chlb_conn_state chlb_ct_tally_add(struct chlb_ct_tally *t, const struct chl
 	ts->entries++;
 	if (state == CHLB_CONN_STALE) {
 		ts->stale++;
+		return state;
+	}
+	if (state == CHLB_CONN_HELD) {
+		ts->held++;
 		return state;
 	}
 	if (state == CHLB_CONN_ENDED)

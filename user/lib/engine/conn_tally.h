@@ -21,6 +21,11 @@
  *    again;
  *  - ended: the client sent FIN or RST (CHLB_CONN_F_ENDED): packets still
  *    follow it, a new SYN for the 5-tuple is decided afresh;
+ *  - held: a placeholder chlbd wrote while a sync peer's entry for the flow
+ *    waits for its service or backend (CHLB_CONN_F_HELD, no backend): the
+ *    flow's packets are dropped until the entry comes. Counted by the
+ *    service only; one older than CHLB_CONN_HELD_MAX_NS is stale, as the
+ *    data plane sees it;
  *  - live: anything else.
  * The data plane never deletes entries, so an ended entry stays until the
  * LRU evicts it; "live" is what a drain waits for.
@@ -37,6 +42,7 @@ enum chlb_conn_state {
 	CHLB_CONN_LIVE = 0,
 	CHLB_CONN_ENDED,
 	CHLB_CONN_STALE,
+	CHLB_CONN_HELD,
 };
 
 const char *chlb_conn_state_name(enum chlb_conn_state s);
@@ -51,8 +57,9 @@ struct chlb_ct_svc {
 	 * live + ended = the sum over be[], except for an entry naming a slot
 	 * adopted from a chlbd that kept no slot owners (shared by services)
 	 * before a service claimed it: counted here, in no backend row.
+	 * entries = live + ended + stale + held.
 	 */
-	__u64 entries, live, ended, stale;
+	__u64 entries, live, ended, stale, held;
 	struct chlb_ct_be *be; /* [st->svc[i].nbe], in the service's backend order */
 };
 
@@ -83,7 +90,7 @@ void chlb_ct_tally_free(struct chlb_ct_tally *t);
 /*
  * Count one entry. *svc: its service's index in st->svc, or -1 (its
  * destination has no service); *be: the backend's index in that service,
- * or -1 (stale, or no service). Returns its state.
+ * or -1 (stale, held, or no service). Returns its state.
  */
 enum chlb_conn_state chlb_ct_tally_add(struct chlb_ct_tally *t, const struct chlb_flow *f,
 				       const struct chlb_conn *c, int *svc, int *be);
