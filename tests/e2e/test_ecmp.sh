@@ -37,6 +37,7 @@ ecmp_require
 ecmp_build 3 $NBE
 CONF=$LIB_DIR/lbs.conf
 # no settle time but where a readiness case asks for one (its -c ... after these)
+# shellcheck disable=SC2034 # ecmp_chlbd_start reads it
 ECMP_CHLBD_ARGS=(--ready-settle-ms 0)
 
 # routes I: LB I's exported routes as "ADDR" words, sorted, on one line.
