@@ -143,8 +143,12 @@ static __always_inline int chlb_process(void *ctx, bool tc)
 
 	crc = svc_flow_crc(svc, &p);
 	be = chlb_stick(svc, &p, crc, &slot, &new_flow);
-	if (!be)
-		return drop(ctx, tc, slot == CHLB_CONN_HELD_SLOT ? CHLB_R_HELD : CHLB_R_NO_BACKEND);
+	if (!be) {
+		/* a held flow (chlb_stick counted it), or no usable backend */
+		if (slot != CHLB_CONN_HELD_SLOT)
+			stat_reason(CHLB_R_NO_BACKEND);
+		return ctx_verdict(ctx, tc, CHLB_DROP);
+	}
 	r = chlb_nexthop(ctx, tc, be, &nh);
 	if (r == CHLB_R_NO_ROUTE) {
 		/* counted per service and backend too: `stats` names the backend */

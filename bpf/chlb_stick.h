@@ -216,26 +216,28 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
 
 	filter_ref(&r, &p->flow);
 	e = conn_find(&p->flow, &r);
-	if (e) {
-		if (!(e->flags & CHLB_CONN_F_ENDED) && (be = entry_valid(e, false, now))) {
-			stat_reason(CHLB_R_SYN_KEPT);
-			*slot = e->backend;
-			return be;
-		}
-		/*
-		 * A peer says a connection holds this 5-tuple: a retransmitted or
-		 * spoofed SYN must not decide it here before its entry arrives.
-		 */
-		if (conn_held(e)) {
-			*slot = CHLB_CONN_HELD_SLOT;
-			return NULL;
-		}
+	if (e && !(e->flags & CHLB_CONN_F_ENDED) && (be = entry_valid(e, false, now))) {
+		stat_reason(CHLB_R_SYN_KEPT);
+		*slot = e->backend;
+		return be;
 	}
 	*new_flow = 1;
 	be = decide_live(svc, 0, crc, &d);
 	if (!be)
 		return NULL;
 	if (e) {
+		/*
+		 * A peer says a connection holds this 5-tuple: a retransmitted or
+		 * spoofed SYN must not move it before its entry arrives. Checked
+		 * after the decision, which a held SYN wastes: before it, the
+		 * clock read cost a SYN without an entry an instruction (the
+		 * compiler's register allocation; counted by emulation).
+		 */
+		if (conn_held(e)) {
+			stat_reason(CHLB_R_HELD);
+			*slot = CHLB_CONN_HELD_SLOT;
+			return NULL;
+		}
 		stat_reason(CHLB_R_SYN_REUSE);
 		conn_rewrite(e, &p->flow, d, be, now, 0);
 	}
@@ -248,8 +250,8 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
 /*
  * Pick the backend slot for p's flow. Returns the backend (LIVE) or NULL;
  * *slot and *new_flow are set on success. NULL with *slot
- * CHLB_CONN_HELD_SLOT: the flow is held (drop it, CHLB_R_HELD); other
- * NULLs: no usable backend.
+ * CHLB_CONN_HELD_SLOT: the flow is held (counted; drop it); other NULLs:
+ * no usable backend.
  */
 static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service *svc,
 						       struct chlb_pkt *p, __u32 crc, __u32 *slot,
@@ -292,6 +294,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		}
 		/* held: not decided, not written, the packet dropped (a FIN or RST too) */
 		if (conn_held(e)) {
+			stat_reason(CHLB_R_HELD);
 			*slot = CHLB_CONN_HELD_SLOT;
 			return NULL;
 		}
