@@ -8,9 +8,16 @@
 # interval (text and one JSON object a line) and ends on SIGINT; --reset
 # zeroes every counter but ct_insert; bad values exit 2; a drained backend
 # is "draining" in stats as in backend list; a service new to a freed id
-# counts from zero.
+# counts from zero; with 1,000,000 connection entries and 8 clients
+# scraping /metrics in a loop, every `stats` answers within 100 ms.
 . "$(dirname "$0")/../lib.sh"
 daemon_fixture
+CTFILL_BIN=$BUILD/tests/tools/chlb-ctfill
+LIB_BIN_VARS+=(CTFILL_BIN)
+lib_require_bins "$CTFILL_BIN"
+for b in curl python3; do
+	command -v $b >/dev/null || die "no $b (make deps installs it: Debian packages curl, python3)"
+done
 
 V1=10.0.0.80:80/tcp
 V2=10.0.0.81:80/tcp
@@ -243,6 +250,82 @@ test_service_id_reuse() {
 	check "$V4 counts from zero: $(jq -c --arg s $V4 '.services[] | select(.service == $s)' <<<"$j")" \
 		jq -e --arg s $V4 '[.services[] | select(.service == $s) | .packets] == [0]' <<<"$j" >/dev/null || return 1
 	ctl service del $V4
+}
+
+# stats_latencies N: N `stats` requests to chlbd, 0.3 s apart, from one
+# client process that stays up (what chlbctl sends: the statement, one
+# line; one JSON reply), so each time is chlbd's answer, not a process
+# start on a busy 2-core VM (chlbctl's own 10-80 ms there). A line per
+# request: milliseconds, and whether the reply had the table's entries.
+stats_latencies() {
+	python3 - "$CHLBD_SOCK" "$1" <<'EOF'
+import json, socket, sys, time
+for _ in range(int(sys.argv[2])):
+    t = time.monotonic()
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(30)
+    s.connect(sys.argv[1])
+    s.sendall(b"stats\n")
+    s.shutdown(socket.SHUT_WR)
+    reply = b""
+    while True:
+        d = s.recv(1 << 16)
+        if not d:
+            break
+        reply += d
+    s.close()
+    ms = (time.monotonic() - t) * 1000
+    print("%.1f %s" % (ms, "ct_entries" in json.loads(reply)), flush=True)
+    time.sleep(0.3)
+EOF
+}
+
+# A full table (1M entries written from userspace for V1's two backends)
+# and 8 clients scraping /metrics back to back: `stats` answers within
+# 100 ms every time, over 20 tries spread across more than one background
+# pass of the table (5 s apart). A functional bound: before the counts
+# came from a background walk, every scrape and every `stats` walked the
+# whole table in the event loop (~0.3 s each) and `stats` waited behind
+# the scrapes for seconds.
+test_stats_fast_with_full_table_scraped() {
+	local mport=9180 n=1000000 slots lat max slow i pids=() scrapes
+	chlbd_stop || return 1
+	chlbd_start xdp-generic --history-ms 200 --grace-ms 100 --ct-size 1048576 \
+		--metrics "127.0.0.1:$mport" || return 1
+	slots=$(ctl -j backend list $V1 | jq -r '[.backends[] | "\(.slot):\(.gen)"] | join(" ")')
+	check "V1 has two backend slots ($slots)" [ "$(wc -w <<<"$slots")" = 2 ] || return 1
+	# shellcheck disable=SC2086
+	"$CTFILL_BIN" -t "$CHLBD_PIN/conns" $n 10.0.0.80 80 $slots | sed 's/^/# filled: /' || return 1
+	check "stats counts the filled table (background pass)" \
+		lib_wait_for 15 bash -c "'$CHLBCTL' -s '$CHLBD_SOCK' -j stats | jq -e '.ct_entries >= 900000' >/dev/null" || return 1
+	# 8 scrapers, each one curl fetching /metrics back to back (its URL
+	# glob: the query string is ignored), a status line per scrape; niced:
+	# they stand for clients on other hosts, not for load on this one
+	for i in $(seq 8); do
+		timeout 30 nice -n 19 nsenter --net="/var/run/netns/$D_NS" curl -s -m 5 -o /dev/null \
+			-w '%{http_code}\n' "http://127.0.0.1:$mport/metrics?n=[1-1000000]" \
+			>"$LIB_DIR/scrapes.$i" 2>/dev/null &
+		pids+=($!)
+		LIB_PIDS+=($!)
+	done
+	sleep 0.5
+	lat=$(stats_latencies 20)
+	kill "${pids[@]}" 2>/dev/null
+	wait "${pids[@]}" 2>/dev/null
+	scrapes=$(cat "$LIB_DIR"/scrapes.* | grep -c '^200$')
+	diag "stats latency (ms) under $scrapes scrapes: $(awk '{ printf "%s ", $1 }' <<<"$lat")"
+	max=$(awk '$1 > m { m = $1 } END { print m + 0 }' <<<"$lat")
+	slow=$(awk '$1 >= 100 { n++ } END { print n + 0 }' <<<"$lat")
+	check "20 stats answered, each with the table's entries" \
+		[ "$(grep -c ' True$' <<<"$lat")" = 20 ] || return 1
+	check "every stats answered within 100 ms (max $max ms, $slow slower)" [ "$slow" = 0 ] || return 1
+	check "the scrapers were served (200s: $scrapes, at least 200)" [ "$scrapes" -ge 200 ] || return 1
+	# what the scrapes served: the full table, counted by a pass a few seconds old at most
+	nsenter --net="/var/run/netns/$D_NS" curl -s -m 5 -o "$LIB_DIR/full.txt" "http://127.0.0.1:$mport/metrics" || return 1
+	check "a scrape shows the table ($(grep '^chlb_conntrack_entries ' "$LIB_DIR/full.txt"))" \
+		awk '$1 == "chlb_conntrack_entries" && $2 >= 900000 { ok = 1 } END { exit !ok }' "$LIB_DIR/full.txt" || return 1
+	check "and its age ($(grep '^chlb_conntrack_tally_age_seconds ' "$LIB_DIR/full.txt"))" \
+		awk '$1 == "chlb_conntrack_tally_age_seconds" && $2 < 12 { ok = 1 } END { exit !ok }' "$LIB_DIR/full.txt"
 }
 
 test_teardown() {

@@ -13,6 +13,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 #include "chlbd.h"
+#include "conns.h"
 #include "health.h"
 #include "loop_ev.h"
 #include "metrics.h"
@@ -91,6 +92,11 @@ static void loop_kick_timer(void)
 	if (snext && (!next || snext < next))
 		next = snext;
 	snext = chlbd_routes_tick(now); /* readiness, after sync's: routes added once ready */
+	if (snext && (!next || snext < next))
+		next = snext;
+
+	/* a step of the connection table's background count (conns.h), or when the next pass starts */
+	snext = conns_tally_step(now);
 	if (snext && (!next || snext < next))
 		next = snext;
 

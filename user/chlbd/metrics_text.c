@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The metrics as Prometheus text exposition (format 0.0.4): one scrape walks
- * the connection table once (chlb_dp_conns_foreach into a conn_tally: every
- * entry attributed to its service by destination and to the backend whose
- * slot and generation it names), then reads the counters (summed over
+ * The metrics as Prometheus text exposition (format 0.0.4): one scrape takes
+ * the connection-table counts from the last background pass (conns.h:
+ * every entry attributed to its service by destination and to the backend
+ * whose slot and generation it names; no walk here, so a scrape costs
+ * O(services + backends)), then reads the counters (summed over
  * CPUs: per service id, per backend slot, per reason) and the runtime
  * (views, swaps, slots, generations). Every family is written whole, with
  * its HELP and TYPE lines, even when it has no samples.
@@ -25,8 +26,9 @@
 #define LBL_MAX 512
 
 struct m_be {
-	int slot; /* -1: no slot */
-	bool ok;  /* c was read */
+	int slot;		     /* -1: no slot */
+	bool ok;		     /* c was read */
+	const struct chlb_ct_be *ct; /* its counts in the last pass, or NULL */
 	struct chlb_counters c;
 	char lbl[LBL_MAX]; /* vip="...",backend="..." */
 };
@@ -44,8 +46,9 @@ struct scrape {
 	FILE *f;
 	__u32 nsvc;
 	struct m_svc *svc;
-	bool have_t, have_ct, have_gs, have_size;
-	struct chlb_ct_tally t; /* its slots always (have_t), its counts after a walk (have_ct) */
+	bool have_gs, have_size;
+	const struct conns_pass *p; /* the last background pass of the table, or NULL */
+	int *ps;		    /* [nsvc]: each service's index in p->st, or -1 */
 	struct chlb_global_stats gs;
 	__u32 ct_size;
 	__u64 ct_mem;
@@ -81,33 +84,17 @@ static void put(FILE *f, const char *name, const char *lbl, const char *extra, _
 		b ? extra : "", a || b ? "}" : "", (unsigned long long)v);
 }
 
-/* The connection table's walk; its tally also knows every (service, backend)'s slot. */
-static int walk(struct scrape *s)
-{
-	int rc;
-
-	if (conns_tally_init(&s->t))
-		return -1;
-	s->have_t = true;
-	rc = conns_tally_walk(&s->t);
-	if (rc)
-		pr_warn("metrics: couldn't walk the connection table: %s", chlb_strerror(rc));
-	s->have_ct = !rc;
-	return 0;
-}
-
 static int gather(struct scrape *s)
 {
 	char b[CHLB_ADDRSTR];
 
-	if (walk(s))
-		return -1;
-	/* the counters after the walk, so inserts cover the entries it saw */
+	s->p = conns_tally_last();
 	s->have_gs = !chlb_dp_read_global(D.dp, &s->gs);
 	s->have_size = !chlb_dp_conn_size(D.dp, &s->ct_size, &s->ct_mem);
 	s->nsvc = D.state.nsvc;
 	s->svc = calloc(s->nsvc ? s->nsvc : 1, sizeof(*s->svc));
-	if (!s->svc)
+	s->ps = calloc(s->nsvc ? s->nsvc : 1, sizeof(*s->ps));
+	if (!s->svc || !s->ps)
 		return -1;
 	for (__u32 i = 0; i < s->nsvc; i++) {
 		struct m_svc *m = &s->svc[i];
@@ -117,6 +104,7 @@ static int gather(struct scrape *s)
 		m->cfg = cfg;
 		m->r = id >= 0 ? &D.rt->svc[id] : NULL;
 		m->ok = id >= 0 && !chlb_dp_read_service_stats(D.dp, (__u32)id, &m->c);
+		s->ps[i] = s->p ? conns_pass_svc(s->p, i) : -1;
 		lbl_add(m->lbl, "vip", chlb_fmt_vip(&cfg->vip, b, sizeof(b)));
 		m->be = calloc(cfg->nbe ? cfg->nbe : 1, sizeof(*m->be));
 		if (!m->be)
@@ -124,7 +112,8 @@ static int gather(struct scrape *s)
 		for (__u32 j = 0; j < cfg->nbe; j++) {
 			struct m_be *e = &m->be[j];
 
-			e->slot = s->t.svc[i].be[j].slot;
+			e->slot = chlb_rt_be_slot(D.rt, id, &cfg->be[j].addr);
+			e->ct = s->p ? conns_pass_be(s->p, s->ps[i], i, j, e->slot) : NULL;
 			e->ok = e->slot >= 0 &&
 				!chlb_dp_read_backend_stats(D.dp, (__u32)e->slot, &e->c);
 			memcpy(e->lbl, m->lbl, sizeof(e->lbl));
@@ -139,8 +128,7 @@ static void release(struct scrape *s)
 	for (__u32 i = 0; s->svc && i < s->nsvc; i++)
 		free(s->svc[i].be);
 	free(s->svc);
-	if (s->have_t)
-		chlb_ct_tally_free(&s->t);
+	free(s->ps);
 }
 
 /* One counter family (what: 0 packets, 1 bytes, 2 new flows, 3 no-route drops). */
@@ -185,10 +173,13 @@ static void services(struct scrape *s)
 			put(f, "chlb_service_tables", s->svc[i].lbl, NULL, s->svc[i].r->nview);
 	head(f, "chlb_service_conntrack_entries", "gauge",
 	     "Connection-table entries whose destination is the service, by state: live, ended "
-	     "(FIN or RST seen), stale (ignored: backend gone or flow idle).");
-	for (__u32 i = 0; s->have_ct && i < s->nsvc; i++) {
-		const struct chlb_ct_svc *t = &s->t.svc[i];
+	     "(FIN or RST seen), stale (ignored: backend gone or flow idle). From the last "
+	     "background walk of the table (chlb_conntrack_tally_age_seconds ago).");
+	for (__u32 i = 0; i < s->nsvc; i++) {
+		const struct chlb_ct_svc *t = s->ps[i] >= 0 ? &s->p->t.svc[s->ps[i]] : NULL;
 
+		if (!t)
+			continue; /* not in the last pass (added since): the next one counts it */
 		put(f, "chlb_service_conntrack_entries", s->svc[i].lbl, "state=\"live\"", t->live);
 		put(f, "chlb_service_conntrack_entries", s->svc[i].lbl, "state=\"ended\"",
 		    t->ended);
@@ -240,11 +231,14 @@ static void backends(struct scrape *s)
 	}
 	head(f, "chlb_backend_conntrack_entries", "gauge",
 	     "Connection-table entries of the service that name the backend's slot and "
-	     "generation, by state: live, ended (FIN or RST seen).");
-	for (__u32 i = 0; s->have_ct && i < s->nsvc; i++) {
+	     "generation, by state: live, ended (FIN or RST seen). From the last background walk "
+	     "of the table (chlb_conntrack_tally_age_seconds ago).");
+	for (__u32 i = 0; i < s->nsvc; i++) {
 		for (__u32 j = 0; j < s->svc[i].cfg->nbe; j++) {
-			const struct chlb_ct_be *t = &s->t.svc[i].be[j];
+			const struct chlb_ct_be *t = s->svc[i].be[j].ct;
 
+			if (!t)
+				continue;
 			put(f, "chlb_backend_conntrack_entries", s->svc[i].be[j].lbl,
 			    "state=\"live\"", t->live);
 			put(f, "chlb_backend_conntrack_entries", s->svc[i].be[j].lbl,
@@ -333,9 +327,17 @@ static void global(struct scrape *s)
 		snprintf(extra, sizeof(extra), "reason=\"%s\"", chlb_reason_names[r]);
 		put(f, "chlb_reason_packets_total", NULL, extra, s->gs.reason[r]);
 	}
-	head(f, "chlb_conntrack_entries", "gauge", "Entries in the connection table.");
-	if (s->have_ct)
-		put(f, "chlb_conntrack_entries", NULL, NULL, s->t.entries);
+	head(f, "chlb_conntrack_entries", "gauge",
+	     "Entries in the connection table, counted by the last background walk of the table "
+	     "(chlb_conntrack_tally_age_seconds ago).");
+	if (s->p)
+		put(f, "chlb_conntrack_entries", NULL, NULL, s->p->t.entries);
+	head(f, "chlb_conntrack_tally_age_seconds", "gauge",
+	     "Seconds since the last background walk of the connection table ended: the age of "
+	     "the conntrack entry gauges and evictions (a scrape never walks the table; a walk "
+	     "starts 5 s after the previous one, sooner after a change).");
+	if (s->p)
+		fprintf(f, "chlb_conntrack_tally_age_seconds %.3f\n", conns_pass_age_s(s->p));
 	head(f, "chlb_conntrack_size", "gauge", "Entries the connection table holds at most.");
 	if (s->have_size)
 		put(f, "chlb_conntrack_size", NULL, NULL, s->ct_size);
@@ -348,11 +350,11 @@ static void global(struct scrape *s)
 		put(f, "chlb_conntrack_inserts_total", NULL, NULL, s->gs.reason[CHLB_R_CT_INSERT]);
 	head(f, "chlb_conntrack_evictions_total", "counter",
 	     "Connection-table entries the LRU evicted: inserts - entries (the data plane never "
-	     "deletes one).");
-	if (s->have_gs && s->have_ct) {
-		__u64 ins = s->gs.reason[CHLB_R_CT_INSERT], ev;
+	     "deletes one), as of the last background walk of the table.");
+	if (s->p && (s->p->have_inserts || s->have_gs)) {
+		__u64 ins = s->p->have_inserts ? s->p->inserts : s->gs.reason[CHLB_R_CT_INSERT], ev;
 
-		ev = ins > s->t.entries ? ins - s->t.entries : 0;
+		ev = ins > s->p->t.entries ? ins - s->p->t.entries : 0;
 		/*
 		 * Entries written or evicted during the walk may be missed; never
 		 * report fewer evictions than before, unless the counters were reset.
