@@ -62,15 +62,17 @@ int conns_tally(struct chlb_ct_tally *t)
  * /metrics and `stats` never walk the table: a pass runs from the event
  * loop's timer a batch per step (chlb_dp_conns_next_batch), requests in
  * between, and they serve the last complete pass. A pass starts
- * TALLY_PERIOD_NS after the previous one ended, or once the previous one
- * lasted after a change (chlb_rt.changes: a service or backend added,
- * removed or moved), so a change shows within a pass; on a table that
- * one step covers, a request runs the pass itself (bounded by that step).
+ * TALLY_PERIOD_NS after the previous one ended; after a change
+ * (chlb_rt.changes: a service or backend added, removed or moved) already
+ * as long after it as the previous pass took (at most half the loop's
+ * time goes to passes), so a change shows within two passes. On a table
+ * one cheap step covers, a request runs the pass itself (bounded by that
+ * step), so a small table's counts are always current.
  * Each pass counts against a copy of D.state (taken when it starts: the
  * state may change during it), which maps to D.state by VIP and address.
  */
 #define TALLY_PERIOD_NS 5000000000ull /* from the end of a pass to the start of the next */
-#define TALLY_CHEAP_NS	5000000ull    /* a one-step pass this fast: requests refresh it */
+#define TALLY_CHEAP_NS	5000000ull    /* a one-step pass this cheap (CPU): requests refresh it */
 #define TALLY_BATCH_MAX (1u << 20)    /* ENOSPC growth stops here */
 
 static struct {
@@ -202,14 +204,27 @@ static int pass_start(__u64 now)
 	return 0;
 }
 
+/* chlbd's CPU time: what a step costs, whatever else runs on the host */
+static __u64 cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
 /* One step of the pass going on; completes it when it was the last. */
 static void step(__u64 now)
 {
+	__u64 c0 = cpu_ns();
 	int rc = pass_step(bg.run);
 
 	if (rc) {
 		pass_abort(rc, now);
-	} else if (bg.cur.done) {
+		return;
+	}
+	bg.run->cpu_ns += cpu_ns() - c0;
+	if (bg.cur.done) {
 		pass_done(bg.run, chlb_now_ns());
 		bg.run = NULL;
 	}
@@ -248,8 +263,8 @@ const struct conns_pass *conns_tally_last(void)
 	const struct conns_pass *l = bg.last;
 
 	/* a table one cheap step covers: count it now rather than serve an older count */
-	if (!bg.run && (!l || (l->steps <= 1 && l->ended_ns - l->started_ns < TALLY_CHEAP_NS)) &&
-	    D.dp && D.rt && !pass_start(now))
+	if (!bg.run && (!l || (l->steps <= 1 && l->cpu_ns < TALLY_CHEAP_NS)) && D.dp && D.rt &&
+	    !pass_start(now))
 		step(now);
 	return bg.last;
 }
@@ -276,6 +291,7 @@ void conns_tally_adopt(struct chlb_ct_tally *t, __u64 started_ns)
 	p->started_ns = started_ns;
 	/* the steps the background would take: a table one step covers stays fresh */
 	p->steps = (__u32)(p->t.entries / CHLB_DP_CONNS_BATCH) + 1;
+	p->cpu_ns = 0; /* unknown: a huge empty table's one step, if so, is measured next */
 	if (!bg.run)
 		bg.changes = D.rt->changes;
 	pass_done(p, chlb_now_ns());

@@ -41,14 +41,15 @@ struct conns_pass {
 	__u64 started_ns, ended_ns; /* CLOCK_MONOTONIC */
 	__u64 inserts;		    /* ct_insert when it ended */
 	bool have_inserts;
-	__u32 steps; /* batches it took */
+	__u32 steps;  /* batches it took */
+	__u64 cpu_ns; /* chlbd's CPU time in them */
 };
 
 /* From the loop's timer: one step when a pass is due or going on; the next deadline. */
 __u64 conns_tally_step(__u64 now);
 /*
  * The last complete pass, or NULL before the first. On a table one step
- * covers cheaply (the last pass: one batch, under 5 ms), the pass is run
+ * covers cheaply (the last pass: one batch, under 5 ms of CPU), the pass is run
  * here first, so a small table's counts are current; otherwise no walk.
  */
 const struct conns_pass *conns_tally_last(void);
