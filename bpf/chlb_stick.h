@@ -24,7 +24,7 @@
  *    disagree about it. UDP works this way too: UDP has no SYN.
  *  - Valid entry (backend LIVE, same generation, not idle): followed. The
  *    client's FIN or RST marks it ENDED. Stale entry: decided from table[0],
- *    rewritten in place.
+ *    rewritten in place (not by an ICMP error: that one is only forwarded).
  *  - Held entry (CHLB_CONN_F_HELD, include/chlb_maps.h: chlbd waits for a
  *    peer's entry whose backend this host lacks yet): every packet of the
  *    flow is dropped and counted (CHLB_R_HELD) - SYN, FIN/RST, UDP and
@@ -300,10 +300,18 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		}
 		/* backend gone, slot reoccupied, idle, or held too long: decide afresh */
 		stat_reason(CHLB_R_CT_STALE);
-		*new_flow = 1;
 		be = decide_live(svc, 0, crc, &d);
 		if (!be)
 			return NULL;
+		*slot = d;
+		/*
+		 * An ICMP error follows the decision and writes nothing, as on a
+		 * miss: it would make the entry name a backend no packet of the
+		 * client's went to (and tell the sync peers so). Not a new flow.
+		 */
+		if (p->icmp_err)
+			return be;
+		*new_flow = 1;
 		/*
 		 * A TCP connection whose backend left is broken: the new backend
 		 * answers it with a RST the LB never sees. Marked ended, so the
@@ -316,10 +324,9 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		fl = udp ? 0 : CHLB_CONN_F_ENDED;
 		if (((__u32)d == e->backend && be->gen == e->gen) || (e->flags & CHLB_CONN_F_HELD))
 			fl = e->flags & CHLB_CONN_F_ENDED;
-		if (p->fin_rst && !p->icmp_err)
+		if (p->fin_rst)
 			fl = CHLB_CONN_F_ENDED;
 		conn_rewrite(e, &p->flow, d, be, now, fl);
-		*slot = d;
 		return be;
 	}
 

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <time.h>
 #include <unistd.h>
 #include <net/if.h>
 #include <cmocka.h>
@@ -1225,6 +1226,140 @@ static void test_icmp_writes_no_state(void **state)
 	chlb_table_free(&t2);
 }
 
+/* The data plane's clock (CLOCK_MONOTONIC_COARSE, bpf_ktime_get_coarse_ns). */
+static __u64 coarse_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* One ICMP error quoting s through both entry points, to backend want; s's entry unchanged. */
+static void icmp_keeps_entry(const struct fx_pkt *s, __u8 type, __u8 code, enum mode m, int want)
+{
+	struct chlb_conn before, after;
+	__u8 in[512];
+	int n;
+
+	assert_int_equal(entry_of(s, &before), 0);
+	n = build_icmp_err(in, s, type, code, m == M_IP4 ? 28 : 48);
+	assert_int_equal(expect_fwd(in, n, m), want);
+	assert_int_equal(entry_of(s, &after), 0);
+	assert_memory_equal(&after, &before, sizeof(after));
+}
+
+/*
+ * An ICMP error (fragmentation needed, packet too big) about a flow whose
+ * entry is stale - its slot reoccupied, or a held placeholder past
+ * CHLB_CONN_HELD_MAX_NS - goes where the current table says and leaves the
+ * entry as it was: ICMP errors follow entries and never write one. Both
+ * XDP and TC see it stale (the first run wrote nothing), no new flow is
+ * counted, and the flow's next ACK still re-decides and rewrites it.
+ */
+static void test_icmp_keeps_stale_entries(void **state)
+{
+	__u32 s4[] = { 40, 41, 42, 43 }, s6[] = { 44, 45, 46, 47 }, i;
+	struct chlb_table t4 = { 0 }, t6 = { 0 };
+	struct fx_pkt f = { .family = CHLB_AF_INET,
+			    .proto = IPPROTO_TCP,
+			    .src = "198.51.100.41",
+			    .dst = "10.0.0.9",
+			    .sport = 4100,
+			    .dport = 80 },
+		      h = f,
+		      v6 = { .family = CHLB_AF_INET6,
+			     .proto = IPPROTO_TCP,
+			     .src = "2001:db8:c::41",
+			     .dst = "2001:db8::9",
+			     .sport = 4100,
+			     .dport = 80 };
+	struct chlb_counters c0, c1;
+	struct chlb_backend be;
+	struct chlb_flow key;
+	struct chlb_conn c;
+	int d, d6;
+
+	for (i = 0; i < 4; i++) {
+		fx_backend(&be, s6[i], CHLB_AF_INET6, 1);
+		assert_int_equal(chlb_dp_set_backend(dp, s6[i], &be), 0);
+	}
+	assert_int_equal(fx_table(dp, tslot_of(13, 0), CHLB_ALGO_MAGLEV, s4, 4, CHLB_AF_INET, &t4),
+			 0);
+	assert_int_equal(fx_service(dp, CHLB_AF_INET, "10.0.0.9", 80, IPPROTO_TCP, 13,
+				    CHLB_FWD_IPIP, 0, tslot_of(13, 0)),
+			 0);
+	assert_int_equal(fx_table(dp, tslot_of(14, 0), CHLB_ALGO_MAGLEV, s6, 4, CHLB_AF_INET6, &t6),
+			 0);
+	assert_int_equal(fx_service(dp, CHLB_AF_INET6, "2001:db8::9", 80, IPPROTO_TCP, 14,
+				    CHLB_FWD_IPIP, 0, tslot_of(14, 0)),
+			 0);
+	d = decide(&t4, &f);
+	d6 = decide(&t6, &v6);
+	/* connections with entries, then their slots reoccupied (generation 2): stale */
+	assert_int_equal(send_flow(&f, FX_SYN), d);
+	assert_int_equal(send_flow(&f, FX_ACK), d);
+	v6.flags = FX_SYN;
+	{
+		__u8 in[256];
+
+		assert_int_equal(expect_fwd(in, fx_build(in, &v6), M_IP6), d6);
+		v6.flags = FX_ACK;
+		assert_int_equal(expect_fwd(in, fx_build(in, &v6), M_IP6), d6);
+	}
+	assert_int_equal(entry_of(&v6, &c), 0);
+	assert_int_equal(c.backend, d6);
+	fx_backend(&be, d, CHLB_AF_INET, 2);
+	assert_int_equal(chlb_dp_set_backend(dp, d, &be), 0);
+	fx_backend(&be, d6, CHLB_AF_INET6, 2);
+	assert_int_equal(chlb_dp_set_backend(dp, d6, &be), 0);
+
+	assert_int_equal(chlb_dp_read_service_stats(dp, 13, &c0), 0);
+	stats_mark();
+	icmp_keeps_entry(&f, 3, 4, M_IP4, d); /* fragmentation needed */
+	stats_delta(CHLB_R_CT_STALE, 2);
+	stats_delta(CHLB_R_ICMP_HANDLED, 2);
+	stats_delta(CHLB_R_CT_HIT, 0);
+	assert_int_equal(chlb_dp_read_service_stats(dp, 13, &c1), 0);
+	assert_int_equal(c1.new_flows, c0.new_flows);
+	assert_int_equal(c1.packets, c0.packets + 2);
+	stats_mark();
+	icmp_keeps_entry(&v6, 2, 0, M_IP6, d6); /* packet too big */
+	stats_delta(CHLB_R_CT_STALE, 2);
+	assert_int_equal(entry_of(&f, &c), 0);
+	assert_int_equal(c.gen, 1);
+
+	/* a placeholder chlbd left past the wait: stale too, and kept as it is */
+	h.sport = 4101;
+	fx_flow(&key, &h);
+	assert_int_equal(
+	    chlb_dp_sync_hold(dp, &key, coarse_now() - CHLB_CONN_HELD_MAX_NS - 1000000000ull), 0);
+	stats_mark();
+	icmp_keeps_entry(&h, 3, 4, M_IP4, decide(&t4, &h));
+	stats_delta(CHLB_R_CT_STALE, 2);
+	stats_delta(CHLB_R_HELD, 0);
+	assert_int_equal(entry_of(&h, &c), 0);
+	assert_int_equal(c.backend, CHLB_CONN_HELD_SLOT);
+	assert_int_equal(c.flags, CHLB_CONN_F_HELD);
+
+	/* the client's next packet is the one that re-decides and rewrites */
+	stats_mark();
+	assert_int_equal(send_flow(&f, FX_ACK), d);
+	stats_delta(CHLB_R_CT_STALE, 1);
+	assert_int_equal(entry_of(&f, &c), 0);
+	assert_int_equal(c.backend, d);
+	assert_int_equal(c.gen, 2);
+	assert_int_equal(send_flow(&h, FX_ACK), decide(&t4, &h));
+	assert_int_equal(entry_of(&h, &c), 0);
+	assert_int_equal(c.backend, decide(&t4, &h));
+	assert_int_equal(c.flags, 0);
+
+	fx_backend(&be, d, CHLB_AF_INET, 1);
+	assert_int_equal(chlb_dp_set_backend(dp, d, &be), 0);
+	chlb_table_free(&t4);
+	chlb_table_free(&t6);
+}
+
 /*
  * The idle-timeout tests' data plane, loaded with opts: backends 50-56,
  * Maglev tables in slots 6 (50-55) and 7 (50-56), and f's source port set
@@ -1488,6 +1623,7 @@ int main(void)
 		cmocka_unit_test(test_sticky),
 		cmocka_unit_test(test_hash_change_keeps_entries),
 		cmocka_unit_test(test_icmp_writes_no_state),
+		cmocka_unit_test(test_icmp_keeps_stale_entries),
 		cmocka_unit_test(test_udp_idle),
 		cmocka_unit_test(test_tcp_idle),
 		cmocka_unit_test(test_fib_and_nexthop),
