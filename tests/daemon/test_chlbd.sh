@@ -199,7 +199,7 @@ test_conns() {
 	out=$(ctl conns $CV --backend 10.1.0.12) || return 1
 	live=$(grep -c " 10.1.0.12\$" "$LIB_DIR/c_live")
 	ended=$(grep -c " 10.1.0.12\$" "$LIB_DIR/c_fin")
-	check "text names the service: $out" grep -qE "^$CV +120 +100 +20 +0\$" <<<"$out" || return 1
+	check "text names the service: $out" grep -qE "^$CV +120 +100 +20 +0 +0\$" <<<"$out" || return 1
 	check "text: 10.1.0.12's line with $live live, $ended ended" \
 		grep -qE "^  10\.1\.0\.12 \(slot [0-9]+, gen [0-9]+\) +$live +$ended\$" <<<"$out" || return 1
 	check "text: --backend leaves the other backends out" nogrep -q "10.1.0.13" <<<"$out" || return 1

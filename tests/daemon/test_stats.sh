@@ -8,7 +8,8 @@
 # interval (text and one JSON object a line) and ends on SIGINT; --reset
 # zeroes every counter but ct_insert; bad values exit 2; a drained backend
 # is "draining" in stats as in backend list; a service new to a freed id
-# counts from zero; with 1,000,000 connection entries and 8 clients
+# counts from zero; held entries (sync placeholders) are "held" in which,
+# conns and /metrics; with 1,000,000 connection entries and 8 clients
 # scraping /metrics in a loop, every `stats` answers within 100 ms.
 . "$(dirname "$0")/../lib.sh"
 daemon_fixture
@@ -278,6 +279,62 @@ for _ in range(int(sys.argv[2])):
     print("%.1f %s" % (ms, "ct_entries" in json.loads(reply)), flush=True)
     time.sleep(0.3)
 EOF
+}
+
+# ct_metric FILE STATE: V1's chlb_service_conntrack_entries sample for STATE in a scrape
+ct_metric() { awk -v k="chlb_service_conntrack_entries{vip=\"$V1\",state=\"$2\"}" '$1 == k { print $2 }' "$1"; }
+# scrape_held PORT FILE N: a scrape into FILE shows N held entries of V1
+scrape_held() {
+	nsenter --net="/var/run/netns/$D_NS" curl -s -m 5 -o "$2" "http://127.0.0.1:$1/metrics" &&
+		[ "$(ct_metric "$2" held)" = "$3" ]
+}
+
+# Held placeholders (what chlbd writes while it waits for a sync peer's
+# entry: CHLB_CONN_F_HELD, slot 0xffff, include/chlb_maps.h), written into
+# the pinned table: `which` says held, not stale, and that the flow goes
+# nowhere; `conns` counts them in its HELD column and lists them as held;
+# /metrics has them as state="held". One past its 120 s is stale in all
+# three, as the data plane decides it afresh.
+test_held_entries_shown() {
+	local mport=9181 j out f=$LIB_DIR/held.txt stale0 got
+	chlbd_stop || return 1
+	chlbd_start xdp-generic --history-ms 200 --grace-ms 100 --metrics "127.0.0.1:$mport" || return 1
+	stale0=$(ctl -j conns $V1 | jq '.services[0].stale') || return 1
+	# clients 100.64.0.0:1024-1026 held now, :1027-1028 held 200 s ago
+	"$CTFILL_BIN" -H "$CHLBD_PIN/conns" 3 10.0.0.80 80 >/dev/null &&
+		"$CTFILL_BIN" -H -i 3 -a 200 "$CHLBD_PIN/conns" 2 10.0.0.80 80 >/dev/null || return 1
+
+	j=$(ctl -j which 100.64.0.0:1024 10.0.0.80:80 tcp) || return 1
+	got=$(jq -c '[.conn.slot, .conn.held, .conn.valid, .established, .established_by]' <<<"$j")
+	check "which JSON: a held entry goes nowhere: $got" \
+		jq -e '.conn.slot == 65535 and .conn.held == true and .conn.valid == false and
+			.established == null and (.established_by | startswith("nothing: held"))' <<<"$j" >/dev/null || return 1
+	out=$(ctl which 100.64.0.0:1024 10.0.0.80:80 tcp) || return 1
+	check "which text says held: $(grep '^conn entry:' <<<"$out")" \
+		grep -qE "^conn entry: +placeholder \(slot 65535\) gen 0, held \(waiting for a sync peer's entry" <<<"$out" || return 1
+	check "which text: established none" grep -qE "^established: +none, by nothing: held" <<<"$out" || return 1
+	check "which text: never stale" nogrep -q stale <<<"$out" || return 1
+	got=$(ctl -j which 100.64.0.0:1027 10.0.0.80:80 tcp | jq -c '[.conn.held, .conn.valid, .established.backend != null]')
+	check "which: a placeholder past its 120 s is stale, decided afresh: $got" [ "$got" = "[false,false,true]" ] || return 1
+	check "which text: that one is stale" \
+		ctl which 100.64.0.0:1027 10.0.0.80:80 tcp | grep -qE "^conn entry: .* gen 0, stale$" || return 1
+
+	j=$(ctl -j conns $V1) || return 1
+	got=$(jq -c --argjson s0 "$stale0" '[.services[0].held, .services[0].stale - $s0]' <<<"$j")
+	check "conns JSON: 3 held, 2 more stale: $got" [ "$got" = "[3,2]" ] || return 1
+	got=$(jq -c '[.conns[] | select(.client | startswith("100.64.0.0:")) | [.client, .state, .backend]] | sort' <<<"$j")
+	check "conns JSON lists them held / stale, with no backend: $got" [ "$got" = \
+		'[["100.64.0.0:1024","held",null],["100.64.0.0:1025","held",null],["100.64.0.0:1026","held",null],["100.64.0.0:1027","stale",null],["100.64.0.0:1028","stale",null]]' ] || return 1
+	out=$(ctl conns $V1) || return 1
+	check "conns text has a HELD column" \
+		grep -qE "^SERVICE / BACKEND +ENTRIES +LIVE +ENDED +STALE +HELD$" <<<"$out" || return 1
+	check "conns text: $(grep "^$V1 " <<<"$out") ends in 3 held" \
+		grep -qE "^$V1 +[0-9]+ +[0-9]+ +[0-9]+ +$((stale0 + 2)) +3$" <<<"$out" || return 1
+
+	check "/metrics: chlb_service_conntrack_entries{state=\"held\"} 3" \
+		lib_wait_for 10 scrape_held $mport "$f" 3 || return 1
+	check "/metrics: stale as conns counts it ($(ct_metric "$f" stale))" \
+		[ "$(ct_metric "$f" stale)" = "$((stale0 + 2))" ]
 }
 
 # A full table (1M entries written from userspace for V1's two backends)

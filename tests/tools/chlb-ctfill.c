@@ -5,16 +5,21 @@
  * need a full table (tests/daemon/test_stats.sh: `stats` stays fast while
  * /metrics is scraped).
  *
- *   chlb-ctfill [-t] CONNS_PIN N VIP PORT SLOT:GEN [SLOT:GEN...]
+ *   chlb-ctfill [-t] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT SLOT:GEN [SLOT:GEN...]
+ *   chlb-ctfill -H [-t] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT
  *
  * Writes N TCP entries client -> VIP:PORT, clients 100.64.0.0/10 and ports
  * 1024..60999 (entry i: address 100.64.0.0 + i / 60000, port 1024 + i %
- * 60000), each naming one of the SLOT:GEN pairs in turn (a backend's slot
- * and generation, as `chlbctl -j backend list` shows them), so the entries
- * count as live for that service's backends. IPv4 only. BPF_MAP_UPDATE_BATCH
- * (BPF_ANY) in chunks of 16384. Prints the entries written; -t also the
- * seconds it took. Exit 0, 1 on a failure (the reason on stderr), 2 on a
- * usage error.
+ * 60000; i from FIRST, default 0), each naming one of the SLOT:GEN pairs in
+ * turn (a backend's slot and generation, as `chlbctl -j backend list` shows
+ * them), so the entries count as live for that service's backends. -H
+ * writes held placeholders instead, as chlbd does while it waits for a sync
+ * peer's entry (slot CHLB_CONN_HELD_SLOT, generation 0, flags HELD:
+ * include/chlb_maps.h). The entries are stamped now, or AGE_S seconds ago
+ * with -a (a placeholder past CHLB_CONN_HELD_MAX_NS is stale). IPv4 only.
+ * BPF_MAP_UPDATE_BATCH (BPF_ANY) in chunks of 16384. Prints the entries
+ * written; -t also the seconds it took. Exit 0, 1 on a failure (the reason
+ * on stderr), 2 on a usage error.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,7 +40,9 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: chlb-ctfill [-t] CONNS_PIN N VIP PORT SLOT:GEN [SLOT:GEN...]\n");
+	fprintf(stderr, "usage: chlb-ctfill [-t] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT "
+			"SLOT:GEN [SLOT:GEN...]\n"
+			"       chlb-ctfill -H [-t] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT\n");
 	return 2;
 }
 
@@ -62,25 +69,38 @@ int main(int argc, char **argv)
 	static __u32 gen[MAX_SLOTS];
 	struct chlb_flow *keys;
 	struct chlb_conn *vals;
-	unsigned long n, port, s, g;
+	unsigned long n, port, s, g, first = 0, age = 0;
 	struct in_addr vip;
 	int o, fd, nslots = 0;
-	bool timed = false;
+	bool timed = false, held = false;
 	__u64 last;
 	double t0;
 	char *end;
 
-	while ((o = getopt(argc, argv, "t")) != -1) {
-		if (o != 't')
+	while ((o = getopt(argc, argv, "tHi:a:")) != -1) {
+		if (o == 't') {
+			timed = true;
+		} else if (o == 'H') {
+			held = true;
+		} else if (o == 'i' || o == 'a') {
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || v > MAX_ENTRIES)
+				return usage();
+			if (o == 'i')
+				first = v;
+			else
+				age = v;
+		} else {
 			return usage();
-		timed = true;
+		}
 	}
 	argv += optind;
 	argc -= optind;
-	if (argc < 5)
+	if (argc < (held ? 4 : 5) || (held && argc > 4))
 		return usage();
 	n = strtoul(argv[1], &end, 10);
-	if (*end || !n || n > MAX_ENTRIES)
+	if (*end || !n || n > MAX_ENTRIES || first + n > MAX_ENTRIES)
 		return usage();
 	if (inet_pton(AF_INET, argv[2], &vip) != 1)
 		return usage();
@@ -110,12 +130,17 @@ int main(int argc, char **argv)
 	}
 	t0 = now_s();
 	last = coarse_ns();
+	if (age * 1000000000ull >= last) {
+		fprintf(stderr, "chlb-ctfill: the clock is not %lu s old yet\n", age);
+		return 1;
+	}
+	last -= age * 1000000000ull;
 	for (unsigned long base = 0; base < n; base += CHUNK) {
 		LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
 		__u32 cnt = n - base < CHUNK ? (__u32)(n - base) : CHUNK;
 
 		for (__u32 k = 0; k < cnt; k++) {
-			unsigned long i = base + k;
+			unsigned long i = first + base + k;
 			__u32 src = htonl(0x64400000u + (__u32)(i / PORTS)); /* 100.64.0.0 + */
 
 			memset(&keys[k], 0, sizeof(keys[k]));
@@ -126,8 +151,13 @@ int main(int argc, char **argv)
 			keys[k].proto = IPPROTO_TCP;
 			keys[k].family = CHLB_AF_INET;
 			memset(&vals[k], 0, sizeof(vals[k]));
-			vals[k].backend = slot[i % (unsigned long)nslots];
-			vals[k].gen = gen[i % (unsigned long)nslots];
+			if (held) {
+				vals[k].backend = CHLB_CONN_HELD_SLOT;
+				vals[k].flags = CHLB_CONN_F_HELD;
+			} else {
+				vals[k].backend = slot[i % (unsigned long)nslots];
+				vals[k].gen = gen[i % (unsigned long)nslots];
+			}
 			vals[k].last_ns = last;
 		}
 		if (bpf_map_update_batch(fd, keys, vals, &cnt, &opts)) {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * chlbctl conns [VIP] [--backend ADDR] [--json]: the connection table, the
- * analogue of `ipvsadm -Lnc`. Text: the entries per service and per
- * backend. JSON: the same counts plus the entries themselves (at most
- * chlbd's CHLBD_CONNS_LIST_MAX, then "truncated": true).
+ * analogue of `ipvsadm -Lnc`. Text: the entries per service (live, ended,
+ * stale, held) and per backend. JSON: the same counts plus the entries
+ * themselves, each with its state (at most chlbd's CHLBD_CONNS_LIST_MAX,
+ * then "truncated": true).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,15 +33,17 @@ static void show_conns(json_object *r)
 
 	printf("connection table: %lld of %lld entries (%.2f%%)\n", n, size,
 	       size ? 100.0 * (double)n / (double)size : 0.0);
-	printf("%-44s %10s %10s %10s %10s\n", "SERVICE / BACKEND", "ENTRIES", "LIVE", "ENDED",
-	       "STALE");
+	/* HELD: placeholders waiting for a sync peer's entry, their flows' packets dropped */
+	printf("%-44s %10s %10s %10s %10s %10s\n", "SERVICE / BACKEND", "ENTRIES", "LIVE", "ENDED",
+	       "STALE", "HELD");
 	if (!json_object_object_get_ex(r, "services", &svcs))
 		return;
 	for (size_t i = 0; i < json_object_array_length(svcs); i++) {
 		json_object *s = json_object_array_get_idx(svcs, i);
 
-		printf("%-44s %10lld %10lld %10lld %10lld\n", str(s, "service"), num(s, "entries"),
-		       num(s, "live"), num(s, "ended"), num(s, "stale"));
+		printf("%-44s %10lld %10lld %10lld %10lld %10lld\n", str(s, "service"),
+		       num(s, "entries"), num(s, "live"), num(s, "ended"), num(s, "stale"),
+		       num(s, "held"));
 		if (!json_object_object_get_ex(s, "backends", &bes))
 			continue;
 		for (size_t j = 0; j < json_object_array_length(bes); j++) {

@@ -322,7 +322,13 @@ void show_which(json_object *r)
 	       table_ref(r, t, "new_flow_table", tb, sizeof(tb)));
 	printf("established:  %s, by %s%s\n", be(r, "established", b, sizeof(b)),
 	       s(r, "established_by"), table_ref(r, t, "established_table", tb, sizeof(tb)));
-	if (json_object_object_get_ex(r, "conn", &c) && c) {
+	if (json_object_object_get_ex(r, "conn", &c) && c &&
+	    json_object_get_boolean(json_object_object_get(c, "held"))) {
+		/* a placeholder: no backend yet, every packet of the flow dropped (as `conns`) */
+		printf("conn entry:   placeholder (slot %s) gen %s, held (waiting for a sync "
+		       "peer's entry; the flow's packets are dropped)\n",
+		       s(c, "slot"), s(c, "gen"));
+	} else if (json_object_object_get_ex(r, "conn", &c) && c) {
 		bool valid = json_object_get_boolean(json_object_object_get(c, "valid"));
 		bool ended = json_object_get_boolean(json_object_object_get(c, "ended"));
 

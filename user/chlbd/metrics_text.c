@@ -173,7 +173,8 @@ static void services(struct scrape *s)
 			put(f, "chlb_service_tables", s->svc[i].lbl, NULL, s->svc[i].r->nview);
 	head(f, "chlb_service_conntrack_entries", "gauge",
 	     "Connection-table entries whose destination is the service, by state: live, ended "
-	     "(FIN or RST seen), stale (ignored: backend gone or flow idle). From the last "
+	     "(FIN or RST seen), stale (ignored: backend gone or flow idle), held (a placeholder "
+	     "waiting for a sync peer's entry: the flow's packets are dropped). From the last "
 	     "background walk of the table (chlb_conntrack_tally_age_seconds ago).");
 	for (__u32 i = 0; i < s->nsvc; i++) {
 		const struct chlb_ct_svc *t = s->ps[i] >= 0 ? &s->p->t.svc[s->ps[i]] : NULL;
@@ -185,6 +186,7 @@ static void services(struct scrape *s)
 		    t->ended);
 		put(f, "chlb_service_conntrack_entries", s->svc[i].lbl, "state=\"stale\"",
 		    t->stale);
+		put(f, "chlb_service_conntrack_entries", s->svc[i].lbl, "state=\"held\"", t->held);
 	}
 	head(f, "chlb_swaps_total", "counter",
 	     "Table swaps of the service since chlbd started (each publishes a new table).");

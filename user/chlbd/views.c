@@ -366,6 +366,19 @@ static json_object *no_service_for(const struct chlb_flow *f)
 }
 
 /*
+ * A held placeholder the data plane still honours (bpf/chlb_stick.h
+ * conn_held, include/chlb_maps.h): waiting for a sync peer's entry.
+ */
+static bool conn_held(const struct chlb_conn *c)
+{
+	__u64 now = chlb_coarse_now_ns();
+
+	/* written after the clock was read: held */
+	return (c->flags & CHLB_CONN_F_HELD) &&
+	       (c->last_ns >= now || now - c->last_ns < CHLB_CONN_HELD_MAX_NS);
+}
+
+/*
  * Mirrors bpf/chlb_stick.h: what the data plane does with this flow, by the
  * tables its view names now (chlbd's own, or after a restart the pinned ones
  * it has not rebuilt yet: "adopted") and the hash fields of that view.
@@ -380,6 +393,7 @@ json_object *view_which(const struct chlb_cmd *c)
 	__u32 crc, d0 = ~0u, dold = ~0u, old = 0;
 	char b[CHLB_ADDRSTR];
 	const char *why;
+	bool held;
 
 	if (!s)
 		return no_service_for(&c->flow);
@@ -445,10 +459,19 @@ json_object *view_which(const struct chlb_cmd *c)
 				       json_object_new_boolean(conn.flags & CHLB_CONN_F_ENDED));
 		add_int(e, "gen", conn.gen);
 		json_object_object_add(e, "valid", json_object_new_boolean(valid));
+		held = !valid && conn_held(&conn);
+		json_object_object_add(e, "held", json_object_new_boolean(held));
 		json_object_object_add(o, "conn", e);
 		if (valid) {
 			json_object_object_add(o, "established", be_ref(conn.backend));
 			add_str(o, "established_by", "connection entry");
+			return o;
+		}
+		if (held) {
+			/* the data plane drops every packet of it, a SYN too (bpf/chlb_stick.h) */
+			json_object_object_add(o, "established", NULL);
+			add_str(o, "established_by",
+				"nothing: held (dropped until a sync peer's entry arrives)");
 			return o;
 		}
 	} else {
