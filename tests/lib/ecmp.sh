@@ -15,12 +15,12 @@
 # The functions: ecmp_build, ecmp_lb_add (a namespace), ecmp_lb_up / _fresh /
 # _join (chlbd + BIRD running), ecmp_chlbd_start / _stop / _wipe,
 # ecmp_bird_start / _stop, the events ecmp_lb_die / _link_down / _withdraw,
-# ecmp_nexthops / ecmp_wait_nexthops (the router's route), ecmp_table_routes
-# (an LB's exported routes), ecmp_hold_open / ecmp_survivors / ecmp_survive
-# (held connections across an event), ecmp_lb_flows / _packets (what an LB
-# carried), lbctl / lbbirdc / rtbirdc, and for changes across LBs
-# ecmp_each_lb, ecmp_rollout and the per-LB options hook
-# ecmp_chlbd_extra_args.
+# ecmp_nexthops / ecmp_wait_nexthops / ecmp_nexthop_from (the router's
+# route), ecmp_table_routes (an LB's exported routes), ecmp_hold_open /
+# ecmp_survivors / ecmp_survivors_to / ecmp_survive (held connections
+# across an event), ecmp_lb_flows / _packets (what an LB carried), lbctl /
+# lbbirdc / rtbirdc, and for changes across LBs ecmp_each_lb, ecmp_rollout
+# and the per-LB options hook ecmp_chlbd_extra_args.
 #
 #   client ns (-c)         router ns (-er)               switch ns (-sw)
 #   eth0 10.0.1.2 ----- eth0 10.0.1.1                     br1 (uplink)
@@ -359,6 +359,14 @@ ecmp_diag_bgp() {
 }
 ecmp_nexthops_are() { [ "$(ecmp_nexthops "$2")" = "$1" ]; }
 
+# ecmp_nexthop_from I: the router's route to the IPv4 VIP has a nexthop via
+# LB I (its front address): LB I is announced.
+ecmp_nexthop_from() {
+	ip -n "$NS_ER" -4 -j route show exact "$ECMP_VIP" 2>/dev/null |
+		jq -e --arg gw "$(lb_up4 "$1")" \
+			'[.[] | (.nexthops // [.])[] | .gateway] | index($gw) != null' >/dev/null
+}
+
 # ecmp_table_routes I: LB I's exported routes (table $ECMP_TABLE, chlb's protocol), one per line.
 ecmp_table_routes() {
 	{
@@ -390,9 +398,27 @@ ecmp_hold_open() {
 
 # ecmp_survivors NAME: one more exchange on every connection of NAME; prints
 # how many have neither broken nor moved to another backend in any round.
+# Beware $(ecmp_survivors NAME): hold_round counts NAME's rounds in a
+# variable of this shell, which the command substitution's subshell loses,
+# so the next call there waits for the same round number again and counts
+# that earlier round's lines (its own exchange goes unread). Call
+# ecmp_survivors_to, or this one outside $(...).
 ecmp_survivors() {
-	local n bad
 	hold_round "$1" >/dev/null || return 1
+	ecmp_survivors_count "$1"
+}
+
+# ecmp_survivors_to VAR NAME: ecmp_survivors NAME in this shell, the count
+# left in VAR (so that the next round's number carries over).
+ecmp_survivors_to() {
+	hold_round "$2" >/dev/null || return 1
+	printf -v "$1" '%s' "$(ecmp_survivors_count "$2")"
+}
+
+# ecmp_survivors_count NAME: of NAME's connections, how many neither broke
+# nor moved in any round read so far.
+ecmp_survivors_count() {
+	local n bad
 	n=$(summary_field "$LIB_DIR/$1.r0" ok)
 	bad=$(cat "$LIB_DIR/$1".r[1-9]* | awk '$1 == "fail" || $1 == "moved" { print $2 }' |
 		sort -u | wc -l)
