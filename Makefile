@@ -65,7 +65,7 @@ PROGS := $(if $(CHLBD_SRCS),$(BUILD)/chlbd) $(if $(CHLBCTL_SRCS),$(BUILD)/chlbct
 DEB_PACKAGES := gcc libc6-dev clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev \
 	libjson-c-dev linux-libc-dev pkg-config iproute2 ethtool socat procps jq python3 \
 	clang-format cppcheck libclang-rt-14-dev libsystemd-dev prometheus curl \
-	bird2 libsodium-dev
+	bird2 libsodium-dev python3-cryptography
 
 .PHONY: all deps test check-root lint bench demo clean help fuzz install uninstall grammar-docs FORCE
 
@@ -164,6 +164,12 @@ $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
 $(BUILD)/tests/bench/%: $(BUILD)/tests/bench/%.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+# the sync authentication bench runs chlbd's own sync_auth.c and sync_wire.c
+$(BUILD)/tests/bench/sync_auth: $(BUILD)/tests/bench/sync_auth.o $(BUILD)/user/chlbd/sync_auth.o \
+		$(BUILD)/user/chlbd/sync_wire.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -lsodium -o $@
 
 $(BUILD):
 	$(Q)mkdir -p $@

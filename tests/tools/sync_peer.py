@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """A second, independent implementation of chlb's entry-sync protocol v2
-(user/chlbd/sync_wire.h, sync_auth.h), from Python's hmac and hashlib, for
-the tests to play a peer - honest, without the key, or misbehaving.
+(user/chlbd/sync_wire.h, sync_auth.h), from Python's hmac and hashlib and
+python3-cryptography's ChaCha20Poly1305, for the tests to play a peer -
+honest, without the key, or misbehaving.
 
     sync_peer.py listen HOST PORT KEYFILE|- SCRIPT
         Accept connections at HOST:PORT (as a chlbd's --sync-listen would)
@@ -22,7 +23,7 @@ the tests to play a peer - honest, without the key, or misbehaving.
     sync_peer.py connect SRC HOST PORT KEYFILE|- MODE
         Connect from SRC to a chlbd's --sync-listen as a receiving peer.
         MODE: honest (handshake with the key, then print "records N" for
-        the records received before DUMP_END), nokey (a made-up key id),
+        the records received before DUMP_END, each message opened), nokey (a made-up key id),
         wrongkey (the right key id, proofs from another key), replay
         (an honest handshake recorded, then replayed on a new connection).
         Prints what it got: "refused" when the chlbd closed the connection
@@ -34,6 +35,8 @@ import os
 import socket
 import struct
 import sys
+
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
 MAGIC = b"CHS2"
 RECORDS, DUMP_END, HELLO, CHALLENGE, PROOF = 1, 2, 3, 4, 5
@@ -78,14 +81,27 @@ def recv_exact(s, n):
 
 
 class Session:
+    """Messages sealed with ChaCha20-Poly1305: the header authenticated, the
+    records encrypted, the nonce the message's number in the session."""
+
     def __init__(self, key, nc, na):
-        self.key = mac(key, b"chlb sync v2 session", key_id(key), nc, na)
+        self.aead = ChaCha20Poly1305(mac(key, b"chlb sync v2 session", key_id(key), nc, na))
         self.seq = 0
 
-    def tag(self, m):
-        t = mac(self.key, struct.pack("!Q", self.seq), m)[:TAG]
+    def nonce(self):
+        n = bytes(4) + struct.pack("!Q", self.seq)
         self.seq += 1
-        return t
+        return n
+
+    def seal(self, m):
+        return m[:8] + self.aead.encrypt(self.nonce(), m[8:], m[:8])
+
+    def open(self, m):
+        """The message's records, or None when it fails its tag."""
+        try:
+            return self.aead.decrypt(self.nonce(), m[8:], m[:8])
+        except Exception:  # cryptography's InvalidTag
+            return None
 
 
 def a16(addr, fam):
@@ -124,7 +140,7 @@ def accept_handshake(c, key):
 
 
 def tagged(ses, m):
-    return m + (ses.tag(m) if ses else os.urandom(TAG))
+    return ses.seal(m) if ses else m + os.urandom(TAG)
 
 
 def parse_recs(spec):
@@ -154,7 +170,7 @@ def step(c, ses, st):
     elif name == "flip":
         m = tagged(ses, records_msg([record("10.0.0.10", "10.0.2.11", 50010)]))
         m = bytearray(m)
-        m[8 + 60 + 3] ^= 0x01  # the backend address's last byte
+        m[8 + 60 + 3] ^= 0x01  # (what was) the backend address's last byte
         c.sendall(bytes(m))
     elif name == "replay":
         m = tagged(ses, records_msg([record("10.0.0.10", "10.0.2.11", 50011)]))
@@ -214,7 +230,7 @@ def receive(s, ses):
             raise SystemExit("bad magic from the chlbd")
         t, cnt = h[4], struct.unpack("!H", h[6:8])[0]
         body = recv_exact(s, cnt * REC + TAG)
-        if ses.tag(h + body[:-TAG]) != body[-TAG:]:
+        if ses.open(h + body) is None:
             raise SystemExit("a message from the chlbd failed its tag")
         if t == DUMP_END:
             return n

@@ -272,35 +272,32 @@ void sync_session_start(struct sync_session *s, const struct sync_key *k, const 
 	s->seq = 0;
 }
 
-static void message_mac(const struct sync_session *s, const __u8 *msg, size_t len,
-			__u8 out[crypto_auth_hmacsha256_BYTES])
+/* The nonce of the session's message number seq: 4 zero bytes, then seq big-endian. */
+static void seq_nonce(__u64 seq, __u8 nonce[crypto_aead_chacha20poly1305_IETF_NPUBBYTES])
 {
-	crypto_auth_hmacsha256_state st;
-	__u8 seq[8];
-
+	memset(nonce, 0, 4);
 	for (int i = 0; i < 8; i++)
-		seq[i] = (__u8)(s->seq >> (56 - 8 * i));
-	crypto_auth_hmacsha256_init(&st, s->key, SYNC_KEY_LEN);
-	crypto_auth_hmacsha256_update(&st, seq, sizeof(seq));
-	crypto_auth_hmacsha256_update(&st, msg, len);
-	crypto_auth_hmacsha256_final(&st, out);
+		nonce[4 + i] = (__u8)(seq >> (56 - 8 * i));
 }
 
-void sync_session_tag(struct sync_session *s, const __u8 *msg, size_t len, __u8 tag[SYNC_TAG_LEN])
+void sync_session_seal(struct sync_session *s, __u8 *msg, size_t len, __u8 tag[SYNC_TAG_LEN])
 {
-	__u8 mac[crypto_auth_hmacsha256_BYTES];
+	__u8 nonce[crypto_aead_chacha20poly1305_IETF_NPUBBYTES];
 
-	message_mac(s, msg, len, mac);
-	memcpy(tag, mac, SYNC_TAG_LEN);
-	s->seq++;
+	seq_nonce(s->seq++, nonce);
+	crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+	    msg + SYNC_SEAL_CLEAR, tag, NULL, msg + SYNC_SEAL_CLEAR, len - SYNC_SEAL_CLEAR, msg,
+	    SYNC_SEAL_CLEAR, NULL, nonce, s->key);
 }
 
-bool sync_session_check(struct sync_session *s, const __u8 *msg, size_t len, const __u8 *tag)
+bool sync_session_open(struct sync_session *s, __u8 *msg, size_t len, const __u8 *tag)
 {
-	__u8 mac[crypto_auth_hmacsha256_BYTES];
+	__u8 nonce[crypto_aead_chacha20poly1305_IETF_NPUBBYTES];
 
-	message_mac(s, msg, len, mac);
-	if (crypto_verify_16(mac, tag))
+	seq_nonce(s->seq, nonce);
+	if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+		msg + SYNC_SEAL_CLEAR, NULL, msg + SYNC_SEAL_CLEAR, len - SYNC_SEAL_CLEAR, tag, msg,
+		SYNC_SEAL_CLEAR, nonce, s->key))
 		return false;
 	s->seq++;
 	return true;

@@ -2,9 +2,9 @@
 /*
  * Authentication of the entry-sync channel (docs/design.md, "Entry sync:
  * authentication"): the shared keys (--sync-key FILE), the challenge-
- * response both ends prove the key with, and the per-message tag of a
- * session. HMAC-SHA256 from libsodium; nothing hand-written but the
- * framing.
+ * response both ends prove the key with, and the sealing of a session's
+ * messages. HMAC-SHA256 and ChaCha20-Poly1305 from libsodium; nothing
+ * hand-written but the framing.
  *
  * Handshake (C connects and receives records, A accepts and sends them):
  *   C -> A  HELLO      key id (8) | nonce_c (32)
@@ -13,9 +13,12 @@
  * Each side checks the other's proof before anything else flows; both
  * nonces are fresh, so a recorded handshake proves nothing in another
  * one. The session key is HMAC(K, "chlb sync v2 session" | id | nonce_c |
- * nonce_a); every message after is tagged with HMAC(session key, sequence
- * number | message), truncated to SYNC_TAG_LEN: a changed, dropped,
- * reordered or replayed message fails its tag.
+ * nonce_a); every message after is sealed with ChaCha20-Poly1305 (IETF)
+ * under it: the header (SYNC_SEAL_CLEAR bytes) authenticated, the records
+ * encrypted, the nonce the message's number in the session (0, 1, ...).
+ * A changed, dropped, reordered or replayed message fails its tag, and
+ * the back segment no longer shows the 5-tuples. Only the acceptor sends
+ * sealed messages, so a nonce is never used twice under a key.
  */
 #ifndef CHLBD_SYNC_AUTH_H
 #define CHLBD_SYNC_AUTH_H
@@ -24,12 +27,13 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#define SYNC_KEY_LEN   32
-#define SYNC_KEYID_LEN 8
-#define SYNC_NONCE_LEN 32
-#define SYNC_PROOF_LEN 32
-#define SYNC_TAG_LEN   16
-#define SYNC_KEYS_MAX  2 /* the one this host signs with, and one more it accepts (rotation) */
+#define SYNC_KEY_LEN	32
+#define SYNC_KEYID_LEN	8
+#define SYNC_NONCE_LEN	32
+#define SYNC_PROOF_LEN	32
+#define SYNC_TAG_LEN	16
+#define SYNC_SEAL_CLEAR 8 /* a sealed message's header: authenticated, not encrypted */
+#define SYNC_KEYS_MAX	2 /* the one this host signs with, and one more it accepts (rotation) */
 
 struct sync_key {
 	__u8 key[SYNC_KEY_LEN];
@@ -75,10 +79,13 @@ bool sync_proof_ok(const struct sync_key *k, enum sync_role role, const __u8 *no
 /* The session both sides derive once the handshake is done. */
 void sync_session_start(struct sync_session *s, const struct sync_key *k, const __u8 *nonce_c,
 			const __u8 *nonce_a);
-/* The tag of the session's next message msg[0..len) into tag; the sequence moves on. */
-void sync_session_tag(struct sync_session *s, const __u8 *msg, size_t len, __u8 tag[SYNC_TAG_LEN]);
-/* Is tag the next message's? The sequence moves on only if so. */
-bool sync_session_check(struct sync_session *s, const __u8 *msg, size_t len, const __u8 *tag);
+/* The session's next message msg[0..len) sealed in place, its tag into tag; the sequence moves on. */
+void sync_session_seal(struct sync_session *s, __u8 *msg, size_t len, __u8 tag[SYNC_TAG_LEN]);
+/*
+ * The session's next message msg[0..len) with tag opened in place: true,
+ * and the sequence moves on; false (msg unusable) when it fails its tag.
+ */
+bool sync_session_open(struct sync_session *s, __u8 *msg, size_t len, const __u8 *tag);
 void sync_session_end(struct sync_session *s);
 
 #endif /* CHLBD_SYNC_AUTH_H */

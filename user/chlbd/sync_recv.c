@@ -5,7 +5,7 @@
  * peer prove it (HELLO, CHALLENGE, PROOF: sync_auth.h); a peer that cannot
  * - whoever answers at PEER:PORT without the key - is refused before a
  * single record is read. From then on every message must carry the
- * session's next tag; one that does not drops the connection, and what
+ * session's next seal; one that does not open drops the connection, and what
  * came before it stays applied. Bad bytes drop it too (counted); it is
  * opened again after a backoff.
  */
@@ -122,14 +122,14 @@ static int on_challenge(struct sync_peer *p, const __u8 *m, const char **why)
 }
 
 /* One whole message m of n bytes after the handshake: applied. AUTH_FAILED or -1, and why. */
-static int on_message(struct sync_peer *p, const __u8 *m, int n, enum sync_msg_type type,
-		      __u16 count, __u64 now, const char **why)
+static int on_message(struct sync_peer *p, __u8 *m, int n, enum sync_msg_type type, __u16 count,
+		      __u64 now, const char **why)
 {
 	if (type != SYNC_MSG_RECORDS && type != SYNC_MSG_DUMP_END) {
 		*why = "a handshake message after the handshake";
 		return -1;
 	}
-	if (!sync_session_check(&p->in.ses, m, (size_t)n - SYNC_TAG_LEN, m + n - SYNC_TAG_LEN)) {
+	if (!sync_session_open(&p->in.ses, m, (size_t)n - SYNC_TAG_LEN, m + n - SYNC_TAG_LEN)) {
 		sync_auth_rejected(p, "receiving",
 				   "a message failed its tag (changed or replayed)");
 		*why = "a message failed authentication";

@@ -22,7 +22,7 @@
  *    does not read keeps at most OUT_MAX bytes queued; beyond, records for
  *    it are dropped and counted (peer_slow). As the dump is held to
  *    DUMP_LOW, a dump never makes live records go.
- * Every message carries the session's next tag (sync_session_tag).
+ * Every message is sealed with the session's next number (sync_session_seal).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -116,7 +116,7 @@ static int out_room(struct sync_conn *c, size_t n)
 	return 0;
 }
 
-/* Message msg[0..n) with the session's next tag queued to p. -1 when over OUT_MAX. */
+/* Message msg[0..n) queued to p, sealed with the session's next number. -1 when over OUT_MAX. */
 static int out_msg(struct sync_peer *p, const __u8 *msg, size_t n)
 {
 	struct sync_conn *c = &p->out;
@@ -124,7 +124,7 @@ static int out_msg(struct sync_peer *p, const __u8 *msg, size_t n)
 	if (queued(c) + n + SYNC_TAG_LEN > OUT_MAX || out_room(c, n + SYNC_TAG_LEN))
 		return -1;
 	memcpy(c->buf + c->len, msg, n);
-	sync_session_tag(&c->ses, msg, n, c->buf + c->len + n);
+	sync_session_seal(&c->ses, c->buf + c->len, n, c->buf + c->len + n);
 	c->len += n + SYNC_TAG_LEN;
 	return 0;
 }

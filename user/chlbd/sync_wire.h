@@ -12,9 +12,10 @@
  *   type 4 CHALLENGE: count 0; nonce (32) | proof (32)       (acceptor -> connector)
  *   type 5 PROOF: count 0; proof (32)                        (connector -> acceptor)
  *
- * A tag authenticates everything before it in its message, in its
- * session, at its place in the stream (sync_session_tag). "CHS1" was the
- * unauthenticated first version: refused, and said so.
+ * A tag seals its message (the header authenticated, the records
+ * encrypted) in its session, at its place in the stream
+ * (sync_session_seal). "CHS1" was the unauthenticated first version:
+ * refused, and said so.
  *
  *   record: VIP family (u8) | VIP proto (u8) | VIP port (be16) | VIP addr[16]
  *           | the conns key: src[16] dst[16] sport dport (be16) proto family (u8)
