@@ -30,7 +30,7 @@ WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Iuser/lib -I$(BUILD)
 LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lpthread
-CHLBD_LDLIBS := -lsystemd # sd_notify(); a no-op when NOTIFY_SOCKET is unset
+CHLBD_LDLIBS := -lsystemd -lsodium # sd_notify() (a no-op when NOTIFY_SOCKET is unset); sync's HMAC
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 # -mcpu=v3: 32-bit ALU ops and 32-bit compares. The hash and table code is
 # 32-bit arithmetic; without them every 32-bit result is masked back to 32
@@ -65,7 +65,7 @@ PROGS := $(if $(CHLBD_SRCS),$(BUILD)/chlbd) $(if $(CHLBCTL_SRCS),$(BUILD)/chlbct
 DEB_PACKAGES := gcc libc6-dev clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev \
 	libjson-c-dev linux-libc-dev pkg-config iproute2 ethtool socat procps jq python3 \
 	clang-format cppcheck libclang-rt-14-dev libsystemd-dev prometheus curl \
-	bird2
+	bird2 libsodium-dev python3-cryptography
 
 .PHONY: all deps test check-root lint bench demo clean help fuzz install uninstall grammar-docs FORCE
 
@@ -164,6 +164,12 @@ $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
 $(BUILD)/tests/bench/%: $(BUILD)/tests/bench/%.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+# the sync authentication bench runs chlbd's own sync_auth.c and sync_wire.c
+$(BUILD)/tests/bench/sync_auth: $(BUILD)/tests/bench/sync_auth.o $(BUILD)/user/chlbd/sync_auth.o \
+		$(BUILD)/user/chlbd/sync_wire.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -lsodium -o $@
 
 $(BUILD):
 	$(Q)mkdir -p $@

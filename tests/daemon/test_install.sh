@@ -141,8 +141,10 @@ test_unit_capabilities_serve_documented_options() {
 	done
 	# shellcheck disable=SC2034 # chlbd_start reads it
 	local CHLBD_WRAP=(setpriv --no-new-privs --clear-groups --bounding-set="$bset")
+	(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$LIB_DIR/sync.key")
 	chlbd_start tc --socket-group nogroup --log-level debug --route-table 100 \
-		--sync-listen 10.1.0.1:7400 --sync-peer 10.1.0.1:7400 --metrics 127.0.0.1:9180
+		--sync-listen 10.1.0.1:7400 --sync-peer 10.1.0.1:7400 --sync-key "$LIB_DIR/sync.key" \
+		--metrics 127.0.0.1:9180
 	rc=$?
 	check "chlbd serves under the bounding set '$bset': $(grep -E 'error|warn' "$CHLBD_LOG" | head -3)" \
 		[ "$rc" = 0 ] || return 1

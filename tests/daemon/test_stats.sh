@@ -253,33 +253,6 @@ test_service_id_reuse() {
 	ctl service del $V4
 }
 
-# stats_latencies N: N `stats` requests to chlbd, 0.3 s apart, from one
-# client process that stays up (what chlbctl sends: the statement, one
-# line; one JSON reply), so each time is chlbd's answer, not a process
-# start on a busy 2-core VM (chlbctl's own 10-80 ms there). A line per
-# request: milliseconds, and whether the reply had the table's entries.
-stats_latencies() {
-	python3 - "$CHLBD_SOCK" "$1" <<'EOF'
-import json, socket, sys, time
-for _ in range(int(sys.argv[2])):
-    t = time.monotonic()
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(30)
-    s.connect(sys.argv[1])
-    s.sendall(b"stats\n")
-    s.shutdown(socket.SHUT_WR)
-    reply = b""
-    while True:
-        d = s.recv(1 << 16)
-        if not d:
-            break
-        reply += d
-    s.close()
-    ms = (time.monotonic() - t) * 1000
-    print("%.1f %s" % (ms, "ct_entries" in json.loads(reply)), flush=True)
-    time.sleep(0.3)
-EOF
-}
 
 # ct_metric FILE STATE: V1's chlb_service_conntrack_entries sample for STATE in a scrape
 ct_metric() { awk -v k="chlb_service_conntrack_entries{vip=\"$V1\",state=\"$2\"}" '$1 == k { print $2 }' "$1"; }
@@ -366,7 +339,7 @@ test_stats_fast_with_full_table_scraped() {
 		LIB_PIDS+=($!)
 	done
 	sleep 0.5
-	lat=$(stats_latencies 20)
+	lat=$(stats_latencies "$CHLBD_SOCK" 20 0.3)
 	kill "${pids[@]}" 2>/dev/null
 	wait "${pids[@]}" 2>/dev/null
 	scrapes=$(cat "$LIB_DIR"/scrapes.* | grep -c '^200$')

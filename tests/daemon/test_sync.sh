@@ -16,10 +16,17 @@
 #  - a record for a backend LB2 lacks waits (deferred, the rollout race):
 #    applied once the backend is added there, dropped and counted when it
 #    is not added within LB2's --history-ms (3 s here);
-#  - bad input from a configured peer (a fake one at 10.9.0.3: garbage, a
-#    truncated record, a bad family, a service LB2 lacks) is rejected or
-#    dropped, counted, and changes no entry; a host that is not a
-#    configured peer is refused and counted.
+#  - bad input from a configured peer (a fake one at 10.9.0.3 with the key:
+#    garbage, a truncated record, a bad family, a service LB2 lacks) is
+#    rejected or dropped, counted, and changes no entry; a host that is not
+#    a configured peer is refused and counted;
+#  - authentication (--sync-key; tests/tools/sync_peer.py plays the peer,
+#    a second implementation of the protocol): a receiving peer without
+#    the key, with another key, or replaying a recorded handshake gets no
+#    record; a listener at a peer's address without the key, a message with
+#    a byte flipped or replayed, a v1 peer: nothing applied; each refused,
+#    counted (rejected.auth), logged once a minute per peer;
+#  - 100,000 records for a VIP LB2 lacks: bounded waiting, stats answer fast.
 . "$(dirname "$0")/../lib.sh"
 
 lib_require_e2e
@@ -35,6 +42,10 @@ SYNC1=10.9.0.1:7070
 SYNC2=10.9.0.2:7070
 FAKE=10.9.0.3:7070
 N=30
+SYNC_PEER_PY=$LIB_ROOT/tests/tools/sync_peer.py
+# the shared key (docs/operations.md: a line of 64 hex digits, mode 0600)
+KEY=$LIB_DIR/sync.key
+(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$KEY" && echo >>"$KEY")
 
 lb2() { "$CHLBCTL" -s "$LB2_SOCK" "$@"; }
 lb2_quiet() { lb2 "$@" >/dev/null 2>&1; }
@@ -81,7 +92,7 @@ lb2_start() {
 	lib_bg "chlbd-lb2-$LB2_STARTS" "$CHLBD" -i v0 --netns "$NS_LB2" -m xdp -s "$LB2_SOCK" \
 		--pin-dir "$LB2_PIN" --state "$LB2_STATE" -c "$LB2_CONF" -f --history-ms 3000 \
 		--metrics 10.9.0.2:9180 \
-		--sync-listen "$SYNC2" \
+		--sync-listen "$SYNC2" --sync-key "$KEY" \
 		--sync-peer "$SYNC1" --sync-peer "$FAKE"
 	LB2_PID=$LIB_LASTPID
 	lib_wait_up "chlbd-lb2-$LB2_STARTS" lb2_quiet service list
@@ -117,7 +128,7 @@ slot_of() {
 }
 lb2_has_n() { [ "$(conns_of lb2 | grep -c " $2\$")" -ge "$1" ]; }
 
-chlbd_start xdp --sync-listen "$SYNC1" --sync-peer "$SYNC2"
+chlbd_start xdp --sync-listen "$SYNC1" --sync-peer "$SYNC2" --sync-key "$KEY"
 svc_setup 4 ring l2dsr "1 2 3" || die "LB1's service"
 svc_setup 6 maglev l2dsr "1 2 3" || die "LB1's IPv6 service"
 lb2_start || die "LB2 did not start"
@@ -183,6 +194,17 @@ test_fresh_lb2_gets_dump() {
 # h_b3 NAME: the client:port of NAME's connections to b3, a line each ("10.0.1.2:SPORT ").
 h_b3() { awk -v c="$CLIENT4" '$1 == "conn" && $4 == "b3" { print c ":" $3 " " }' "$LIB_DIR/$1.r0"; }
 lb2_has_none() { ! conns_of lb2 | grep -qFf "$1"; }
+# lb2_lacks_ports PORT...: LB2 has no entry of the client from these ports.
+lb2_lacks_ports() {
+	local p
+	for p in "$@"; do
+		! conns_of lb2 | grep -q "^$CLIENT4:$p " || return 1
+	done
+}
+# lb2_all_held FILE: LB2 has an entry for each of FILE's flows, every one held (no backend).
+lb2_all_held() {
+	[ "$(conns_of lb2 | grep -Ff "$1" | grep -c ' null [0-9]* held$')" = "$(grep -c . "$1")" ]
+}
 lb2_has_all() { [ "$(conns_of lb2 | grep -cFf "$1")" = "$(grep -c . "$1")" ]; }
 
 test_lb1_down_meanwhile() {
@@ -192,7 +214,7 @@ test_lb1_down_meanwhile() {
 	hold_start h5 4 $N || return 1
 	check "no record of them reached LB2 ($(conns_of lb2 | grep -c live) live entries)" \
 		[ "$(conns_of lb2 | grep -c live)" = $N ] || return 1 # h2's
-	chlbd_start xdp --sync-listen "$SYNC1" --sync-peer "$SYNC2" || return 1
+	chlbd_start xdp --sync-listen "$SYNC1" --sync-peer "$SYNC2" --sync-key "$KEY" || return 1
 	lib_wait_for 15 lb2_has_n $((2 * N)) live
 	check "LB1 back: LB2 got the $N by a new dump (dumps $d0 -> $(lb2_sync .dumps_received))" \
 		lb2_has_n $((2 * N)) live && [ "$(lb2_sync .dumps_received)" -gt "$d0" ] || return 1
@@ -213,7 +235,8 @@ test_missing_backend() {
 	diag "new connections to b3 through LB1: $want; LB2 deferred $(($(lb2_sync .deferred) - d0))"
 	check "records for a backend LB2 lacks wait (deferred +$(($(lb2_sync .deferred) - d0)))" \
 		[ "$want" -gt 0 ] && [ $(($(lb2_sync .deferred) - d0)) -ge "$want" ] &&
-		check "with no entry on LB2 meanwhile" lb2_has_none "$LIB_DIR/h3.b3" || return 1
+		check "their flows held on LB2 meanwhile (no backend, packets dropped)" \
+			lb2_all_held "$LIB_DIR/h3.b3" || return 1
 	lb2 backend add "$(vip_spec 4)" "$(be_addr4 3)" weight 100 >/dev/null || return 1
 	lib_wait_for 2 lb2_has_all "$LIB_DIR/h3.b3"
 	check "b3 added on LB2: the waiting entries are applied ($(($(lb2_sync .deferred_applied) - a0)))" \
@@ -250,44 +273,29 @@ test_peer_down() {
 			[ "$(grep -c "sync: $FAKE: can't connect (Connection refused)" "$log")" = 1 ]
 }
 
-# The fake peer: listens on $FAKE (in LB1's namespace) and answers each
-# connection LB2 makes with the next payload, then closes it.
-FAKE_PY=$LIB_DIR/fake_peer.py
-cat >"$FAKE_PY" <<'EOF'
-import socket, struct, sys
-host, port = sys.argv[1], int(sys.argv[2])
-def a4(s): return socket.inet_aton(s) + bytes(12)
-def rec(vip, be, sport, fam=4, flags=0):
-    return (struct.pack("!BBH", fam, 6, 80) + a4(vip) + a4("10.0.1.2") + a4(vip) +
-            struct.pack("!HHBBBB", sport, 80, 6, fam, flags, 4) + a4(be) + bytes(4))
-def msg(recs): return b"CHS1" + struct.pack("!BBH", 1, 0, len(recs)) + b"".join(recs)
-dump_end = b"CHS1" + struct.pack("!BBH", 2, 0, 0)
-payloads = [
-    # a service LB2 lacks, a backend it lacks: both dropped, counted
-    msg([rec("10.0.0.77", "10.0.2.11", 50001), rec("10.0.0.10", "10.0.2.99", 50002)]) + dump_end,
-    b"GET / HTTP/1.0\r\n\r\n",                                    # garbage
-    msg([rec("10.0.0.10", "10.0.2.11", 50003)])[:8 + 40],         # truncated record
-    msg([rec("10.0.0.10", "10.0.2.11", 50004, fam=5)]),           # bad family
-]
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((host, port))
-s.listen(4)
-print("listening", flush=True)
-for p in payloads:
-    c, _ = s.accept()
-    c.sendall(p)
-    c.close()
-    print("sent", len(p), flush=True)
-EOF
+# fake_peer KEYFILE SCRIPT: tests/tools/sync_peer.py listening at $FAKE (in
+# LB1's namespace), a step of SCRIPT per connection LB2 makes; waits until
+# every step is sent and LB2 closed each connection.
+FAKE_RUNS=0
+fake_peer() {
+	local n
+	n=$(tr ';' '\n' <<<"$2" | grep -c .)
+	FAKE_RUNS=$((FAKE_RUNS + 1))
+	lib_bg "fake-peer-$FAKE_RUNS" ip netns exec "$NS_LB" python3 "$SYNC_PEER_PY" listen \
+		"${FAKE%:*}" "${FAKE#*:}" "$1" "$2"
+	lib_wait_for 60 eval "[ \$(grep -c '^sent' '$LIB_DIR/fake-peer-$FAKE_RUNS.log') = $n ]" || {
+		diag "fake peer: $(tr '\n' ' ' <"$LIB_DIR/fake-peer-$FAKE_RUNS.log")"
+		return 1
+	}
+}
 
 test_bad_input() {
 	local e0 e1 c0 c1
 	e0=$(conns_of lb2 | md5sum)
 	c0=$(lb2 -j stats | jq -c '.sync | [.dropped.no_service, .dropped.no_backend, .rejected.bad_input, .rejected.truncated, .applied]')
-	lib_bg fake-peer ip netns exec "$NS_LB" python3 "$FAKE_PY" "${FAKE%:*}" "${FAKE#*:}"
-	lib_wait_for 30 eval "[ \$(grep -c '^sent' '$LIB_DIR/fake-peer.log') = 4 ]" ||
-		{ diag "fake peer: $(tr '\n' ' ' <"$LIB_DIR/fake-peer.log")"; return 1; }
+	# a service LB2 lacks and a backend it lacks (both wait, then dropped), then bad bytes
+	fake_peer "$KEY" "records:10.0.0.77,10.0.2.11,50001/10.0.0.10,10.0.2.99,50002;garbage;truncated;badfamily" ||
+		return 1
 	sleep 4 # the records for a service and a backend LB2 lacks wait --history-ms (3 s)
 	c1=$(lb2 -j stats | jq -c '.sync | [.dropped.no_service, .dropped.no_backend, .rejected.bad_input, .rejected.truncated, .applied]')
 	diag "LB2 [no_service no_backend bad_input truncated applied]: $c0 -> $c1"
@@ -320,6 +328,79 @@ s.connect(("10.9.0.1", 7070)); print(len(s.recv(100)))' 2>&1)
 			bash -c "'$CHLBCTL' -s '$CHLBD_SOCK' stats | grep -q '^sync (listening on $SYNC1)'"
 }
 
+# peer_py SRC MODE: tests/tools/sync_peer.py connecting from SRC (a
+# namespace's address) to LB1 as a receiving peer; prints what it got.
+peer_py() {
+	local ns=$NS_LB2
+	ip netns exec "$ns" python3 "$SYNC_PEER_PY" connect "$1" "${SYNC1%:*}" "${SYNC1#*:}" "$KEY" "$2" 2>&1
+}
+refused_lines() { grep -c "sync: $1: refused" "$2"; }
+
+# LB1 sends only to a peer that proves the key: from LB2's own address,
+# a receiver without the key, with another key, or replaying a handshake
+# it recorded gets no record; an honest one (the same protocol written
+# again in Python) gets the dump, every tag checked.
+test_auth_receiver() {
+	local a0 got log=$LIB_DIR/chlbd-$CHLBD_STARTS.log
+	a0=$(lb1_sync .rejected.auth)
+	got=$(peer_py 10.9.0.2 honest)
+	check "an honest peer with the key gets LB1's dump, tags checked ($got)" \
+		[ "${got%% *}" = records ] && [ "${got#* }" -ge 1 ] || return 1
+	for m in nokey wrongkey replay; do
+		got=$(peer_py 10.9.0.2 $m)
+		check "a receiving peer: $m: refused, no record ($got)" [ "$got" = refused ] || return 1
+	done
+	check "each counted (rejected.auth $a0 -> $(lb1_sync .rejected.auth))" \
+		[ "$(lb1_sync .rejected.auth)" = $((a0 + 3)) ] &&
+		check "logged once a minute per peer ($(refused_lines "$SYNC2" "$log") lines)" \
+			[ "$(refused_lines "$SYNC2" "$log")" = 1 ] &&
+		lib_wait_for 15 lb2_synced_with_lb1
+}
+
+# LB2 applies only what a peer that proved the key sent, each message at
+# its place: a listener at a peer's address without the key (a local user
+# who took the port), a byte flipped in a record (the backend's address),
+# a message replayed, a v1 peer: nothing applied.
+test_auth_sender() {
+	local c0 c1 log=$LIB_DIR/chlbd-lb2-$LB2_STARTS.log q
+	q=".sync | [(.peers[] | select(.peer == \"$FAKE\") | .records_received), .rejected.auth, .rejected.bad_input]"
+	c0=$(lb2 -j stats | jq -c "$q")
+	fake_peer - "records:10.0.0.10,10.0.2.11,50020" || return 1
+	fake_peer "$KEY" "flip;replay;v1" || return 1
+	c1=$(lb2 -j stats | jq -c "$q")
+	diag "LB2 [from the fake peer: records auth bad_input]: $c0 -> $c1"
+	check "of the fake peer's records, only the replayed message's first copy is taken" \
+		[ "$(jq '.[0]' <<<"$c1")" = $(($(jq '.[0]' <<<"$c0") + 1)) ] &&
+		check "no entry for what it sent without the key, flipped, or as v1" \
+			lb2_lacks_ports 50020 50010 50012 &&
+		check "no key, a flipped byte, a replayed message: refused, counted" \
+			[ "$(jq '.[1]' <<<"$c1")" = $(($(jq '.[1]' <<<"$c0") + 3)) ] &&
+		check "a v1 peer: bad input, counted" \
+			[ "$(jq '.[2]' <<<"$c1")" = $(($(jq '.[2]' <<<"$c0") + 1)) ] &&
+		check "logged once ($(refused_lines "$FAKE" "$log") lines)" [ "$(refused_lines "$FAKE" "$log")" = 1 ] &&
+		check "the log says the peer speaks v1" grep -q "sync: $FAKE: bad input (the peer speaks sync v1" "$log"
+}
+
+# 100,000 records for a VIP LB2 lacks: they wait in a bounded queue (the
+# oldest go), every record costs O(1), and `chlbctl stats` stays fast.
+test_flood_for_absent_vip() {
+	local n0 lat max w
+	n0=$(lb2_sync .dropped.no_service)
+	lib_bg flood-peer ip netns exec "$NS_LB" python3 "$SYNC_PEER_PY" listen \
+		"${FAKE%:*}" "${FAKE#*:}" "$KEY" "flood:10.0.0.77,10.0.2.11,100000"
+	lat=$(stats_latencies "$LB2_SOCK" 60 0.1)
+	lib_wait_for 30 grep -q '^sent flood' "$LIB_DIR/flood-peer.log"
+	max=$(awk '$1 > m { m = $1 } END { print m + 0 }' <<<"$lat")
+	w=$(lb2_sync .waiting)
+	diag "stats latency (ms) during the flood: $(awk '{ printf "%s ", $1 }' <<<"$lat")"
+	diag "waiting $w, dropped no_service +$(($(lb2_sync .dropped.no_service) - n0)), received from the flood $(lb2_sync ".peers[] | select(.peer == \"$FAKE\") | .dump_entries")"
+	check "the flood went through" grep -q '^sent flood' "$LIB_DIR/flood-peer.log" &&
+		check "stats answered within 100 ms throughout (slowest $max ms)" \
+			awk '$1 >= 100 { exit 1 }' <<<"$lat" &&
+		check "at most 65536 wait ($w)" [ "$w" -le 65536 ] &&
+		check "the oldest went, counted" [ $(($(lb2_sync .dropped.no_service) - n0)) -ge $((100000 - 65536)) ]
+}
+
 # Options that do not go together fail at once, naming what is wrong
 # (before: --sync-listen alone started with sync silently off, a peer given
 # twice made two receiving connections that kept dropping each other, a
@@ -333,14 +414,25 @@ test_options() {
 		rc=$?
 		check "chlbd $*: exit 2 ($rc), '$want' ($out)" [ $rc = 2 ] && grep -qF -- "$want" <<<"$out"
 	}
+	printf '%s\n' "$(cat "$KEY")" >"$LIB_DIR/open.key"
+	chmod 644 "$LIB_DIR/open.key"
+	(umask 077 && echo 0123 >"$LIB_DIR/short.key" && tr 0-9 g <"$KEY" >"$LIB_DIR/nothex.key")
 	opt_fails "--sync-listen needs --sync-peer" --sync-listen 10.9.0.4:7070 &&
-		opt_fails "--sync-peer needs --sync-listen" --sync-peer "$SYNC1" &&
+		opt_fails "--sync-peer needs --sync-key FILE" --sync-listen 10.9.0.4:7070 --sync-peer "$SYNC1" &&
+		opt_fails "--sync-key '$LIB_DIR/open.key': mode 0644: others can read or change it" \
+			--sync-listen 10.9.0.4:7070 --sync-peer "$SYNC1" --sync-key "$LIB_DIR/open.key" &&
+		opt_fails "--sync-key '$LIB_DIR/short.key': line 1: a key is 64 hex digits, not 4" \
+			--sync-key "$LIB_DIR/short.key" &&
+		opt_fails "line 1: 'g' is not a hex digit" --sync-key "$LIB_DIR/nothex.key" &&
+		opt_fails "--sync-key '$LIB_DIR/none.key': No such file or directory" \
+			--sync-key "$LIB_DIR/none.key" &&
+		opt_fails "--sync-peer needs --sync-listen" --sync-peer "$SYNC1" --sync-key "$KEY" &&
 		opt_fails "'0.0.0.0:7070': bad value for --sync-listen: give this host's own address" \
-			--sync-listen 0.0.0.0:7070 --sync-peer "$SYNC1" &&
+			--sync-listen 0.0.0.0:7070 --sync-peer "$SYNC1" --sync-key "$KEY" &&
 		opt_fails "'[::]:7070': bad value for --sync-listen" --sync-listen '[::]:7070' \
-			--sync-peer "$SYNC1" &&
+			--sync-peer "$SYNC1" --sync-key "$KEY" &&
 		opt_fails "'$SYNC1': --sync-peer $SYNC1 given twice" --sync-listen 10.9.0.4:7070 \
-			--sync-peer "$SYNC1" --sync-peer "$SYNC1"
+			--sync-peer "$SYNC1" --sync-peer "$SYNC1" --sync-key "$KEY"
 }
 
 test_metrics() {
@@ -352,7 +444,9 @@ test_metrics() {
 		check "LB2's metrics: records dropped for want of a backend" \
 			grep -qE '^chlb_sync_records_total\{result="dropped_no_backend"\} [1-9]' <<<"$m" &&
 		check "LB2's metrics: bad input" \
-			grep -qE '^chlb_sync_rejected_total\{reason="bad_input"\} 2$' <<<"$m"
+			grep -qE '^chlb_sync_rejected_total\{reason="bad_input"\} [1-9]' <<<"$m" &&
+		check "LB2's metrics: authentication failures" \
+			grep -qE '^chlb_sync_rejected_total\{reason="auth"\} [1-9]' <<<"$m"
 }
 
 lib_run

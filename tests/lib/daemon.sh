@@ -112,3 +112,32 @@ which_backend() {
 	be_name "$(printf '%s\n' "$out" | grep '^established:' |
 		grep -oE '10\.0\.[23]\.[0-9]+|fd00:[23]::[0-9a-f]+' | head -1)"
 }
+
+# stats_latencies SOCK N INTERVAL: N `stats` requests to the chlbd at SOCK,
+# INTERVAL s apart, from one client process that stays up (what chlbctl
+# sends: the statement, one line; one JSON reply), so each time is chlbd's
+# answer, not a process start on a busy 2-core VM (chlbctl's own 10-80 ms
+# there). A line per request: milliseconds, and whether the reply had the
+# table's entries.
+stats_latencies() {
+	python3 - "$1" "$2" "$3" <<'EOF'
+import json, socket, sys, time
+for _ in range(int(sys.argv[2])):
+    t = time.monotonic()
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(30)
+    s.connect(sys.argv[1])
+    s.sendall(b"stats\n")
+    s.shutdown(socket.SHUT_WR)
+    reply = b""
+    while True:
+        d = s.recv(1 << 16)
+        if not d:
+            break
+        reply += d
+    s.close()
+    ms = (time.monotonic() - t) * 1000
+    print("%.1f %s" % (ms, "ct_entries" in json.loads(reply)), flush=True)
+    time.sleep(float(sys.argv[3]))
+EOF
+}

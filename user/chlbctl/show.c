@@ -187,9 +187,10 @@ static void show_sync(json_object *r)
 	       "waiting\n",
 	       s(y, "deferred"), s(y, "deferred_applied"), s(y, "waiting"));
 	printf("  dropped: %s no service, %s no backend, %s stale, %s peer slow, %s error; "
-	       "rejected: %s bad input, %s truncated, %s unknown peer\n",
+	       "rejected: %s bad input, %s truncated, %s unknown peer, %s auth\n",
 	       s(dr, "no_service"), s(dr, "no_backend"), s(dr, "stale"), s(dr, "peer_slow"),
-	       s(dr, "error"), s(rj, "bad_input"), s(rj, "truncated"), s(rj, "unknown_peer"));
+	       s(dr, "error"), s(rj, "bad_input"), s(rj, "truncated"), s(rj, "unknown_peer"),
+	       s(rj, "auth"));
 	a = arr(y, "peers");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
 		json_object *p = json_object_array_get_idx(a, i);

@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include "chlbd.h"
+#include "sync.h"
 #include "health.h"
 #include "ready.h"
 #include "routes.h"
@@ -128,6 +129,8 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 	chlb_state_free(&old);
 	/* whatever serves now (new, old, or a mix): its VIPs are routed, and no other */
 	chlbd_routes_sync();
+	/* peers' entries that waited for a service or backend this commit may have added */
+	sync_config_changed();
 	/* `systemctl status`: what serves now, and whether announced (no-op without systemd) */
 	chlbd_ready_notify(NULL);
 	return r;

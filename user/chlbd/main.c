@@ -67,8 +67,10 @@ static void usage(FILE *f)
 	    "                          loaded and the sync peers are synced (default %u)\n"
 	    "      --sync-listen ADDR:PORT  accept entry-sync peers here (they receive our\n"
 	    "                          connection entries; docs/operations.md)\n"
-	    "      --sync-peer ADDR:PORT  an LB peer to sync entries with (repeatable; the\n"
-	    "                          channel is unauthenticated: a private network)\n"
+	    "      --sync-peer ADDR:PORT  an LB peer to sync entries with (repeatable)\n"
+	    "      --sync-key FILE     the key sync peers prove to each other (mode 0600;\n"
+	    "                          a line of 64 hex digits, a second one also accepted\n"
+	    "                          while a key is rotated; needed with --sync-peer)\n"
 	    "  -v, --verbose           debug logging (twice: libbpf too)\n"
 	    "      --log-level LEVEL   err | warning | info (default; -v: debug) | debug;\n"
 	    "                          stderr lines get <N> priorities under systemd\n"
@@ -110,6 +112,7 @@ static int parse_args(int argc, char **argv)
 		O_ROUTE_TABLE,
 		O_SYNC_LISTEN,
 		O_SYNC_PEER,
+		O_SYNC_KEY,
 		O_READY_SETTLE
 	};
 	static const struct option opts[] = {
@@ -132,6 +135,7 @@ static int parse_args(int argc, char **argv)
 		{ "route-table", required_argument, NULL, O_ROUTE_TABLE },
 		{ "sync-listen", required_argument, NULL, O_SYNC_LISTEN },
 		{ "sync-peer", required_argument, NULL, O_SYNC_PEER },
+		{ "sync-key", required_argument, NULL, O_SYNC_KEY },
 		{ "ready-settle-ms", required_argument, NULL, O_READY_SETTLE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "log-level", required_argument, NULL, O_LOGLEVEL },
@@ -252,6 +256,10 @@ static int parse_args(int argc, char **argv)
 			break;
 		case O_SYNC_PEER:
 			if (sync_parse_peer(optarg))
+				return -1;
+			break;
+		case O_SYNC_KEY:
+			if (sync_parse_key(optarg))
 				return -1;
 			break;
 		case O_ROUTE_TABLE:

@@ -307,13 +307,15 @@ static void sync_metrics(FILE *f)
 	}
 	head(f, "chlb_sync_rejected_total", "counter",
 	     "Entry-sync connections dropped: bad input, a message cut short, a host not "
-	     "configured as a peer.");
+	     "configured as a peer, a peer that failed authentication.");
 	snprintf(extra, sizeof(extra), "reason=\"bad_input\"");
 	put(f, "chlb_sync_rejected_total", NULL, extra, c->bad_input);
 	snprintf(extra, sizeof(extra), "reason=\"truncated\"");
 	put(f, "chlb_sync_rejected_total", NULL, extra, c->truncated);
 	snprintf(extra, sizeof(extra), "reason=\"unknown_peer\"");
 	put(f, "chlb_sync_rejected_total", NULL, extra, c->unknown_peer);
+	snprintf(extra, sizeof(extra), "reason=\"auth\"");
+	put(f, "chlb_sync_rejected_total", NULL, extra, c->auth_rejected);
 }
 
 static void global(struct scrape *s)

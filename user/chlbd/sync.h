@@ -11,9 +11,11 @@
  * records as its data plane writes them. So a chlbd that starts connects
  * to its peers and adopts their entries (its status says when each dump
  * is in), and each peer gets its entries by connecting back. Only
- * configured peers' addresses are accepted. The channel is not
- * authenticated or encrypted (like IPVS's sync daemon): keep it on a
- * private network.
+ * configured peers' addresses are accepted, and only once they prove they
+ * hold the shared key (--sync-key; sync_auth.h) - both ends prove it before
+ * a record or a dump flows, and every message after carries a tag. The
+ * records are authenticated, not encrypted: whoever can see the back
+ * segment sees the 5-tuples, as it sees the traffic itself.
  */
 #ifndef CHLBD_SYNC_H
 #define CHLBD_SYNC_H
@@ -25,6 +27,7 @@
 /* Options (main.c), before sync_open(): 0, or -1 with a message on stderr. */
 int sync_parse_listen(const char *arg);
 int sync_parse_peer(const char *arg);
+int sync_parse_key(const char *arg);
 /* After the options: -1 with a message on stderr when they do not go together. */
 int sync_check_options(void);
 /* Are peers configured? (then the data plane is loaded with a sync ring) */
@@ -35,8 +38,13 @@ int sync_open(void);
 void sync_close(void);
 /* An epoll event on one of sync's descriptors (LOOP_EV_SYNC). */
 void sync_event(void *ev, unsigned int events);
-/* Reconnects due by now, deferred entries retried (every 200 ms); the next deadline (ns) or 0. */
+/*
+ * Reconnects, handshakes timed out, dumps due, a slice of the deferred
+ * entries retried: the next deadline (ns) or 0.
+ */
 __u64 sync_tick(__u64 now);
+/* The configuration changed (a commit): the entries that waited are tried again. */
+void sync_config_changed(void);
 
 /*
  * Has sync done what a starting host waits for before it is announced
@@ -55,7 +63,7 @@ struct sync_counters {
 	__u64 sent, received, applied, kept;
 	__u64 deferred, deferred_applied; /* waited for their service or backend; applied later */
 	__u64 drop_no_service, drop_no_backend, drop_stale, drop_peer_slow, drop_error;
-	__u64 bad_input, truncated, unknown_peer;
+	__u64 bad_input, truncated, unknown_peer, auth_rejected;
 	__u64 dumps_sent, dumps_received;
 };
 const struct sync_counters *sync_counters(void);

@@ -7,7 +7,8 @@
 #include <netinet/in.h>
 #include "sync_wire.h"
 
-static const __u8 magic[4] = { 'C', 'H', 'S', '1' };
+static const __u8 magic[4] = { 'C', 'H', 'S', '2' };
+static const __u8 magic_v1[4] = { 'C', 'H', 'S', '1' };
 
 void sync_wire_hdr(__u8 *buf, enum sync_msg_type type, __u16 count)
 {
@@ -42,6 +43,23 @@ void sync_wire_put(__u8 *b, const struct sync_entry *e)
 	memcpy(b + 60, e->backend.a, 16);
 }
 
+/* A message of type's length beyond its header and records; 0: no such type. */
+static size_t trailer(enum sync_msg_type type)
+{
+	switch (type) {
+	case SYNC_MSG_RECORDS:
+	case SYNC_MSG_DUMP_END:
+		return SYNC_TAG_LEN;
+	case SYNC_MSG_HELLO:
+		return SYNC_WIRE_HELLO - SYNC_WIRE_HDR;
+	case SYNC_MSG_CHALLENGE:
+		return SYNC_WIRE_CHALL - SYNC_WIRE_HDR;
+	case SYNC_MSG_PROOF:
+		return SYNC_WIRE_PROOF - SYNC_WIRE_HDR;
+	}
+	return 0;
+}
+
 int sync_wire_msg(const __u8 *buf, size_t len, enum sync_msg_type *type, __u16 *count,
 		  const char **why)
 {
@@ -49,7 +67,9 @@ int sync_wire_msg(const __u8 *buf, size_t len, enum sync_msg_type *type, __u16 *
 
 	/* a bad magic is refused as soon as its bytes are in */
 	if (memcmp(buf, magic, len < 4 ? len : 4)) {
-		*why = "not a sync message (bad magic)";
+		*why = len >= 4 && !memcmp(buf, magic_v1, 4)
+			   ? "the peer speaks sync v1, unauthenticated: upgrade it"
+			   : "not a sync message (bad magic)";
 		return -EBADMSG;
 	}
 	if (len < SYNC_WIRE_HDR)
@@ -60,21 +80,20 @@ int sync_wire_msg(const __u8 *buf, size_t len, enum sync_msg_type *type, __u16 *
 		*why = "non-zero header padding";
 		return -EBADMSG;
 	}
+	if (!trailer(*type)) {
+		*why = "unknown message type";
+		return -EBADMSG;
+	}
 	if (*type == SYNC_MSG_RECORDS) {
 		if (!*count || *count > SYNC_WIRE_BATCH) {
 			*why = "record count out of range (1-256)";
 			return -EBADMSG;
 		}
-	} else if (*type == SYNC_MSG_DUMP_END) {
-		if (*count) {
-			*why = "dump-end message with records";
-			return -EBADMSG;
-		}
-	} else {
-		*why = "unknown message type";
+	} else if (*count) {
+		*why = "records in a message that has none";
 		return -EBADMSG;
 	}
-	need = SYNC_WIRE_HDR + (size_t)*count * SYNC_WIRE_REC;
+	need = SYNC_WIRE_HDR + (size_t)*count * SYNC_WIRE_REC + trailer(*type);
 	return len < need ? 0 : (int)need;
 }
 

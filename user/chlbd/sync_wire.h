@@ -2,11 +2,20 @@
 /*
  * The entry-sync wire format (docs/design.md, "Several LB hosts"): what one
  * chlbd sends another over TCP. Messages are an 8-byte header and `count`
- * fixed-size records:
+ * fixed-size records or a handshake body (sync_auth.h):
  *
- *   header: "CHS1" | type (u8) | 0 (u8) | count (u16, big-endian)
- *   type 1 RECORDS: count records of SYNC_WIRE_REC bytes (1..SYNC_WIRE_BATCH)
- *   type 2 DUMP_END: count 0; the sender's bulk dump of its entries is done
+ *   header: "CHS2" | type (u8) | 0 (u8) | count (u16, big-endian)
+ *   type 1 RECORDS: count records of SYNC_WIRE_REC bytes (1..SYNC_WIRE_BATCH),
+ *                   then a tag (SYNC_TAG_LEN)
+ *   type 2 DUMP_END: count 0, a tag; the sender's bulk dump of its entries is done
+ *   type 3 HELLO: count 0; key id (8) | nonce (32)           (connector -> acceptor)
+ *   type 4 CHALLENGE: count 0; nonce (32) | proof (32)       (acceptor -> connector)
+ *   type 5 PROOF: count 0; proof (32)                        (connector -> acceptor)
+ *
+ * A tag seals its message (the header authenticated, the records
+ * encrypted) in its session, at its place in the stream
+ * (sync_session_seal). "CHS1" was the unauthenticated first version:
+ * refused, and said so.
  *
  *   record: VIP family (u8) | VIP proto (u8) | VIP port (be16) | VIP addr[16]
  *           | the conns key: src[16] dst[16] sport dport (be16) proto family (u8)
@@ -26,15 +35,22 @@
 #include <linux/types.h>
 #include "base/addr.h"
 #include "chlb_maps.h"
+#include "sync_auth.h"
 
 #define SYNC_WIRE_HDR	  8
 #define SYNC_WIRE_REC	  80
 #define SYNC_WIRE_BATCH	  256 /* records per message at most */
-#define SYNC_WIRE_MSG_MAX (SYNC_WIRE_HDR + SYNC_WIRE_BATCH * SYNC_WIRE_REC)
+#define SYNC_WIRE_MSG_MAX (SYNC_WIRE_HDR + SYNC_WIRE_BATCH * SYNC_WIRE_REC + SYNC_TAG_LEN)
+#define SYNC_WIRE_HELLO	  (SYNC_WIRE_HDR + SYNC_KEYID_LEN + SYNC_NONCE_LEN)
+#define SYNC_WIRE_CHALL	  (SYNC_WIRE_HDR + SYNC_NONCE_LEN + SYNC_PROOF_LEN)
+#define SYNC_WIRE_PROOF	  (SYNC_WIRE_HDR + SYNC_PROOF_LEN)
 
 enum sync_msg_type {
 	SYNC_MSG_RECORDS = 1,
 	SYNC_MSG_DUMP_END = 2,
+	SYNC_MSG_HELLO = 3,
+	SYNC_MSG_CHALLENGE = 4,
+	SYNC_MSG_PROOF = 5,
 };
 
 /* One entry as peers exchange it. */
@@ -51,8 +67,9 @@ void sync_wire_hdr(__u8 *buf, enum sync_msg_type type, __u16 count);
 void sync_wire_put(__u8 *buf, const struct sync_entry *e);
 
 /*
- * The message at buf[0..len): 0 when it is not complete yet; its length,
- * with *type and *count, when it is; -EBADMSG (and why) when it cannot be one.
+ * The message at buf[0..len): 0 when it is not complete yet; its length
+ * (with its tag, if it has one), with *type and *count, when it is;
+ * -EBADMSG (and why) when it cannot be one.
  */
 int sync_wire_msg(const __u8 *buf, size_t len, enum sync_msg_type *type, __u16 *count,
 		  const char **why);
