@@ -71,15 +71,22 @@ int chlb_dp_sync_apply(struct chlb_dp *dp, const struct chlb_flow *flow, __u32 s
 	rc = chlb_dp_filter_add(dp, flow);
 	if (rc)
 		return rc;
+	/*
+	 * No entry - a joining host's whole dump - costs one syscall: the insert
+	 * is tried first, the existing entry read only when there is one.
+	 */
+	if (!bpf_map_update_elem(fd, flow, &c, BPF_NOEXIST))
+		return CHLB_SYNC_APPLIED;
+	if (errno != EEXIST)
+		return -errno;
 	if (bpf_map_lookup_elem(fd, flow, &e)) {
 		if (errno != ENOENT)
 			return -errno;
+		/* gone again in between (the LRU): written as if it never was */
 		if (!bpf_map_update_elem(fd, flow, &c, BPF_NOEXIST))
 			return CHLB_SYNC_APPLIED;
-		if (errno != EEXIST)
-			return -errno;
 		/* the program inserted it just now: this host saw the connection itself */
-		return CHLB_SYNC_KEPT;
+		return errno == EEXIST ? CHLB_SYNC_KEPT : -errno;
 	}
 	valid = entry_valid(dp, &e);
 	if (valid && !(e.flags & CHLB_CONN_F_ENDED)) {
