@@ -10,17 +10,17 @@
 #   ecmp_conf_write "$LIB_DIR/x.conf" ring "1 2 3 4"
 #   for i in 1 2 3; do ecmp_lb_up $i -c "$LIB_DIR/x.conf"; done
 #   ecmp_wait_nexthops 3 || ...
-#   ecmp_hold_open h 300; ecmp_lb_die 2; ecmp_wait_nexthops 2; ecmp_survivors h
+#   ecmp_hold_open h 300; ecmp_lb_die 2; ecmp_wait_nexthops 2; ecmp_survivors_to s h
 #
 # The functions: ecmp_build, ecmp_lb_add (a namespace), ecmp_lb_up / _fresh /
 # _join (chlbd + BIRD running), ecmp_chlbd_start / _stop / _wipe,
 # ecmp_bird_start / _stop, the events ecmp_lb_die / _link_down / _withdraw,
 # ecmp_nexthops / ecmp_wait_nexthops / ecmp_nexthop_from (the router's
 # route), ecmp_table_routes (an LB's exported routes), ecmp_hold_open /
-# ecmp_survivors / ecmp_survivors_to / ecmp_survive (held connections
-# across an event), ecmp_lb_flows / _packets (what an LB carried), lbctl /
-# lbbirdc / rtbirdc, and for changes across LBs ecmp_each_lb, ecmp_rollout
-# and the per-LB options hook ecmp_chlbd_extra_args.
+# ecmp_survivors_to / ecmp_survive (held connections across an event),
+# ecmp_lb_flows / _packets (what an LB carried), lbctl / lbbirdc / rtbirdc,
+# and for changes across LBs ecmp_each_lb, ecmp_rollout and the per-LB
+# options hook ecmp_chlbd_extra_args.
 #
 #   client ns (-c)         router ns (-er)               switch ns (-sw)
 #   eth0 10.0.1.2 ----- eth0 10.0.1.1                     br1 (uplink)
@@ -396,20 +396,13 @@ ecmp_hold_open() {
 		[ "$(summary_field "$LIB_DIR/$1.r0" ok)" = "$2" ]
 }
 
-# ecmp_survivors NAME: one more exchange on every connection of NAME; prints
-# how many have neither broken nor moved to another backend in any round.
-# Beware $(ecmp_survivors NAME): hold_round counts NAME's rounds in a
-# variable of this shell, which the command substitution's subshell loses,
-# so the next call there waits for the same round number again and counts
-# that earlier round's lines (its own exchange goes unread). Call
-# ecmp_survivors_to, or this one outside $(...).
-ecmp_survivors() {
-	hold_round "$1" >/dev/null || return 1
-	ecmp_survivors_count "$1"
-}
-
-# ecmp_survivors_to VAR NAME: ecmp_survivors NAME in this shell, the count
-# left in VAR (so that the next round's number carries over).
+# ecmp_survivors_to VAR NAME: one more exchange on every connection of NAME;
+# how many have neither broken nor moved to another backend in any round is
+# left in VAR. It returns the count in VAR, not on stdout, because it must
+# run in the caller's shell: hold_round counts NAME's rounds in a variable
+# of this shell, and in a $(...) subshell that count is lost, so the next
+# call waits for the same round number again and counts that earlier
+# round's lines (its own exchange goes unread).
 ecmp_survivors_to() {
 	hold_round "$2" >/dev/null || return 1
 	printf -v "$1" '%s' "$(ecmp_survivors_count "$2")"
@@ -437,7 +430,7 @@ ecmp_survive() {
 		return 1
 	}
 	ecmp_wait_nexthops "$k" || return 1
-	s=$(ecmp_survivors "$name") || return 1
+	ecmp_survivors_to s "$name" || return 1
 	n=$(summary_field "$LIB_DIR/$name.r0" ok)
 	diag "$what: $s of $n connections survived"
 	[ $((s * 1000)) -ge $((n * 999)) ]
