@@ -26,10 +26,17 @@
 #    record; a listener at a peer's address without the key, a message with
 #    a byte flipped or replayed, a v1 peer: nothing applied; each refused,
 #    counted (rejected.auth), logged once a minute per peer;
-#  - 100,000 records for a VIP LB2 lacks: bounded waiting, stats answer fast.
+#  - 100,000 records for a VIP LB2 lacks: bounded waiting, stats answer fast;
+#  - a fresh LB2 joining while LB1 holds 500,000 entries (chlb-ctfill): the
+#    dump goes in slices, the records of connections opened through LB1
+#    meanwhile go with it, none is dropped (peer_slow), and every one of
+#    those connections has its entry on LB2, with the same backend.
 . "$(dirname "$0")/../lib.sh"
 
+CTFILL_BIN=$BUILD/tests/tools/chlb-ctfill
+LIB_BIN_VARS+=(CTFILL_BIN)
 lib_require_e2e
+lib_require_bins "$CTFILL_BIN"
 command -v python3 >/dev/null || die "python3 not found (the fake sync peer)"
 topo_build 3
 
@@ -447,6 +454,87 @@ test_metrics() {
 			grep -qE '^chlb_sync_rejected_total\{reason="bad_input"\} [1-9]' <<<"$m" &&
 		check "LB2's metrics: authentication failures" \
 			grep -qE '^chlb_sync_rejected_total\{reason="auth"\} [1-9]' <<<"$m"
+}
+
+# A joining peer receives a 500,000-entry dump while new connections open
+# through LB1 (issue 24: the dump is read in slices through the cursor only
+# while less than 1 MiB is queued to the peer, and the live records go
+# between the slices): none of the live records is dropped (peer_slow, or
+# the data plane's sync ring full), LB2 ends synced with the whole dump, and
+# each new connection's entry is on LB2 with the backend that answered it.
+# Both hosts run the default --ct-size (1,048,576): room for the 500,000.
+BIG=500000
+BIG_CONNS=40
+lb1_global() { ctl -j stats | jq -r ".global.$1"; }
+lb1_dumping_to_lb2() { [ "$(lb1_sync ".peers[] | select(.peer == \"$SYNC2\") | .dumping")" = true ]; }
+lb2_dump_entries() { lb2_sync ".peers[] | select(.peer == \"$SYNC1\") | .dump_entries"; }
+# lb2_backend_of SPORT: the backend of LB2's valid entry for the client's
+# IPv4 flow from SPORT ("none" without one).
+lb2_backend_of() {
+	lb2 -j which "$CLIENT4:$1" "$VIP4:80" tcp |
+		jq -r 'if .conn.valid then .conn.backend else "none" end'
+}
+lb2_has_entry_of() { [ "$(lb2_backend_of "$1")" != none ]; }
+# log_ms FILE PATTERN: the time of FILE's last line matching PATTERN, in ms of the day.
+log_ms() {
+	grep -E "$2" "$1" | tail -1 |
+		awk '{ split($1, t, ":"); printf "%d\n", (t[1] * 3600 + t[2] * 60 + t[3]) * 1000 }'
+}
+
+test_big_dump_with_new_connections() {
+	local slots slow0 ring0 slow1 ring1 bad=0 idx sport be want got during e0 e1 log2 t0 t1 last
+	slots=$(ctl -j backend list "$(vip_spec 4)" | jq -r '[.backends[] | "\(.slot):\(.gen)"] | join(" ")')
+	check "LB1's IPv4 service has three backend slots ($slots)" [ "$(wc -w <<<"$slots")" = 3 ] ||
+		return 1
+	# shellcheck disable=SC2086
+	"$CTFILL_BIN" -t "$CHLBD_PIN/conns" $BIG "$VIP4" 80 $slots | sed 's/^/# LB1 filled: /' ||
+		return 1
+	slow0=$(lb1_sync .dropped.peer_slow)
+	ring0=$(lb1_global sync_drop)
+	lb2_fresh
+	lb2_start || return 1
+	log2=$LIB_DIR/chlbd-lb2-$LB2_STARTS.log
+	lib_wait_for 10 lb1_dumping_to_lb2 || {
+		diag "LB1 never dumped to LB2: LB2 $(lb2_peer_state "$SYNC1"), $(lb2_dump_entries) entries"
+		return 1
+	}
+	e0=$(lb2_dump_entries)
+	hold_start h7 4 $BIG_CONNS || return 1
+	during=$(lb1_dumping_to_lb2 && echo yes)
+	e1=$(lb2_dump_entries)
+	diag "LB2 had $e0 of the dump's entries before the $BIG_CONNS connections, $e1 after"
+	check "the $BIG_CONNS connections opened while LB1 was dumping to LB2 (LB2: $e1 entries in)" \
+		[ "$during" = yes ] || return 1
+	lib_wait_for 30 lb2_synced_with_lb1
+	t0=$(log_ms "$log2" "sync: connected to $SYNC1: authenticated")
+	t1=$(log_ms "$log2" "sync: $SYNC1: dump received")
+	diag "LB1: $(grep -o "sync: $SYNC2: dump of .*" "$CHLBD_LOG" | tail -1)"
+	diag "LB2: $(grep -o "sync: $SYNC1: dump received.*" "$log2" | tail -1), $((t1 - t0)) ms after it authenticated"
+	check "LB2 synced with LB1 ($(lb2_peer_state "$SYNC1"), dump_entries $(lb2_dump_entries))" \
+		lb2_synced_with_lb1 && [ "$(lb2_dump_entries)" -ge $BIG ] || return 1
+	slow1=$(lb1_sync .dropped.peer_slow)
+	ring1=$(lb1_global sync_drop)
+	check "LB1 dropped no live record for a slow peer (peer_slow $slow0 -> $slow1)" \
+		[ "$slow1" = "$slow0" ] &&
+		check "nor for a full sync ring (sync_drop $ring0 -> $ring1)" \
+			[ -n "$ring0" ] && [ "$ring0" != null ] && [ "$ring1" = "$ring0" ] ||
+		return 1
+	want=$(grep -c '^conn ' "$LIB_DIR/h7.r0")
+	check "all $BIG_CONNS connections answered ($want)" [ "$want" = $BIG_CONNS ] || return 1
+	# the last connection's record came last: once it is applied, all are
+	last=$(awk '$1 == "conn" { p = $3 } END { print p }' "$LIB_DIR/h7.r0")
+	lib_wait_for 5 lb2_has_entry_of "$last"
+	while read -r _ idx sport be; do
+		want=$(be_addr4 "${be#b}")
+		got=$(lb2_backend_of "$sport")
+		if [ "$got" != "$want" ]; then
+			diag "connection $idx from $CLIENT4:$sport: answered by $be ($want), LB2's entry: $got"
+			bad=$((bad + 1))
+		fi
+	done < <(grep '^conn ' "$LIB_DIR/h7.r0")
+	hold_stop h7
+	check "every new connection's entry is on LB2, with the backend that answered ($bad of $BIG_CONNS wrong)" \
+		[ $bad = 0 ]
 }
 
 lib_run
