@@ -25,7 +25,10 @@
 #     gone), chlbd started without configuration, then `apply -f` of a
 #     peer's save; LB 2 comes back fresh, configured by hand one statement
 #     at a time, then `route announce`. A new LB configured by -c or apply
-#     must have its route only once its running peers show `synced`;
+#     must have its route only once readiness holds: when the route appears,
+#     every peer it is configured with shows `synced` or an `error` (down,
+#     refused: a dead peer has failed at least once), every running one
+#     `synced`;
 #   - after each case, one exchange on every connection of A and B: the
 #     survivors (neither broken nor moved to another backend) are counted.
 #
@@ -145,25 +148,62 @@ lb_fresh() {
 	lb_start "$@"
 }
 
+# sync_peers_ok I STATS: LB I's peers in STATS (its `chlbctl -j stats`) as
+# readiness promises them (docs/operations.md, "Readiness"): every
+# configured peer (--sync-peer: LBs 1-4 but I, running or not, existing or
+# not) listed and either `synced` or with an `error` (down or refused: a
+# dead peer has failed at least once, not merely not answered yet); and,
+# as before, every peer whose chlbd runs `synced`.
+sync_peers_ok() {
+	local i=$1 j want='' run=''
+	[ "$ECMP_SYNC" = 1 ] || return 0
+	for j in 1 2 3 4; do
+		[ "$j" != "$i" ] || continue
+		want+=" $(sync_addr "$j")"
+		[ -z "${ECMP_CHLBD_PID[$j]:-}" ] || run+=" $(sync_addr "$j")"
+	done
+	jq -e --arg want "$want" --arg run "$run" '
+		($want | split(" ") | map(select(. != ""))) as $w
+		| ($run | split(" ") | map(select(. != ""))) as $r
+		| [.sync.peers[]? | select(.receiving == "synced") | .peer] as $s
+		| [.sync.peers[]? | select(.receiving == "synced" or (.error // "") != "") | .peer] as $ok
+		| ($w - $ok | length) == 0 and ($r - $s | length) == 0' <<<"$2" >/dev/null
+}
+
+# peers_of STATS: the peers in STATS, for diags: [peer, receiving(, error)].
+peers_of() {
+	[ "$ECMP_SYNC" = 1 ] || return 0
+	jq -c '[.sync.peers[]? | [.peer, .receiving] + (if .error then [.error] else [] end)]' <<<"$1"
+}
+
 # route_after_sync I: wait (20 s) until LB I's table has its VIP route,
-# which must come only once LB I shows every running peer synced. Each look
-# reads the table before the peers: a route seen with a peer not synced yet
-# was there before that peer's dump was in.
+# which must come only once LB I's peers are as readiness promises
+# (sync_peers_ok). Each look reads the table, then LB I's stats once: the
+# peers' states are those of a moment after the route was seen, and a peer
+# leaves `synced` or failed only by coming back (none does while an LB here
+# waits for its route), so a peer neither synced nor failed then was so
+# when the route came.
 route_after_sync() {
-	local i=$1 t0 ts='' r s deadline
+	local i=$1 t0 ts='' r s st='{}' deadline
 	t0=$(date +%s.%N)
 	deadline=$(($(date +%s%N) + 20000000000))
 	while :; do
 		r=0 s=0
 		has_route "$i" && r=1
-		synced "$i" && s=1
+		if [ "$ECMP_SYNC" = 1 ]; then
+			st=$(lbctl "$i" -j stats) || {
+				diag "LB $i: chlbctl stats failed"
+				return 1
+			}
+		fi
+		sync_peers_ok "$i" "$st" && s=1
 		[ $s = 0 ] || [ -n "$ts" ] || ts=$(lib_elapsed "$t0")
 		if [ $r = 1 ]; then
-			check "LB $i: its route came only once its peers were synced: $(peers "$i")" \
+			check "LB $i: its route came only once every configured peer was synced or had failed, every running one synced: $(peers_of "$st")" \
 				[ $s = 1 ] || return 1
-			diag "LB $i: peers synced after ${ts:-?} s, its route after $(lib_elapsed "$t0") s;" \
+			diag "LB $i: peers synced or failed after ${ts:-?} s, its route after $(lib_elapsed "$t0") s;" \
 				"sync deferred/applied later/waiting: $(sync_counts "$i" '[.deferred, .deferred_applied, .waiting]');" \
-				"peers then: $(peers "$i")"
+				"peers then: $(peers_of "$st")"
 			return 0
 		fi
 		if [ "$(date +%s%N)" -ge "$deadline" ]; then
