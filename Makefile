@@ -44,7 +44,7 @@ BPF_HDRS := $(wildcard bpf/*.h) $(wildcard include/*.h)
 USER_HDRS := $(wildcard user/lib/*/*.h user/chlbd/*.h user/chlbctl/*.h) $(wildcard include/*.h)
 
 # user/lib in layers, each a folder, lowest first; an include points down only
-LIB_LAYERS := base table config engine dp
+LIB_LAYERS := base table config engine dp wire
 LIB_SRCS := $(foreach l,$(LIB_LAYERS),$(wildcard user/lib/$(l)/*.c))
 LIB := $(BUILD)/libchlb.a
 ASAN_LIB := $(BUILD)/asan/libchlb.a
@@ -81,7 +81,7 @@ help:
 	@echo '         tool is named with its package); the quick loop, part of test'
 	@echo '  bench  benchmarks; JSON reports under $(BUILD)/bench/'
 	@echo '  demo   deps + all, then show chlb balancing real TCP in network namespaces'
-	@echo '  fuzz   fuzz the command parser (libFuzzer)'
+	@echo '  fuzz   fuzz the command parser and the sync wire codec (libFuzzer)'
 	@echo '  grammar-docs  rewrite the sections of docs/chlb.5 and docs/chlbctl.8 generated from'
 	@echo '         the grammar table (user/lib/config/grammar_table.c); make check fails until then'
 	@echo '  install    binaries, man pages, systemd unit, example config, bash completion'
@@ -165,9 +165,8 @@ $(BUILD)/tests/bench/%: $(BUILD)/tests/bench/%.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
-# the sync authentication bench runs chlbd's own sync_auth.c and sync_wire.c
-$(BUILD)/tests/bench/sync_auth: $(BUILD)/tests/bench/sync_auth.o $(BUILD)/user/chlbd/sync_auth.o \
-		$(BUILD)/user/chlbd/sync_wire.o $(LIB)
+# the sync authentication bench runs chlbd's own sync_auth.c
+$(BUILD)/tests/bench/sync_auth: $(BUILD)/tests/bench/sync_auth.o $(BUILD)/user/chlbd/sync_auth.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -lsodium -o $@
 
@@ -214,10 +213,21 @@ $(BUILD)/fuzz/fuzz_grammar: tests/fuzz/fuzz_grammar.c $(FUZZ_LIB_SRCS) $(USER_HD
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser/lib \
 		-fsanitize=fuzzer,address,undefined $< $(FUZZ_LIB_SRCS) -o $@
 
-fuzz: $(BUILD)/fuzz/fuzz_grammar
+# the sync wire codec: the only code that decodes bytes from the network
+$(BUILD)/fuzz/fuzz_sync_wire: tests/fuzz/fuzz_sync_wire.c user/lib/wire/sync_wire.c $(USER_HDRS)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser/lib \
+		-fsanitize=fuzzer,address,undefined $< user/lib/wire/sync_wire.c -o $@
+
+fuzz: $(BUILD)/fuzz/fuzz_grammar $(BUILD)/fuzz/fuzz_sync_wire
 	$(Q)mkdir -p $(BUILD)/fuzz/corpus && cp -n tests/fuzz/corpus/* $(BUILD)/fuzz/corpus/
 	$(Q)$(BUILD)/fuzz/fuzz_grammar -max_total_time=$(FUZZ_TIME) -max_len=4096 \
 		$(BUILD)/fuzz/corpus
+	$(Q)mkdir -p $(BUILD)/fuzz/corpus_sync_wire && \
+		cp -n tests/fuzz/corpus_sync_wire/* $(BUILD)/fuzz/corpus_sync_wire/
+	$(Q)$(BUILD)/fuzz/fuzz_sync_wire -max_total_time=$(FUZZ_TIME) -max_len=45000 \
+		$(BUILD)/fuzz/corpus_sync_wire
 
 # ---- the man pages' sections generated from the grammar table ----
 # Between `.\" BEGIN GENERATED NAME` and `.\" END GENERATED NAME`: what

@@ -21,13 +21,14 @@
 set -u
 cd "$(dirname "$0")/../.."
 
-LAYERS="base table config engine dp"
+LAYERS="base table config engine dp wire"
 declare -A LAYER_MAY=(
 	[base]="base"
 	[table]="base table"
 	[config]="base table config"
 	[engine]="base table config engine"
 	[dp]="base dp"
+	[wire]="base wire"
 )
 bad=0
 fail() {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Entry sync between LB hosts (sync.h says who sends what, sync_int.h which
- * part does what; the wire format is sync_wire.h, the authentication
+ * part does what; the wire format is user/lib/wire/sync_wire.h, the authentication
  * sync_auth.h; docs/design.md, "Several LB hosts").
  *
  * All in the event loop, no threads: the listening socket, one socket per

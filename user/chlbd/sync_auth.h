@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
+#include "wire/sync_wire.h" /* the sizes */
 
 #define SYNC_KEY_LEN	32
 #define SYNC_KEYID_LEN	8

@@ -23,7 +23,7 @@
 #include "loop_ev.h"
 #include "sync.h"
 #include "sync_auth.h"
-#include "sync_wire.h"
+#include "wire/sync_wire.h"
 
 #define SYNC_MAX_PEERS	  16
 #define SYNC_HANDSHAKE_NS 5000000000ull	 /* a handshake not done by then: the connection goes */

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include "sync_wire.h"
+#include "wire/sync_wire.h"
 
 static const __u8 magic[4] = { 'C', 'H', 'S', '2' };
 static const __u8 magic_v1[4] = { 'C', 'H', 'S', '1' };

@@ -28,14 +28,19 @@
  * protocol or flag that does not exist, a key whose destination is not its
  * VIP, non-zero padding - is bad input: the connection is dropped.
  */
-#ifndef CHLBD_SYNC_WIRE_H
-#define CHLBD_SYNC_WIRE_H
+#ifndef CHLB_SYNC_WIRE_H
+#define CHLB_SYNC_WIRE_H
 
 #include <stddef.h>
 #include <linux/types.h>
 #include "base/addr.h"
 #include "chlb_maps.h"
-#include "sync_auth.h"
+
+/* the handshake's and the seal's sizes (user/chlbd/sync_auth.h says what they are) */
+#define SYNC_KEYID_LEN 8
+#define SYNC_NONCE_LEN 32
+#define SYNC_PROOF_LEN 32
+#define SYNC_TAG_LEN   16
 
 #define SYNC_WIRE_HDR	  8
 #define SYNC_WIRE_REC	  80
@@ -76,4 +81,4 @@ int sync_wire_msg(const __u8 *buf, size_t len, enum sync_msg_type *type, __u16 *
 /* Record i of a complete RECORDS message: 0, or -EBADMSG and why. */
 int sync_wire_get(const __u8 *msg, __u16 i, struct sync_entry *e, const char **why);
 
-#endif /* CHLBD_SYNC_WIRE_H */
+#endif /* CHLB_SYNC_WIRE_H */
