@@ -53,6 +53,8 @@ SYNC_PEER_PY=$LIB_ROOT/tests/tools/sync_peer.py
 # the shared key (docs/operations.md: a line of 64 hex digits, mode 0600)
 KEY=$LIB_DIR/sync.key
 (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$KEY" && echo >>"$KEY")
+KEY2=$LIB_DIR/sync2.key # LB2's copy (a key is rotated one host at a time)
+(umask 077 && cp "$KEY" "$KEY2")
 
 lb2() { "$CHLBCTL" -s "$LB2_SOCK" "$@"; }
 lb2_quiet() { lb2 "$@" >/dev/null 2>&1; }
@@ -99,7 +101,7 @@ lb2_start() {
 	lib_bg "chlbd-lb2-$LB2_STARTS" "$CHLBD" -i v0 --netns "$NS_LB2" -m xdp -s "$LB2_SOCK" \
 		--pin-dir "$LB2_PIN" --state "$LB2_STATE" -c "$LB2_CONF" -f --history-ms 3000 \
 		--metrics 10.9.0.2:9180 \
-		--sync-listen "$SYNC2" --sync-key "$KEY" \
+		--sync-listen "$SYNC2" --sync-key "$KEY2" \
 		--sync-peer "$SYNC1" --sync-peer "$FAKE"
 	LB2_PID=$LIB_LASTPID
 	lib_wait_up "chlbd-lb2-$LB2_STARTS" lb2_quiet service list
@@ -339,7 +341,8 @@ s.connect(("10.9.0.1", 7070)); print(len(s.recv(100)))' 2>&1)
 # namespace's address) to LB1 as a receiving peer; prints what it got.
 peer_py() {
 	local ns=$NS_LB2
-	ip netns exec "$ns" python3 "$SYNC_PEER_PY" connect "$1" "${SYNC1%:*}" "${SYNC1#*:}" "$KEY" "$2" 2>&1
+	ip netns exec "$ns" python3 "$SYNC_PEER_PY" connect "$1" "${SYNC1%:*}" "${SYNC1#*:}" \
+		"${SYNC_KEY_FILE:-$KEY}" "$2" 2>&1
 }
 refused_lines() { grep -c "sync: $1: refused" "$2"; }
 
@@ -406,6 +409,62 @@ test_flood_for_absent_vip() {
 			awk '$1 >= 100 { exit 1 }' <<<"$lat" &&
 		check "at most 65536 wait ($w)" [ "$w" -le 65536 ] &&
 		check "the oldest went, counted" [ $(($(lb2_sync .dropped.no_service) - n0)) -ge $((100000 - 65536)) ]
+}
+
+# Rotating the key on the running pair, as docs/operations.md says (each
+# LB its own copy of the file): the new key appended everywhere, then put
+# first, then the old one removed - one host after the other, with the
+# sync connections cut (ss -K) after each step so every step's files meet
+# in fresh handshakes. Both peers stay synced, nothing is refused, live
+# records keep flowing; a file that went bad meanwhile keeps the keys read
+# before; at the end a peer with only the old key is refused.
+new_key() { od -An -tx1 -N32 /dev/urandom | tr -d ' \n'; }
+cut_sync() {
+	ip netns exec "$NS_LB2" ss -K dst 10.9.0.1 >/dev/null 2>&1
+	ip netns exec "$NS_LB2" ss -K src 10.9.0.1 >/dev/null 2>&1
+	lib_wait_for 15 both_synced
+}
+both_synced() {
+	lb2_synced_with_lb1 &&
+		[ "$(lb1_sync ".peers[] | select(.peer == \"$SYNC2\") | .receiving")" = synced ]
+}
+# keys FILE KEY...: FILE holds these keys, one a line (rewritten in place: same inode, new mtime)
+keys() {
+	local f=$1
+	shift
+	printf '%s\n' "$@" >"$f.tmp" && cat "$f.tmp" >"$f" && rm -f "$f.tmp"
+}
+test_key_rotation() {
+	local old new a0 step f n=0
+	old=$(head -1 "$KEY")
+	new=$(new_key)
+	a0=$(($(lb1_sync .rejected.auth) + $(lb2_sync .rejected.auth)))
+	for step in "$old $new" "$new $old" "$new"; do
+		for f in "$KEY2" "$KEY"; do
+			# shellcheck disable=SC2086
+			keys "$f" $step
+			n=$((n + 1))
+			check "step $n ($(basename "$f"): $([ "${step%% *}" = "$old" ] && echo old || echo new) key first, $(wc -w <<<"$step") keys): synced after a reconnect" \
+				cut_sync || { diag "LB1: $(lb1_sync .peers | jq -c .) LB2: $(lb2_sync .peers | jq -c .)"; return 1; }
+		done
+	done
+	check "no handshake refused ($a0 -> $(($(lb1_sync .rejected.auth) + $(lb2_sync .rejected.auth))))" \
+		[ $(($(lb1_sync .rejected.auth) + $(lb2_sync .rejected.auth))) = "$a0" ] || return 1
+	hold_start h8 4 10 || return 1
+	lib_wait_for 5 lb2_has_n 10 live
+	check "records flow under the new key" lb2_has_n 10 live || return 1
+	hold_stop h8
+	# a key file that went bad: the keys read before stay, said in the log
+	echo "not a key" >"$KEY2"
+	check "a broken key file: still synced after a reconnect" cut_sync &&
+		check "and LB2's log says it kept the keys" \
+			grep -q "sync: key file $KEY2: line 1: a key is 64 hex digits, not 9; keeping the keys read before" \
+			"$LIB_DIR/chlbd-lb2-$LB2_STARTS.log" || return 1
+	keys "$KEY2" "$new"
+	keys "$LIB_DIR/old.key" "$old"
+	check "a peer with only the old key is refused ($(SYNC_KEY_FILE=$LIB_DIR/old.key peer_py 10.9.0.2 honest))" \
+		[ "$(SYNC_KEY_FILE=$LIB_DIR/old.key peer_py 10.9.0.2 honest)" = refused ] &&
+		lib_wait_for 15 both_synced
 }
 
 # Options that do not go together fail at once, naming what is wrong
