@@ -288,8 +288,12 @@ bool sync_ready(const char **why)
 	for (int i = 0; i < sync_npeers; i++) {
 		const struct sync_peer *p = &sync_peers[i];
 
-		/* a peer down or refusing (its last attempt failed) is not waited for */
-		if (p->in_state == IN_SYNCED || (p->in_state == IN_DOWN && p->error[0]))
+		/*
+		 * A peer whose last attempt failed (down, refusing, another key) is
+		 * not waited for - also while it is tried again: retries of a dead
+		 * peer would otherwise hold readiness until all of them fail at once.
+		 */
+		if (p->in_state == IN_SYNCED || p->error[0])
 			continue;
 		*why = "a sync peer's entries are still coming (not synced)";
 		return false;
