@@ -28,6 +28,7 @@ LAYOUT=(
 	"/etc/chlb/chlb.conf 644"
 	"/etc/default/chlbd 644"
 	"$PREFIX_DIR/share/doc/chlb/README.md 644"
+	"$PREFIX_DIR/share/doc/chlb/NEWS.md 644"
 	"$PREFIX_DIR/share/doc/chlb/docs/operations.md 644"
 	"$PREFIX_DIR/share/doc/chlb/docs/examples/bird-lb.conf 644"
 )
@@ -270,13 +271,19 @@ test_bash_completion() {
 field() { grep -oE "$1 [^ ]+" <<<"$2" | head -1 | awk '{ print $NF }'; }
 
 test_version_matches_daemon() {
-	local v vers id cid did
+	local v vers id cid did rel commit long
+	rel=$(cat "$LIB_ROOT/VERSION")
+	commit=$(git -C "$LIB_ROOT" rev-parse --short HEAD)
 	v=$("$CHLBD" --version) || return 1
 	id=$(field "build id" "$v")
 	check "chlbd --version: a version and a 16-hex build id: $v" \
 		grep -qE '^[0-9a-f]{16}$' <<<"$id" || return 1
 	check "chlbd --version needs no interface" grep -q "^chlbd [^ ]" <<<"$v" || return 1
 	check "--version matches the build's header" grep -qF "\"$id\"" "$BUILD/chlb_version.h" || return 1
+	check "chlbd --version: VERSION ($rel) and the commit built ($commit): $v" \
+		grep -qE "^chlbd $rel \(git $commit(-dirty)?\), bpf build id $id\$" <<<"$v" || return 1
+	check "chlbctl --version: the same: $("$CHLBCTL" --version)" \
+		[ "$("$CHLBCTL" --version)" = "chlbctl ${v#chlbd }" ] || return 1
 	[ -n "$CHLBD_PID" ] || chlbd_start xdp-generic || return 1
 	vers=$(ctl version) || return 1
 	cid=$(field "build id" "$(grep '^chlbctl ' <<<"$vers")")
@@ -286,8 +293,13 @@ test_version_matches_daemon() {
 		return 1
 	check "the daemon's pid shown" grep -q "pid $CHLBD_PID," <<<"$vers" || return 1
 	check "no mismatch flagged" nogrep -q MISMATCH <<<"$vers" || return 1
+	long=${v#chlbd }
+	long=${long%, bpf build id *}
+	check "the match said" grep -qxF "match: chlbd runs this build ($long)" <<<"$vers" || return 1
 	check "JSON: match, chlbd's id" ctl -j version |
-		jq -e --arg id "$id" '.match and .chlbd.bpf_build_id == $id and .bpf_build_id == $id' \
+		jq -e --arg id "$id" --arg v "$rel" '.match and .chlbd.bpf_build_id == $id and
+			.bpf_build_id == $id and .version == $v and .chlbd.version == $v and
+			(.commit | startswith("'"$commit"'")) and .chlbd.commit == .commit' \
 			>/dev/null || return 1
 	chlbd_stop
 	# no daemon: chlbctl's own line, then exit 3 (unreachable)
@@ -296,9 +308,15 @@ test_version_matches_daemon() {
 		grep -q "^chlbctl .*build id $id" <<<"$vers"
 }
 
-# A chlbd of another build (a fake one answering `version`): flagged.
+# A chlbd of another build (a fake one answering `version` with the reply in
+# $LIB_DIR/fake.reply): another version or BPF program flagged MISMATCH,
+# the same ones built from another commit noted.
 test_version_mismatch_flagged() {
-	local sock=$LIB_DIR/fake.sock out
+	local sock=$LIB_DIR/fake.sock reply=$LIB_DIR/fake.reply out rel id
+	rel=$(cat "$LIB_ROOT/VERSION")
+	id=$("$CHLBCTL" --version | awk '{ print $NF }')
+	echo '{"version": "0.0.1", "commit": "0123abc", "bpf_build_id": "0123456789abcdef", "pid": 1}' \
+		>"$reply"
 	lib_bg fake python3 -c 'import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.bind(sys.argv[1]); s.listen(4)
@@ -309,17 +327,44 @@ while True:
         d = c.recv(4096)
         if not d: break
         req += d
-    c.sendall(b"{\"version\": \"0.0.1-old\", \"bpf_build_id\": \"0123456789abcdef\", \"pid\": 1}"
-              if req.strip() == b"version" else b"{\"error\": \"unexpected\"}")
-    c.close()' "$sock"
+    c.sendall(open(sys.argv[2], "rb").read() if req.strip() == b"version"
+              else b"{\"error\": \"unexpected\"}")
+    c.close()' "$sock" "$reply"
 	lib_wait_for 5 test -S "$sock" || return 1
 	out=$("$CHLBCTL" -s "$sock" version)
-	check "exit 0, mismatch flagged: $out" [ $? = 0 ] && grep -q '^MISMATCH' <<<"$out" || return 1
-	check "the daemon's build shown" grep -q '^chlbd .*0.0.1-old.*0123456789abcdef' <<<"$out" ||
-		return 1
+	check "exit 0, mismatch flagged: $out" [ $? = 0 ] &&
+		grep -qx "MISMATCH: chlbd runs version 0.0.1, this chlbctl is $rel (and another BPF program); .*" \
+			<<<"$out" || return 1
+	check "the daemon's build shown" \
+		grep -q '^chlbd   0.0.1 (git 0123abc), bpf build id 0123456789abcdef (running: pid 1,' \
+		<<<"$out" || return 1
+	out=$("$CHLBCTL" -s "$sock" -j version)
+	check "JSON: match false: $out" \
+		jq -e '.match == false and .same_version == false and .same_bpf == false' <<<"$out" \
+		>/dev/null || return 1
+	# the same BPF program, another version: still a mismatch
+	printf '{"version": "0.0.1", "bpf_build_id": "%s", "pid": 1}' "$id" >"$reply"
+	out=$("$CHLBCTL" -s "$sock" version)
+	check "another version, the same program: MISMATCH: $out" \
+		grep -qx "MISMATCH: chlbd runs version 0.0.1, this chlbctl is $rel; restart chlbd .*" \
+		<<<"$out" || return 1
+	# the same version, another program
+	printf '{"version": "%s", "bpf_build_id": "0123456789abcdef", "pid": 1}' "$rel" >"$reply"
+	out=$("$CHLBCTL" -s "$sock" version)
+	check "the same version, another program: MISMATCH: $out" \
+		grep -q "^MISMATCH: chlbd runs another BPF program" <<<"$out" || return 1
+	# the same version and program from a release tarball (commit null): noted
+	printf '{"version": "%s", "commit": null, "bpf_build_id": "%s", "pid": 1}' "$rel" "$id" \
+		>"$reply"
+	out=$("$CHLBCTL" -s "$sock" version)
+	check "built from other sources: a note, no MISMATCH: $out" \
+		grep -q "^note: the same version and BPF program, built from other sources (git .* here, none in chlbd)" \
+		<<<"$out" && nogrep -q MISMATCH <<<"$out" || return 1
 	out=$("$CHLBCTL" -s "$sock" -j version)
 	lib_stop "$LIB_LASTPID"
-	check "JSON: match false: $out" jq -e '.match == false' <<<"$out" >/dev/null
+	check "JSON: no match, the same version and program: $out" \
+		jq -e '.match == false and .same_version and .same_bpf and .chlbd.commit == null' \
+		<<<"$out" >/dev/null
 }
 
 test_log_level() {
@@ -425,15 +470,21 @@ test_sd_notify_ready() {
 }
 
 test_version_fallback_outside_git() {
-	local src=$LIB_DIR/tarball v
-	mkdir -p "$src/b" && cp -r "$LIB_ROOT/Makefile" "$LIB_ROOT/bpf" "$LIB_ROOT/include" "$src/" ||
-		return 1
+	local src=$LIB_DIR/tarball v out
+	mkdir -p "$src/b" && cp -r "$LIB_ROOT/Makefile" "$LIB_ROOT/VERSION" "$LIB_ROOT/bpf" \
+		"$LIB_ROOT/include" "$src/" || return 1
 	cp "$BUILD/chlb.bpf.o" "$src/b/" && touch "$src/b/chlb.bpf.o" || return 1
 	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$src" BUILD=b b/chlb_version.h \
 		>/dev/null || return 1
-	v=$(sed -n 's/^VERSION := //p' "$LIB_ROOT/Makefile")
-	check "not a git tree: CHLB_VERSION is the Makefile's VERSION ($v)" \
-		grep -qx "#define CHLB_VERSION \"$v\"" "$src/b/chlb_version.h" || return 1
+	v=$(cat "$LIB_ROOT/VERSION")
+	check "not a git tree: CHLB_VERSION is VERSION's ($v), no commit" \
+		grep -qx "#define CHLB_VERSION \"$v\"" "$src/b/chlb_version.h" &&
+		grep -qx '#define CHLB_COMMIT ""' "$src/b/chlb_version.h" &&
+		grep -qx "#define CHLB_VERSION_LONG \"$v\"" "$src/b/chlb_version.h" || return 1
+	echo 0.3 >"$src/VERSION"
+	out=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$src" BUILD=b b/chlb_version.h 2>&1)
+	check "a VERSION that is no MAJOR.MINOR.PATCH is refused: $out" [ $? != 0 ] &&
+		grep -qF "VERSION: '0.3' is not a version (MAJOR.MINOR.PATCH)" <<<"$out" || return 1
 	check "BPF build id: the SHA-256 of chlb.bpf.o, first 64 bits" grep -qx \
 		"#define CHLB_BPF_BUILD_ID \"$(sha256sum "$BUILD/chlb.bpf.o" | cut -c1-16)\"" \
 		"$src/b/chlb_version.h"

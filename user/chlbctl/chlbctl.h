@@ -81,6 +81,8 @@ int do_batch(int argc, char **argv);
 int do_shutdown(int argc, char **argv);
 int do_route(int argc, char **argv); /* cmd_route.c */
 int do_version(int argc, char **argv);
+/* chlbctl --version: "chlbctl VERSION[ (git COMMIT)], bpf build id ID" */
+void chlbctl_print_version(void);
 void control_usage(void);
 void sim_usage(void);
 

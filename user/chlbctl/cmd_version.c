@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * chlbctl version: this build's version and BPF build id (user/chlbd/version.c
- * says what they are) next to the running chlbd's, asked over the socket, so
- * a daemon still running the previous build after an upgrade shows.
+ * chlbctl version (and chlbctl --version): this build's version, the git
+ * commit it was built from (none from a release tarball) and its BPF build
+ * id (user/chlbd/version.c says what they are), compared with the running
+ * chlbd's, asked over the socket, so a daemon still running the previous
+ * build after an upgrade shows.
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,19 +17,52 @@ static const char *jstr(json_object *o, const char *key)
 {
 	json_object *v;
 
-	return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "?";
+	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : "?";
+}
+
+/* The reply's commit: "" when chlbd was built outside git (null or absent) */
+static const char *jcommit(json_object *o)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, "commit", &v) && v ? json_object_get_string(v) : "";
+}
+
+void chlbctl_print_version(void)
+{
+	printf("chlbctl %s, bpf build id %s\n", CHLB_VERSION_LONG, CHLB_BPF_BUILD_ID);
+}
+
+/* The verdict line: the first of version, BPF program and commit that differs. */
+static void print_verdict(const char *version, const char *commit, bool same_bpf)
+{
+	if (strcmp(version, CHLB_VERSION))
+		printf(
+		    "MISMATCH: chlbd runs version %s, this chlbctl is %s%s; restart chlbd to run "
+		    "the installed one\n",
+		    version, CHLB_VERSION, same_bpf ? "" : " (and another BPF program)");
+	else if (!same_bpf)
+		printf("MISMATCH: chlbd runs another BPF program than this build's; restart it to "
+		       "run this one\n");
+	else if (strcmp(commit, CHLB_COMMIT))
+		printf("note: the same version and BPF program, built from other sources (git %s "
+		       "here, %s in chlbd)\n",
+		       CHLB_COMMIT[0] ? CHLB_COMMIT : "none", commit[0] ? commit : "none");
+	else
+		printf("match: chlbd runs this build (%s)\n", CHLB_VERSION_LONG);
 }
 
 int do_version(int argc, char **argv)
 {
-	bool same_bpf, same_version;
+	bool same_bpf, same_version, same_commit;
+	const char *version, *commit;
 	json_object *r, *o;
 	int rc;
 
 	if (argc)
 		return p_usage("usage: chlbctl version (takes no arguments)");
 	if (!ctl.json) {
-		printf("chlbctl %-24s bpf build id %s\n", CHLB_VERSION, CHLB_BPF_BUILD_ID);
+		chlbctl_print_version();
 		fflush(stdout); /* before an error on stderr about the daemon */
 	}
 	rc = ctl_request("version\n", &r);
@@ -38,28 +73,32 @@ int do_version(int argc, char **argv)
 			    ctl.socket);
 		return rc;
 	}
-	same_version = !strcmp(jstr(r, "version"), CHLB_VERSION);
+	version = jstr(r, "version");
+	commit = jcommit(r);
+	same_version = !strcmp(version, CHLB_VERSION);
+	same_commit = !strcmp(commit, CHLB_COMMIT);
 	same_bpf = !strcmp(jstr(r, "bpf_build_id"), CHLB_BPF_BUILD_ID);
 	if (ctl.json) {
 		o = json_object_new_object();
 		json_object_object_add(o, "version", json_object_new_string(CHLB_VERSION));
+		json_object_object_add(o, "commit",
+				       CHLB_COMMIT[0] ? json_object_new_string(CHLB_COMMIT) : NULL);
 		json_object_object_add(o, "bpf_build_id",
 				       json_object_new_string(CHLB_BPF_BUILD_ID));
 		json_object_object_add(r, "socket", json_object_new_string(ctl.socket));
 		json_object_object_add(o, "chlbd", r); /* o owns r now */
-		json_object_object_add(o, "match",
-				       json_object_new_boolean(same_version && same_bpf));
+		json_object_object_add(o, "same_version", json_object_new_boolean(same_version));
+		json_object_object_add(o, "same_bpf", json_object_new_boolean(same_bpf));
+		json_object_object_add(
+		    o, "match", json_object_new_boolean(same_version && same_bpf && same_commit));
 		ctl_print_json(o);
 		json_object_put(o);
 		return CHLBCTL_EXIT_OK;
 	}
-	printf("chlbd   %-24s bpf build id %s (running: pid %s, socket %s)\n", jstr(r, "version"),
-	       jstr(r, "bpf_build_id"), jstr(r, "pid"), ctl.socket);
-	if (!same_bpf)
-		printf("MISMATCH: chlbd runs another BPF program than this build's; restart it to "
-		       "run this one\n");
-	else if (!same_version)
-		printf("note: the versions differ (the BPF program is the same)\n");
+	printf("chlbd   %s%s%s%s, bpf build id %s (running: pid %s, socket %s)\n", version,
+	       commit[0] ? " (git " : "", commit, commit[0] ? ")" : "", jstr(r, "bpf_build_id"),
+	       jstr(r, "pid"), ctl.socket);
+	print_verdict(version, commit, same_bpf);
 	json_object_put(r);
 	return CHLBCTL_EXIT_OK;
 }

@@ -55,7 +55,8 @@ int do_help(int argc, char **argv)
 	       "  -s, --socket PATH   chlbd control socket (default %s)\n"
 	       "      --timeout SECS  give chlbd this long to answer, from connect to the\n"
 	       "                      whole reply (default %d; 0: no limit); then exit %d\n"
-	       "  -h, --help          this text\n\n"
+	       "  -h, --help          this text\n"
+	       "      --version       this build's version; `chlbctl version` compares chlbd's\n\n"
 	       "Commands (any unambiguous prefix works):\n",
 	       CHLBCTL_DEFAULT_SOCKET, CHLBCTL_DEFAULT_TIMEOUT_MS / 1000, CHLBCTL_EXIT_UNREACHABLE);
 	for (const struct chlbctl_cmd *c = cmds; c->name; c++)
@@ -185,6 +186,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -205,6 +207,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			return do_help(0, NULL);
+		case 'V': /* this build only; `chlbctl version` asks chlbd too */
+			chlbctl_print_version();
+			return CHLBCTL_EXIT_OK;
 		default:
 			return p_usage("unknown option or missing argument: '%s'",
 				       argv[optind - 1]);

@@ -74,7 +74,7 @@ static void usage(FILE *f)
 	    "  -v, --verbose           debug logging (twice: libbpf too)\n"
 	    "      --log-level LEVEL   err | warning | info (default; -v: debug) | debug;\n"
 	    "                          stderr lines get <N> priorities under systemd\n"
-	    "      --version           the version and the BPF build id\n"
+	    "      --version           the version (and git commit), the BPF build id\n"
 	    "  -h, --help              this text\n"
 	    "Signals: TERM/INT stop (program stays attached), HUP re-reads the config file.\n",
 	    CHLBD_DEFAULT_SOCKET, CHLBD_DEFAULT_PIN_DIR, CHLBD_DEFAULT_STATE,

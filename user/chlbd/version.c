@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * What build this chlbd is: the version (git describe at build time, or the
- * Makefile's VERSION) and the BPF build id (the first 64 bits of the
- * SHA-256 of chlb.bpf.o, the object the skeleton embeds and chlbd loads,
- * replacing an adopted program of another build in place). chlbctl prints
- * its own next to what `version` over the socket returns, so a daemon still
- * running the previous build after an upgrade shows.
+ * What build this chlbd is: the release (the tree's VERSION file), the git
+ * commit it was built from (none from a release tarball) and the BPF build
+ * id (the first 64 bits of the SHA-256 of chlb.bpf.o, the object the
+ * skeleton embeds and chlbd loads, replacing an adopted program of another
+ * build in place). chlbctl compares its own with what `version` over the
+ * socket returns, so a daemon still running the previous build after an
+ * upgrade shows.
  *
  * The `version` request is answered before the grammar parses anything:
  * any chlbctl can ask any chlbd, whatever statements the two understand.
@@ -19,7 +20,7 @@
 
 void chlbd_print_version(void)
 {
-	printf("chlbd %s\nbpf build id %s\n", CHLB_VERSION, CHLB_BPF_BUILD_ID);
+	printf("chlbd %s, bpf build id %s\n", CHLB_VERSION_LONG, CHLB_BPF_BUILD_ID);
 }
 
 /* "version", alone but for white space */
@@ -40,6 +41,8 @@ json_object *view_version(void)
 	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "version", json_object_new_string(CHLB_VERSION));
+	json_object_object_add(o, "commit",
+			       CHLB_COMMIT[0] ? json_object_new_string(CHLB_COMMIT) : NULL);
 	json_object_object_add(o, "bpf_build_id", json_object_new_string(CHLB_BPF_BUILD_ID));
 	json_object_object_add(o, "pid", json_object_new_int(getpid()));
 	json_object_object_add(
