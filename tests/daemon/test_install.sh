@@ -315,7 +315,7 @@ test_version_mismatch_flagged() {
 	local sock=$LIB_DIR/fake.sock reply=$LIB_DIR/fake.reply out rel id
 	rel=$(cat "$LIB_ROOT/VERSION")
 	id=$("$CHLBCTL" --version | awk '{ print $NF }')
-	echo '{"version": "0.0.1", "commit": "0123abc", "bpf_build_id": "0123456789abcdef", "pid": 1}' \
+	echo '{"version": "0.0.1", "commit": "old-build", "bpf_build_id": "0123456789abcdef", "pid": 1}' \
 		>"$reply"
 	lib_bg fake python3 -c 'import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -336,7 +336,7 @@ while True:
 		grep -qx "MISMATCH: chlbd runs version 0.0.1, this chlbctl is $rel (and another BPF program); .*" \
 			<<<"$out" || return 1
 	check "the daemon's build shown" \
-		grep -q '^chlbd   0.0.1 (git 0123abc), bpf build id 0123456789abcdef (running: pid 1,' \
+		grep -q '^chlbd   0.0.1 (git old-build), bpf build id 0123456789abcdef (running: pid 1,' \
 		<<<"$out" || return 1
 	out=$("$CHLBCTL" -s "$sock" -j version)
 	check "JSON: match false: $out" \

@@ -98,7 +98,7 @@ test_promtool_accepts_a_scrape() {
 	check "its +Inf bucket too" \
 		[ "$(value "$f" chlb_swap_duration_seconds_bucket 'le="+Inf"')" = "$swaps" ] || rc=1
 	check "build info" grep -qE '^chlb_build_info\{version="[^"]*"(,commit="[^"]*")?\} 1$' "$f" || rc=1
-	# "chlbd 0.2.0 (git 87d1e90), bpf build id ...": commit="87d1e90" (none from a tarball)
+	# "chlbd 0.2.0 (git COMMIT), bpf build id ID": version="0.2.0",commit="COMMIT" (no commit from a tarball)
 	ver=$("$CHLBD" --version 2>/dev/null | sed -nE '1{s/^chlbd ([^ ,]+) \(git ([^)]+)\),.*/version="\1",commit="\2"/p
 		t;s/^chlbd ([^ ,]+),.*/version="\1"/p}')
 	[ -z "$ver" ] || check "build info names chlbd --version's $ver" \
