@@ -68,62 +68,12 @@ static int bad(const char *arg, const char *why)
 
 int metrics_parse(const char *arg)
 {
-	struct sockaddr_in *s4 = (struct sockaddr_in *)&m_addr;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&m_addr;
-	const char *host, *colon, *port;
-	char buf[INET6_ADDRSTRLEN + 1];
-	size_t hlen;
-	bool v6 = arg[0] == '[';
-	unsigned long p = 0;
+	const char *why;
+	unsigned int len;
 
-	if (v6) {
-		const char *end = strchr(arg, ']');
-
-		if (!end)
-			return bad(arg, "no ']' after the IPv6 address ([ADDR]:PORT)");
-		host = arg + 1;
-		hlen = (size_t)(end - host);
-		colon = end[1] == ':' ? end + 1 : NULL;
-		if (!colon && end[1])
-			return bad(arg, "expected ':PORT' after ']'");
-	} else {
-		host = arg;
-		colon = strrchr(arg, ':');
-		hlen = colon ? (size_t)(colon - arg) : strlen(arg);
-		if (colon && memchr(arg, ':', hlen))
-			return bad(arg, "an IPv6 address goes in brackets: [ADDR]:PORT");
-	}
-	if (!colon || !colon[1])
-		return bad(arg, "no port (ADDR:PORT, or [ADDR]:PORT for IPv6)");
-	port = colon + 1;
-	for (const char *c = port; *c; c++) {
-		if (*c < '0' || *c > '9' || p > 65535)
-			return bad(arg, "the port is not a number from 1 to 65535");
-		p = p * 10 + (unsigned long)(*c - '0');
-	}
-	if (!p || p > 65535)
-		return bad(arg, "the port is not a number from 1 to 65535");
-	if (!hlen)
-		return bad(arg, "no address (0.0.0.0:PORT or [::]:PORT listen on every address)");
-	if (hlen >= sizeof(buf))
-		return bad(arg, "not an IP address");
-	memcpy(buf, host, hlen);
-	buf[hlen] = '\0';
-	memset(&m_addr, 0, sizeof(m_addr));
-	if (v6) {
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons((__u16)p);
-		if (inet_pton(AF_INET6, buf, &s6->sin6_addr) != 1)
-			return bad(arg, "not an IPv6 address");
-		m_addrlen = sizeof(*s6);
-	} else {
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons((__u16)p);
-		if (inet_pton(AF_INET, buf, &s4->sin_addr) != 1)
-			return bad(arg, "not an IPv4 address (IPv6: [ADDR]:PORT)");
-		m_addrlen = sizeof(*s4);
-	}
-	snprintf(m_name, sizeof(m_name), v6 ? "[%s]:%lu" : "%s:%lu", buf, p);
+	if (chlb_parse_sockaddr(arg, &m_addr, &len, m_name, sizeof(m_name), &why))
+		return bad(arg, why);
+	m_addrlen = len;
 	return 0;
 }
 

@@ -30,59 +30,14 @@ static struct sync_conn lconn = { .ev = { .type = LOOP_EV_SYNC }, .kind = K_LIST
 static int parse_addr(const char *opt, const char *arg, struct sockaddr_storage *ss, socklen_t *len,
 		      char *name, size_t nlen)
 {
-	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-	char host[INET6_ADDRSTRLEN + 1];
-	const char *colon, *h = arg;
-	size_t hl;
-	char *end;
-	unsigned long port;
+	const char *why;
+	unsigned int l;
 
-	if (arg[0] == '[') {
-		const char *rb_ = strchr(arg, ']');
-
-		colon = rb_ && rb_[1] == ':' ? rb_ + 1 : NULL;
-		h = arg + 1;
-		hl = rb_ ? (size_t)(rb_ - h) : 0;
-	} else {
-		colon = strrchr(arg, ':');
-		hl = colon ? (size_t)(colon - arg) : 0;
-		if (colon && memchr(arg, ':', hl))
-			colon = NULL; /* IPv6 without brackets */
-	}
-	if (!colon || !hl || hl >= sizeof(host)) {
-		fprintf(stderr,
-			"chlbd: '%s': bad value for %s: expected ADDR:PORT ([ADDR]:PORT "
-			"for IPv6)\n",
-			arg, opt);
+	if (chlb_parse_sockaddr(arg, ss, &l, name, nlen, &why)) {
+		fprintf(stderr, "chlbd: '%s': bad value for %s: %s\n", arg, opt, why);
 		return -1;
 	}
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (errno || *end || end == colon + 1 || !port || port > 65535) {
-		fprintf(stderr,
-			"chlbd: '%s': bad value for %s: the port is not a number from 1 "
-			"to 65535\n",
-			arg, opt);
-		return -1;
-	}
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons((__u16)port);
-		*len = sizeof(*s4);
-	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons((__u16)port);
-		*len = sizeof(*s6);
-	} else {
-		fprintf(stderr, "chlbd: '%s': bad value for %s: '%s' is not an IP address\n", arg,
-			opt, host);
-		return -1;
-	}
-	snprintf(name, nlen, strchr(host, ':') ? "[%s]:%lu" : "%s:%lu", host, port);
+	*len = l;
 	return 0;
 }
 

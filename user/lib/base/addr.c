@@ -3,8 +3,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include "base/addr.h"
 
 int chlb_parse_addr(const char *s, struct chlb_addr *a)
@@ -100,4 +102,85 @@ void chlb_flow_dst_vip(const struct chlb_flow *f, struct chlb_vip *v)
 	memcpy(v->addr.a, f->dst, f->family == CHLB_AF_INET6 ? 16 : 4);
 	v->port = ntohs(f->dport);
 	v->proto = f->proto;
+}
+
+int chlb_parse_sockaddr(const char *arg, struct sockaddr_storage *ss, unsigned int *len, char *name,
+			size_t nlen, const char **why)
+{
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	const char *host, *colon;
+	char buf[INET6_ADDRSTRLEN + 1];
+	size_t hlen;
+	bool v6 = arg[0] == '[';
+	unsigned long p = 0;
+
+	if (v6) {
+		const char *end = strchr(arg, ']');
+
+		if (!end) {
+			*why = "no ']' after the IPv6 address ([ADDR]:PORT)";
+			return -EINVAL;
+		}
+		host = arg + 1;
+		hlen = (size_t)(end - host);
+		colon = end[1] == ':' ? end + 1 : NULL;
+		if (!colon && end[1]) {
+			*why = "expected ':PORT' after ']'";
+			return -EINVAL;
+		}
+	} else {
+		host = arg;
+		colon = strrchr(arg, ':');
+		hlen = colon ? (size_t)(colon - arg) : strlen(arg);
+		if (colon && memchr(arg, ':', hlen)) {
+			*why = "an IPv6 address goes in brackets: [ADDR]:PORT";
+			return -EINVAL;
+		}
+	}
+	if (!colon || !colon[1]) {
+		*why = "no port (ADDR:PORT, or [ADDR]:PORT for IPv6)";
+		return -EINVAL;
+	}
+	for (const char *c = colon + 1; *c; c++) {
+		if (*c < '0' || *c > '9' || p > 65535) {
+			*why = "the port is not a number from 1 to 65535";
+			return -EINVAL;
+		}
+		p = p * 10 + (unsigned long)(*c - '0');
+	}
+	if (!p || p > 65535) {
+		*why = "the port is not a number from 1 to 65535";
+		return -EINVAL;
+	}
+	if (!hlen) {
+		*why = "no address (0.0.0.0:PORT or [::]:PORT listen on every address)";
+		return -EINVAL;
+	}
+	if (hlen >= sizeof(buf)) {
+		*why = "not an IP address";
+		return -EINVAL;
+	}
+	memcpy(buf, host, hlen);
+	buf[hlen] = '\0';
+	memset(ss, 0, sizeof(*ss));
+	if (v6) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((__u16)p);
+		if (inet_pton(AF_INET6, buf, &s6->sin6_addr) != 1) {
+			*why = "not an IPv6 address";
+			return -EINVAL;
+		}
+		*len = sizeof(*s6);
+	} else {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((__u16)p);
+		if (inet_pton(AF_INET, buf, &s4->sin_addr) != 1) {
+			*why = "not an IPv4 address (IPv6: [ADDR]:PORT)";
+			return -EINVAL;
+		}
+		*len = sizeof(*s4);
+	}
+	snprintf(name, nlen, v6 ? "[%s]:%lu" : "%s:%lu", buf, p);
+	return 0;
 }

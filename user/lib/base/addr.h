@@ -29,6 +29,16 @@ struct chlb_vip {
 /* "10.1.0.2", "2001:db8::2", "[2001:db8::2]": 0, or -EINVAL (not an address). */
 int chlb_parse_addr(const char *s, struct chlb_addr *a);
 
+struct sockaddr_storage;
+/*
+ * A socket address as options give it: "ADDR:PORT", "[ADDR]:PORT" for
+ * IPv6, port 1-65535. 0 with *ss, *len and its canonical text in name
+ * (nlen >= INET6_ADDRSTRLEN + 8), or -EINVAL and *why (static text: what is wrong,
+ * for the option's error message). --metrics and the sync options.
+ */
+int chlb_parse_sockaddr(const char *arg, struct sockaddr_storage *ss, unsigned int *len, char *name,
+			size_t nlen, const char **why);
+
 /* Canonical text (inet_ntop, v6 in brackets for VIPs); return buf. */
 const char *chlb_fmt_addr(const struct chlb_addr *a, char *buf, size_t len);
 const char *chlb_fmt_vip(const struct chlb_vip *v, char *buf, size_t len);
