@@ -5,8 +5,8 @@
  * need a full table (tests/daemon/test_stats.sh: `stats` stays fast while
  * /metrics is scraped).
  *
- *   chlb-ctfill [-t] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT SLOT:GEN [SLOT:GEN...]
- *   chlb-ctfill -H [-t] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT
+ *   chlb-ctfill [-t] [-F] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT SLOT:GEN [SLOT:GEN...]
+ *   chlb-ctfill -H [-t] [-F] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT
  *
  * Writes N TCP entries client -> VIP:PORT, clients 100.64.0.0/10 and ports
  * 1024..60999 (entry i: address 100.64.0.0 + i / 60000, port 1024 + i %
@@ -16,7 +16,12 @@
  * writes held placeholders instead, as chlbd does while it waits for a sync
  * peer's entry (slot CHLB_CONN_HELD_SLOT, generation 0, flags HELD:
  * include/chlb_maps.h). The entries are stamped now, or AGE_S seconds ago
- * with -a (a placeholder past CHLB_CONN_HELD_MAX_NS is stale). IPv4 only.
+ * with -a (a placeholder past CHLB_CONN_HELD_MAX_NS is stale). -F also
+ * sets each entry's bits in the connection filter pinned next to CONNS_PIN
+ * (conn_filter_<layout>, both banks), as the data plane does before it
+ * writes an entry: the table then looks like one traffic filled, and
+ * chlbd's filter upkeep (ctmaint.c) finds no growth to rebuild for when
+ * the same flows come back from a sync peer. IPv4 only.
  * BPF_MAP_UPDATE_BATCH (BPF_ANY) in chunks of 16384. Prints the entries
  * written; -t also the seconds it took. Exit 0, 1 on a failure (the reason
  * on stderr), 2 on a usage error.
@@ -29,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 
 #include "chlb_maps.h"
@@ -40,9 +46,10 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: chlb-ctfill [-t] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT "
-			"SLOT:GEN [SLOT:GEN...]\n"
-			"       chlb-ctfill -H [-t] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT\n");
+	fprintf(stderr,
+		"usage: chlb-ctfill [-t] [-F] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT "
+		"SLOT:GEN [SLOT:GEN...]\n"
+		"       chlb-ctfill -H [-t] [-F] [-i FIRST] [-a AGE_S] CONNS_PIN N VIP PORT\n");
 	return 2;
 }
 
@@ -52,6 +59,44 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * -F: the connection filter pinned next to conns_pin, mapped; NULL (the
+ * reason on stderr) when it cannot be.
+ */
+static struct chlb_filter_elem *filter_map(const char *conns_pin)
+{
+	const char *slash = strrchr(conns_pin, '/');
+	size_t bytes = CHLB_CONN_FILTER_WORDS * sizeof(struct chlb_filter_elem);
+	char path[4096];
+	void *mem;
+	int fd;
+
+	snprintf(path, sizeof(path), "%.*sconn_filter_%s", slash ? (int)(slash - conns_pin + 1) : 0,
+		 conns_pin, CHLB_CONN_FILTER_LAYOUT);
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		fprintf(stderr, "chlb-ctfill: couldn't open '%s': %s\n", path, strerror(errno));
+		return NULL;
+	}
+	mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (mem == MAP_FAILED) {
+		fprintf(stderr, "chlb-ctfill: couldn't map '%s': %s\n", path, strerror(errno));
+		return NULL;
+	}
+	return mem;
+}
+
+/* A flow's bits in both banks, as the data plane sets them (include/chlb_maps.h). */
+static void filter_add(struct chlb_filter_elem *filter, const struct chlb_flow *f)
+{
+	__u32 fk = chlb_conn_fkey(f);
+	struct chlb_filter_elem *el = &filter[chlb_filter_word(fk)];
+
+	__atomic_fetch_or(&el->bank[0], chlb_filter_mask(fk), __ATOMIC_SEQ_CST);
+	__atomic_fetch_or(&el->bank[1], chlb_filter_mask(fk), __ATOMIC_SEQ_CST);
 }
 
 /* The data plane's clock (bpf_ktime_get_coarse_ns): entries refreshed now. */
@@ -67,19 +112,22 @@ int main(int argc, char **argv)
 {
 	static __u16 slot[MAX_SLOTS];
 	static __u32 gen[MAX_SLOTS];
+	struct chlb_filter_elem *filter = NULL;
 	struct chlb_flow *keys;
 	struct chlb_conn *vals;
 	unsigned long n, port, s, g, first = 0, age = 0;
 	struct in_addr vip;
 	int o, fd, nslots = 0;
-	bool timed = false, held = false;
+	bool timed = false, held = false, bits = false;
 	__u64 last;
 	double t0;
 	char *end;
 
-	while ((o = getopt(argc, argv, "tHi:a:")) != -1) {
+	while ((o = getopt(argc, argv, "tHFi:a:")) != -1) {
 		if (o == 't') {
 			timed = true;
+		} else if (o == 'F') {
+			bits = true;
 		} else if (o == 'H') {
 			held = true;
 		} else if (o == 'i' || o == 'a') {
@@ -122,6 +170,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "chlb-ctfill: couldn't open '%s': %s\n", argv[0], strerror(errno));
 		return 1;
 	}
+	if (bits && !(filter = filter_map(argv[0])))
+		return 1;
 	keys = calloc(CHUNK, sizeof(*keys));
 	vals = calloc(CHUNK, sizeof(*vals));
 	if (!keys || !vals) {
@@ -159,6 +209,8 @@ int main(int argc, char **argv)
 				vals[k].gen = gen[i % (unsigned long)nslots];
 			}
 			vals[k].last_ns = last;
+			if (filter) /* the bits first, as the data plane writes them */
+				filter_add(filter, &keys[k]);
 		}
 		if (bpf_map_update_batch(fd, keys, vals, &cnt, &opts)) {
 			fprintf(stderr, "chlb-ctfill: couldn't write entries %lu..: %s\n", base,
