@@ -11,3 +11,6 @@ echo "== data plane (XDP, BPF_PROG_TEST_RUN, one CPU)"
 
 echo "== control plane (chlbd swaps and restart, network namespace)"
 BUILD=$BUILD bash tests/bench/control.sh "$BUILD/bench/control.json"
+
+echo "== entry sync (sealing per record; a 1M-entry dump between two chlbds, network namespaces)"
+BUILD=$BUILD bash tests/bench/sync.sh "$BUILD/bench/sync.json"
