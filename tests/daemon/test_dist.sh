@@ -14,11 +14,14 @@ SRC=$LIB_DIR/src/chlb-$REL
 DEST=$LIB_DIR/dest
 DIST_CFLAGS=${DIST_CFLAGS:--O0 -g}
 
-# mk DIR TARGET ARGS: make in DIR, outside any make that runs the suite
+# mk DIR TARGET ARGS: make in DIR, outside any make that runs the suite and
+# without its BUILD (the runner's environment has one, which the Makefile's
+# BUILD ?= would take: an absolute one made the tarball build write over
+# the tree's build); the callers name theirs
 mk() {
 	local dir=$1
 	shift
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "$dir" "$@"
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD make -s --no-print-directory -C "$dir" "$@"
 }
 
 # not_git DIR: DIR is in no git work tree
@@ -53,9 +56,9 @@ test_tarball_builds_and_installs_outside_git() {
 	[ -f "$TARBALL" ] || return 1
 	mkdir -p "$LIB_DIR/src" && tar -xzf "$TARBALL" -C "$LIB_DIR/src" || return 1
 	check "unpacked outside any git tree" not_git "$SRC" || return 1
-	out=$(mk "$SRC" -j"$(nproc)" CFLAGS="$DIST_CFLAGS" build/chlbd build/chlbctl 2>&1)
+	out=$(mk "$SRC" -j"$(nproc)" BUILD=build CFLAGS="$DIST_CFLAGS" build/chlbd build/chlbctl 2>&1)
 	check "the programs build from the tarball: $(tail -5 <<<"$out")" [ $? = 0 ] || return 1
-	out=$(mk "$SRC" install DESTDIR="$DEST" 2>&1)
+	out=$(mk "$SRC" BUILD=build install DESTDIR="$DEST" 2>&1)
 	check "make install DESTDIR= from it: $(tail -5 <<<"$out")" [ $? = 0 ] || return 1
 	v=$("$DEST/usr/local/sbin/chlbd" --version)
 	id=$(sed -n 's/^#define CHLB_BPF_BUILD_ID "\(.*\)"$/\1/p' "$SRC/build/chlb_version.h")
