@@ -13,9 +13,8 @@
  * is in), and each peer gets its entries by connecting back. Only
  * configured peers' addresses are accepted, and only once they prove they
  * hold the shared key (--sync-key; sync_auth.h) - both ends prove it before
- * a record or a dump flows, and every message after carries a tag. The
- * records are authenticated, not encrypted: whoever can see the back
- * segment sees the 5-tuples, as it sees the traffic itself.
+ * a record or a dump flows, and every message after is sealed
+ * (ChaCha20-Poly1305: authenticated, the records encrypted).
  */
 #ifndef CHLBD_SYNC_H
 #define CHLBD_SYNC_H
