@@ -142,7 +142,10 @@ test_failed_start_says_why() {
 	CHLBD_PIN=$pin
 	check "exit $rc, the error on the caller's stderr: $OUT" said "$rc" "XDP program on 'lo'" ||
 		return 1
-	check "returned within 5 s" [ $(($(date +%s%N) - t0)) -lt 5000000000 ] || return 1
+	# a parent left waiting for a child that failed is killed by daemon()'s
+	# timeout (124): a functional bound, not a latency one (5.2 s on a loaded VM)
+	check "returned by itself, not killed by the 10 s timeout ($rc, $((($(date +%s%N) - t0) / 1000000)) ms)" \
+		[ "$rc" != 124 ] || return 1
 	check "no pid file" [ ! -e "$PIDFILE" ] || return 1
 	check "no pins left" [ ! -e "$bad" ] || return 1
 	check "no program left on v2" [ -z "$(ip -n "$D_NS" link show v2 | grep xdp)" ]
