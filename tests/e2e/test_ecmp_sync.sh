@@ -32,6 +32,22 @@
 #   - after each case, one exchange on every connection of A and B: the
 #     survivors (neither broken nor moved to another backend) are counted.
 #
+# And the same in static ECMP (test_static_*): the router has its own
+# multipath route over LBs 1-3 (no BIRD, chlbd without --route-table), so
+# it sends each LB its share of the flows whatever the LB's state, as a
+# router with static routes does. LBs 1-3 configured by -c with backends
+# 1-3; 300 connections held (A, as 4 sets of 75), backend 4 added on every
+# LB, 300 more (B): about a quarter of A now hash to backend 4, only their
+# entries keep them where they are. Then, each while a round on A and B is
+# in flight (begun when the fresh chlbd is up, set after set 40 ms apart:
+# the requests of the restarted LB's share, retransmitted by TCP until it
+# forwards them, arrive spread over time): LB 2 restarted fresh and typed
+# by hand (service add, then backends 1-4, 0.3 s between statements: its
+# peers' entries for backends it lacks yet must hold their flows, not let
+# its partial table decide them); LB 1 restarted fresh and `apply -f` of
+# LB 3's save (its peers' entries must be in before its table decides their
+# flows). >= 99.9% of A and B survive each.
+#
 # The sync link is the LBs' back segment (10.0.2.I:7070); every LB gets the
 # same --sync-peer list and leaves itself out. ECMP_SYNC=0 runs the same
 # cases without sync, as a control (not in make test): connections break.
@@ -220,12 +236,13 @@ sync_counts() {
 	lbctl "$1" -j stats | jq -c ".sync | $2"
 }
 
-# configure I ALGO "B...": LB I's service, then backends B..., one
-# statement each, as an operator types them.
+# configure I ALGO "B..." [PAUSE]: LB I's service, then backends B..., one
+# statement each, as an operator types them (PAUSE seconds between them).
 configure() {
 	local b
 	lbctl "$1" service add "$VIP" algo "$2" fwd l2dsr >/dev/null || return 1
 	for b in $3; do
+		[ -z "${4:-}" ] || sleep "$4"
 		lbctl "$1" backend add "$VIP" "$(be_addr4 "$b")" weight 100 >/dev/null || return 1
 	done
 }
@@ -285,18 +302,33 @@ all_have() {
 # connections a set, none may break.
 declare -A LABEL
 survive() {
-	local what=$1 k=$2 h s n ok=1 msg=''
+	local what=$1 k=$2
 	shift 2
 	"$@" || {
 		diag "$what: the event ($*) failed"
 		return 1
 	}
 	ecmp_wait_nexthops "$k" || return 1
+	survivors_check "$what" ecmp_survivors_to
+}
+
+# survivors_check WHAT READ: READ VAR SET (ecmp_survivors_to: a round now;
+# ecmp_survivors_end: the round begun before the event) for every held set
+# in HOLDS; the sets of one LABEL counted together (the parts of one set);
+# >= 99.9% of each must survive.
+survivors_check() {
+	local what=$1 read=$2 h s n l ok=1 msg='' order=()
+	local -A S N
 	for h in "${HOLDS[@]}"; do
-		ecmp_survivors_to s "$h" || return 1 # not $(...): the round count must carry over
+		"$read" s "$h" || return 1 # not $(...): the round count must carry over
 		n=$(summary_field "$LIB_DIR/$h.r0" ok)
-		msg+="${msg:+, }$s of $n ${LABEL[$h]}"
-		[ $((s * 1000)) -ge $((n * 999)) ] || ok=0
+		l=${LABEL[$h]}
+		[ -n "${N[$l]+x}" ] || order+=("$l")
+		S[$l]=$((${S[$l]:-0} + s)) N[$l]=$((${N[$l]:-0} + n))
+	done
+	for l in "${order[@]}"; do
+		msg+="${msg:+, }${S[$l]} of ${N[$l]} $l"
+		[ $((${S[$l]} * 1000)) -ge $((${N[$l]} * 999)) ] || ok=0
 	done
 	diag "$what: survived: $msg"
 	check "$what: >= 99.9% survive" [ $ok = 1 ]
@@ -312,6 +344,7 @@ sync_events() {
 		ecmp_chlbd_wipe "$i" || return 1
 	done
 	ecmp_wait_nexthops 0 || return 1
+	ecmp_backends_forget # earlier cases' leftovers: not this case's to meet
 	for i in 1 2 3; do lb_start "$i" || return 1; done
 	for i in 1 2 3; do configure "$i" "$algo" "1 2 3" || return 1; done
 	for i in 1 2 3; do announce_by_hand "$i" $((i == 1 ? 2 : 1)) || return 1; done
@@ -362,5 +395,201 @@ sync_events() {
 test_sync_ring() { sync_events ring; }
 test_sync_jump() { sync_events jump; }
 test_sync_maglev() { sync_events maglev; }
+
+# ---- static ECMP ----
+# STATIC_T: each held exchange's deadline (ms) in the static cases. A flow
+# the restarted LB drops (no service yet) or holds (its entry waits for a
+# backend) gets through on one of TCP's retransmissions (about 0.2, 0.6,
+# 1.4, 3 s after the request), which can be after the client's default 3 s.
+STATIC_T=${STATIC_T:-10000}
+# A is held as PARTS sets (one client each) whose rounds begin ROUND_GAP s
+# apart: the requests and their retransmissions reach the restarted LB
+# spread over time, as on an LB with traffic, not in one burst per RTO that
+# a short moment in chlbd (a change live, the entries that wait for it not
+# applied yet) would fall between.
+PARTS=${PARTS:-4}
+ROUND_GAP=${ROUND_GAP:-0.04}
+
+# static_launch I [ARGS]: LB I's links up, its chlbd launched with sync
+# and ARGS (ecmp_chlbd_wait I: until it answers); no BIRD (and, from
+# static_events, no --route-table). static_start I [ARGS]: both.
+static_launch() {
+	local i=$1 sa
+	shift
+	ip -n "$(ns_lb "$i")" link set eth0 up && ip -n "$(ns_lb "$i")" link set eth1 up || return 1
+	sa=$(sync_args "$i") || return 1
+	# shellcheck disable=SC2086 # the options, one word each
+	ecmp_chlbd_launch "$i" $sa "$@"
+}
+static_start() { static_launch "$@" && ecmp_chlbd_wait "$1"; }
+
+# rounds_begin: a round begun on every set of HOLDS, ROUND_GAP s apart
+# (read by static_survive); the first one's start time in ROUNDS_T0.
+rounds_begin() {
+	local h first=1
+	ROUNDS_T0=$(date +%s.%N)
+	for h in "${HOLDS[@]}"; do
+		[ $first = 1 ] || sleep "$ROUND_GAP"
+		first=0
+		ecmp_round_begin "$h"
+	done
+}
+
+# held_now I: how many flows LB I's data plane holds (placeholders).
+held_now() { lbctl "$1" -j conns | jq '[.services[]?.held // 0] | add // 0'; }
+
+# The static events: LB I rebuilt from scratch and its chlbd started with
+# no configuration; the rounds begun (the router sends LB I its share from
+# now on); then configured.
+# static_by_hand I ALGO: typed by hand as the last round is begun, 0.3 s
+# between statements.
+static_by_hand() {
+	ecmp_chlbd_wipe "$1" && static_start "$1" || return 1
+	rounds_begin
+	configure "$1" "$2" "1" 0.3 || return 1
+	diag "LB $1 holds $(held_now "$1") flows after service add and backend 1"
+	configure_rest "$1" "2 3 4" 0.3
+}
+# configure_rest I "B..." PAUSE: the rest of LB I's backends, PAUSE seconds apart.
+configure_rest() {
+	local b
+	for b in $2; do
+		sleep "$3"
+		lbctl "$1" backend add "$VIP" "$(be_addr4 "$b")" weight 100 >/dev/null || return 1
+	done
+}
+# static_apply I FILE: `apply -f FILE` as the last round is begun (while
+# the retransmissions of the first ones arrive).
+static_apply() {
+	ecmp_chlbd_wipe "$1" && static_start "$1" || return 1
+	rounds_begin
+	lbctl "$1" apply -f "$2" >/dev/null
+}
+
+# static_survive WHAT I CMD...: CMD (which begins the rounds: rounds_begin),
+# then its rounds read: >= 99.9% of every set of HOLDS survive. Diags: how
+# long the rounds took, LB I's sync counts (applied: entries it had none
+# for yet; kept: it had one, from the other peer or its own data plane's
+# decision) and held flows after; if some broke, what LBs I and 3 (a peer
+# that ran throughout) have for them, and LB I's log of the change.
+static_survive() {
+	local what=$1 i=$2 rc=0
+	shift 2
+	"$@" || {
+		diag "$what: the event ($*) failed"
+		return 1
+	}
+	survivors_check "$what" ecmp_survivors_end || rc=1
+	diag "$what: the rounds took $(rounds_took) s; LB $i's sync" \
+		"[deferred deferred_applied applied kept waiting dropped]:" \
+		"$(sync_counts "$i" '[.deferred, .deferred_applied, .applied, .kept, .waiting, ([.dropped[]] | add)]'), $(held_now "$i") flows held now"
+	if [ $rc != 0 ]; then
+		broken "$i" 3
+		grep -E 'dump received|request:|swapped|fingerprint' \
+			"$LIB_DIR/chlbd-lb$i-${ECMP_STARTS[$i]}.log" | sed "s/^/#   LB $i: /"
+	fi
+	return $rc
+}
+
+# rounds_took: seconds from ROUNDS_T0 to the last round's end (its
+# client's last write).
+rounds_took() {
+	local logs=("${HOLDS[@]/#/$LIB_DIR/}")
+	stat -c %.3Y "${logs[@]/%/.log}" | sort -n | tail -1 |
+		awk -v t0="$ROUNDS_T0" '{ printf "%.1f", $1 - t0 }'
+}
+
+# broken I REF: the flows of HOLDS that broke or moved in their last round
+# (4 at most): when, the entries LBs I and REF have for them, and the
+# backend each one's oldest table picks for them.
+broken() {
+	local i=$1 ref=$2 h r sp why at
+	for h in "${HOLDS[@]}"; do
+		eval "r=\$HOLD_ROUND_$h"
+		awk -v h="$h" '$1 == "fail" { print h, $3, $4, $6 } $1 == "moved" { print h, $3, "moved-to-" $5, "-" }' \
+			"$LIB_DIR/$h.r$r"
+	done | head -4 >"$LIB_DIR/broken"
+	while read -r h sp why at; do
+		[ "$at" = - ] || at=$(date -d "@$at" +%T.%3N)
+		diag "$h: port $sp (opened to $(awk -v p="$sp" '$1 == "conn" && $3 == p { print $4 }' "$LIB_DIR/$h.r0");" \
+			"$why at $at): LB $i $(entry_of "$i" "$sp"); LB $ref $(entry_of "$ref" "$sp")"
+	done <"$LIB_DIR/broken"
+}
+# entry_of I SPORT: LB I's connection entry for the client's flow from
+# SPORT, and the backend its oldest table picks for it (what decides a
+# packet of it that finds no entry).
+entry_of() {
+	local w
+	w=$(lbctl "$1" which "$CLIENT4:$2" "${VIP%/*}" "${VIP##*/}")
+	echo "entry $(sed -n 's/^conn entry: *//p' <<<"$w"), oldest table ->" \
+		"$(sed -n 's/^table [0-9]*: .*-> *\([^ ]*\).*/\1/p' <<<"$w" | tail -1)"
+}
+
+# have_all N: wait (20 s) until every running LB has the N entries of the
+# held connections (the restarted LB's peers have what it must get).
+have_all() {
+	[ "$ECMP_SYNC" = 1 ] || return 0
+	lib_wait_for 20 all_have "$1" && return 0
+	diag "not every LB has the $1 entries: LB 1 $(ecmp_lb_flows 1), LB 2 $(ecmp_lb_flows 2), LB 3 $(ecmp_lb_flows 3); peers of LB 1 $(peers 1)"
+	return 1
+}
+
+# static_events ALGO: the static ECMP cases (see the top).
+static_events() {
+	local algo=$1 i h rc=0 n=$((2 * HELD)) as=()
+	# shellcheck disable=SC2034 # ecmp_chlbd_launch reads it
+	local ECMP_TABLE= # every chlbd started from here: no --route-table
+	for i in $(seq 1 "$PARTS"); do
+		as+=("sa$algo$i")
+		LABEL[sa$algo$i]="opened before backend 4"
+	done
+	B=sb$algo
+	LABEL[$B]="opened after it"
+	for i in "${ECMP_LBS[@]}"; do
+		ecmp_bird_stop "$i"
+		ecmp_chlbd_wipe "$i" || return 1
+	done
+	ecmp_wait_nexthops 0 || return 1
+	ecmp_backends_forget
+	ecmp_conf_write "$LIB_DIR/static.conf" "$algo" "1 2 3"
+	for i in 1 2 3; do static_launch "$i" -c "$LIB_DIR/static.conf" || return 1; done
+	for i in 1 2 3; do ecmp_chlbd_wait "$i" || return 1; done
+	# (not waited for sync: a peer refused at first is tried again within
+	# 5 s, and its entries come in the dump then; have_all waits for them)
+	ecmp_static_route "1 2 3" || return 1
+	ecmp_wait_nexthops 3 || return 1
+	for i in $(seq 1 "$PARTS"); do # A: HELD in all
+		ecmp_hold_open "${as[i - 1]}" $((i < PARTS ? HELD / PARTS : HELD - (PARTS - 1) * (HELD / PARTS))) \
+			-T "$STATIC_T" || return 1
+	done
+	ecmp_each_lb lbctl backend add "$VIP" "$(be_addr4 4)" weight 100 >/dev/null || return 1
+	ecmp_hold_open "$B" "$HELD" -T "$STATIC_T" || return 1
+	HOLDS=("${as[@]}" "$B")
+	have_all "$n" || return 1
+	static_survive "$algo static: LB 2 restarted fresh, typed by hand while it gets traffic" 2 \
+		static_by_hand 2 "$algo" || rc=1
+	have_all "$n" || return 1
+	lbctl 3 save >"$LIB_DIR/now.conf" || return 1
+	static_survive "$algo static: LB 1 restarted fresh, apply -f while it gets traffic" 1 \
+		static_apply 1 "$LIB_DIR/now.conf" || rc=1
+	for h in "${HOLDS[@]}"; do hold_stop "$h"; done
+	return $rc
+}
+
+# static ALGO: static_events, then the router's static route removed (the
+# next case's BGP route needs its place) whatever happened.
+static() {
+	local rc=0
+	static_events "$1" || rc=1
+	ecmp_static_route_del || {
+		diag "the router's static route to $ECMP_VIP is still there"
+		rc=1
+	}
+	return $rc
+}
+
+test_static_ring() { static ring; }
+test_static_jump() { static jump; }
+test_static_maglev() { static maglev; }
 
 lib_run

@@ -13,14 +13,20 @@
 #   ecmp_hold_open h 300; ecmp_lb_die 2; ecmp_wait_nexthops 2; ecmp_survivors_to s h
 #
 # The functions: ecmp_build, ecmp_lb_add (a namespace), ecmp_lb_up / _fresh /
-# _join (chlbd + BIRD running), ecmp_chlbd_start / _stop / _wipe,
+# _join (chlbd + BIRD running), ecmp_chlbd_start (or _launch, then _wait) /
+# _stop / _wipe,
 # ecmp_bird_start / _stop, the events ecmp_lb_die / _link_down / _withdraw,
 # ecmp_nexthops / ecmp_wait_nexthops / ecmp_nexthop_from (the router's
 # route), ecmp_table_routes (an LB's exported routes), ecmp_hold_open /
 # ecmp_survivors_to / ecmp_survive (held connections across an event),
-# ecmp_lb_flows / _packets (what an LB carried), lbctl / lbbirdc / rtbirdc,
+# ecmp_lb_flows / _packets (what an LB carried), ecmp_backends_forget (what
+# earlier cases left on the backends), lbctl / lbbirdc / rtbirdc,
 # and for changes across LBs ecmp_each_lb, ecmp_rollout and the per-LB
-# options hook ecmp_chlbd_extra_args.
+# options hook ecmp_chlbd_extra_args. Static ECMP instead of BGP:
+# ecmp_static_route / _del (the router's own multipath route, no BIRD on
+# the LBs; ECMP_TABLE= starts chlbd without --route-table), and
+# ecmp_round_begin / ecmp_survivors_end (a round left in flight while an
+# event runs).
 #
 #   client ns (-c)         router ns (-er)               switch ns (-sw)
 #   eth0 10.0.1.2 ----- eth0 10.0.1.1                     br1 (uplink)
@@ -48,7 +54,7 @@
 # IPv4 carries the traffic; the IPv6 VIP is announced too (the examples'
 # ipv6 channels), and checked by route only.
 
-ECMP_TABLE=${ECMP_TABLE:-100}  # the LBs' --route-table
+ECMP_TABLE=${ECMP_TABLE:-100}  # the LBs' --route-table (a caller's `local ECMP_TABLE=`: none)
 ECMP_VIP=$VIP4                 # 10.0.0.10 (topo.sh)
 ECMP_ROUTER4=10.0.4.1
 ECMP_ROUTER6=fd00:4::1
@@ -205,7 +211,11 @@ ecmp_chlbd_extra_args() { :; }
 # ecmp_chlbd_start I [ARGS]: LB I's chlbd (native XDP on eth0, --route-table),
 # with ECMP_CHLBD_ARGS, ecmp_chlbd_extra_args and ARGS (e.g. -c FILE); waits
 # until it answers.
-ecmp_chlbd_start() {
+ecmp_chlbd_start() { ecmp_chlbd_launch "$@" && ecmp_chlbd_wait "$1"; }
+
+# ecmp_chlbd_launch I [ARGS]: ecmp_chlbd_start without the wait; then
+# ecmp_chlbd_wait I (several LBs start at once: launch each, wait for each).
+ecmp_chlbd_launch() {
 	local i=$1 name extra
 	shift
 	mapfile -t extra < <(ecmp_chlbd_extra_args "$i")
@@ -216,11 +226,13 @@ ecmp_chlbd_start() {
 	ECMP_STARTS[$i]=$((${ECMP_STARTS[$i]:-0} + 1))
 	name=chlbd-lb$i-${ECMP_STARTS[$i]}
 	lib_bg "$name" "$CHLBD" -i eth0 --netns "$(ns_lb "$i")" -m xdp -s "$(lb_sock "$i")" \
-		--pin-dir "${ECMP_PIN[$i]}" --state "$(lb_state "$i")" --route-table "$ECMP_TABLE" -f \
+		--pin-dir "${ECMP_PIN[$i]}" --state "$(lb_state "$i")" ${ECMP_TABLE:+--route-table "$ECMP_TABLE"} -f \
 		${ECMP_CHLBD_ARGS[@]+"${ECMP_CHLBD_ARGS[@]}"} ${extra[@]+"${extra[@]}"} "$@"
 	ECMP_CHLBD_PID[$i]=$LIB_LASTPID
-	lib_wait_up "$name" lbctl_quiet "$i" service list
 }
+
+# ecmp_chlbd_wait I: LB I's chlbd answers (its log shown if it does not).
+ecmp_chlbd_wait() { lib_wait_up "chlbd-lb$1-${ECMP_STARTS[$1]}" lbctl_quiet "$1" service list; }
 
 # ecmp_chlbd_stop I [SIGNAL]: stop LB I's chlbd (TERM: its routes go; KILL:
 # they stay, and so does its program).
@@ -367,6 +379,23 @@ ecmp_nexthop_from() {
 			'[.[] | (.nexthops // [.])[] | .gateway] | index($gw) != null' >/dev/null
 }
 
+# ecmp_static_route "I J ...": the router's own route to the IPv4 VIP, one
+# nexthop per LB I J ... (proto static), instead of BGP's: the router sends
+# each LB its share of the flows whatever that LB's state (starting,
+# half-configured), as a router with static routes does. The LBs then run
+# no BIRD, and chlbd no --route-table (ECMP_TABLE=). No BGP route for the
+# VIP may be there (ecmp_wait_nexthops 0 first); ecmp_static_route_del
+# removes it before BGP announces again.
+ecmp_static_route() {
+	local i nh=()
+	for i in $1; do nh+=(nexthop via "$(lb_up4 "$i")" dev up0); done
+	ip -n "$NS_ER" -4 route replace "$ECMP_VIP/32" proto static "${nh[@]}"
+}
+ecmp_static_route_del() {
+	ip -n "$NS_ER" -4 route del "$ECMP_VIP/32" proto static 2>/dev/null
+	! ip -n "$NS_ER" -4 route show exact "$ECMP_VIP" proto static | grep -q .
+}
+
 # ecmp_table_routes I: LB I's exported routes (table $ECMP_TABLE, chlb's protocol), one per line.
 ecmp_table_routes() {
 	{
@@ -387,13 +416,16 @@ ecmp_conf_write() {
 }
 
 # ---- held connections ----
-# ecmp_hold_open NAME M: M idle connections from the client (each from its
-# own source port: the router's L4 hash spreads them over the LBs), all
-# answered.
+# ecmp_hold_open NAME M [CLIENT ARGS]: M idle connections from the client
+# (each from its own source port: the router's L4 hash spreads them over
+# the LBs), all answered. CLIENT ARGS go to chlb-client hold (-T MS: each
+# exchange's deadline, 3000 by default).
 ecmp_hold_open() {
-	hold_start "$1" 4 "$2" || return 1
+	hold_start "$1" 4 "$2" "${@:3}" || return 1
 	check "all $2 connections of $1 opened ($(summary_field "$LIB_DIR/$1.r0" ok) answered)" \
-		[ "$(summary_field "$LIB_DIR/$1.r0" ok)" = "$2" ]
+		[ "$(summary_field "$LIB_DIR/$1.r0" ok)" = "$2" ] && return 0
+	awk '$1 == "fail" || $1 == "failcause"' "$LIB_DIR/$1.r0" | sed "s/^/# $1: /"
+	return 1
 }
 
 # ecmp_survivors_to VAR NAME: one more exchange on every connection of NAME;
@@ -405,6 +437,28 @@ ecmp_hold_open() {
 # round's lines (its own exchange goes unread).
 ecmp_survivors_to() {
 	hold_round "$2" >/dev/null || return 1
+	printf -v "$1" '%s' "$(ecmp_survivors_count "$2")"
+}
+
+# ecmp_round_begin NAME: one more exchange on every connection of NAME,
+# not waited for: an event then runs while the requests (and TCP's
+# retransmissions of those an LB drops) are in flight. ecmp_survivors_end
+# reads it. In the caller's shell, as ecmp_survivors_to.
+ecmp_round_begin() {
+	local fd r
+	eval "fd=\$HOLD_FD_$1 r=\$((HOLD_ROUND_$1 + 1))"
+	echo >&"$fd"
+	eval "HOLD_ROUND_$1=$r"
+	# shellcheck disable=SC2034 # as hold_round sets it (traffic.sh reads it)
+	HOLD_LAST=$LIB_DIR/$1.r$r
+}
+
+# ecmp_survivors_end VAR NAME: wait for the round ecmp_round_begin began on
+# NAME; as ecmp_survivors_to, the survivors so far in VAR.
+ecmp_survivors_end() {
+	local r
+	eval "r=\$HOLD_ROUND_$2"
+	hold_wait "$2" "$r" || return 1
 	printf -v "$1" '%s' "$(ecmp_survivors_count "$2")"
 }
 
@@ -434,6 +488,21 @@ ecmp_survive() {
 	n=$(summary_field "$LIB_DIR/$name.r0" ok)
 	diag "$what: $s of $n connections survived"
 	[ $((s * 1000)) -ge $((n * 999)) ]
+}
+
+# ecmp_backends_forget: the backends drop what is left of the client's
+# connections (ss -K): a connection whose client went away unseen by its
+# backend (reset through another backend, or closed while its LB was
+# wiped) stays ESTABLISHED there, idle, and a later case's connection that
+# reuses its 4-tuple meets it: the backend answers the SYN with a
+# challenge ACK, the client's RST must reach that backend. A suite calls
+# it with no connection held.
+ecmp_backends_forget() {
+	local b
+	for b in $(seq 1 "$ECMP_NBE"); do
+		ip netns exec "$(ns_b "$b")" ss -K -tn dst "$CLIENT4" >/dev/null 2>&1
+	done
+	return 0
 }
 
 # ecmp_lb_flows I: how many of the client's flows LB I's connection table
