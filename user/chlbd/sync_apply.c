@@ -9,8 +9,11 @@
  * entries for it before this host has it. Meanwhile its flow is held
  * (chlb_dp_sync_hold: the data plane drops its packets rather than decide
  * them from a partial table and write an entry to the wrong backend) -
- * once its service is here: a VIP this host does not serve has no packets
- * to hold, and holding them would cost a write and a delete per record.
+ * also while its service is not here: a host configured after its peers'
+ * dumps came in (`apply -f` on a fresh LB behind static routes) would
+ * otherwise decide those flows from the new table in the moment between
+ * the commit and the retry (1-14 of 300 reset in test_ecmp_sync). The
+ * cost: a write and a delete per such record, at most DEFER_MAX held.
  *
  * The waiting entries are a FIFO ring of DEFER_MAX: insert, evict the
  * oldest and expire are O(1) per entry, whatever a peer sends. They are
@@ -83,10 +86,10 @@ static struct deferred *pop(void)
 	return d;
 }
 
-/* Hold d's flow while it waits, if its service is here and the connection has not ended. */
+/* Hold d's flow while it waits, unless the connection has ended. */
 static void hold(struct deferred *d, __u64 coarse_now)
 {
-	if (!d->held && !d->no_service && !(d->e.flags & CHLB_CONN_F_ENDED))
+	if (!d->held && !(d->e.flags & CHLB_CONN_F_ENDED))
 		d->held = chlb_dp_sync_hold(D.dp, &d->e.flow, coarse_now) == 0;
 }
 

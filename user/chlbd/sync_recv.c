@@ -19,7 +19,7 @@
 
 #define IN_CAP	       (2 * SYNC_WIRE_MSG_MAX)
 #define IN_READ	       SYNC_WIRE_MSG_MAX /* bytes read per round: at most 256 records */
-#define IN_ROUNDS      2		 /* rounds per event */
+#define IN_ROUNDS      1		 /* rounds per event */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 #define AUTH_FAILED    -2 /* a result: authentication failed (already counted and logged) */
@@ -227,7 +227,7 @@ void sync_recv_event(struct sync_peer *p, unsigned int events)
 		}
 	}
 	/*
-	 * At most IN_ROUNDS * 256 records per event (each a map write or two):
+	 * At most IN_ROUNDS * 256 records per event (each up to two map writes):
 	 * a large dump or a flood must not keep the loop from the control
 	 * socket; epoll reports the rest at the next iteration.
 	 */
