@@ -16,8 +16,18 @@ set -u
 LIB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$LIB_ROOT/$BUILD ;; esac
-LIB_ID=$(printf '%04x' $(((RANDOM << 1 ^ $$) & 0xffff)))
-LIB_DIR=$(mktemp -d "/tmp/chlb-test-$LIB_ID.XXXX")
+# The id is unique among the runs on this host (tests/run.sh runs suites in
+# parallel): one that another run's scratch directory or namespaces have
+# is drawn again. The directory is made first and then looked for, so of
+# two runs drawing the same id at once neither keeps it.
+while :; do
+	printf -v LIB_ID '%04x' $(((RANDOM << 1 ^ $$) & 0xffff))
+	LIB_DIR=$(mktemp -d "/tmp/chlb-test-$LIB_ID.XXXX")
+	_ids=(/tmp/chlb-test-"$LIB_ID".*)
+	[ ${#_ids[@]} = 1 ] && ! ip netns list 2>/dev/null | grep -q "^chlb-$LIB_ID-" && break
+	rmdir "$LIB_DIR"
+done
+unset _ids
 LIB_NS=()   # network namespaces we created (topo.sh: lib_ns_add)
 LIB_PINS=() # bpffs directories we created (daemon.sh: lib_pindir)
 LIB_PIDS=() # background processes we started (lib_bg)
