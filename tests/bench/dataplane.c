@@ -358,7 +358,7 @@ static void note_jump_iters(const char *name, __u32 iters)
 		r->jump_iters = iters;
 }
 
-/* The goals of the data-plane issue, checked against this run: a report, not a test. */
+/* The data plane's goals (docs/performance.md), checked against this run: a report, not a test. */
 static void print_goals(void)
 {
 	static const struct {
@@ -431,7 +431,7 @@ static void service(__u32 id, int family, const char *vip, __u32 algo, __u32 fir
 }
 
 /*
- * A jump service whose weights cycle 100,149,50,25 (the issue's example):
+ * A jump service whose weights cycle 100,149,50,25 (uneven on purpose):
  * w_max / w_mean = 1.84 attempts per new flow on average, each a jump walk.
  */
 static void service_jump_uneven(__u32 id, const char *vip, __u32 first, __u32 n,

@@ -31,7 +31,7 @@
 #       records, an 8-byte header and a 16-byte tag per 256);
 #       dump_1m_link_bytes_per_entry: what LB1's end of the sync link sent
 #       (TCP/IP and Ethernet headers included) per entry received.
-#   The goal (issue 24): a 1M-entry dump applied in under 5 s.
+#   The goal: a 1M-entry dump applied in under 5 s.
 # Both chlbds run --ct-size 2097152, so that the million fits in either table
 # without LRU evictions (at the default 1,048,576 a full table evicts).
 . "$(dirname "$0")/../lib.sh"

@@ -459,7 +459,7 @@ test_apply_empty() {
 	ctl apply -f "$CONF" --json | jq -e .ok >/dev/null
 }
 
-# health-check settings (#17): bad values exit 2 naming the token, whether chlbctl
+# health-check settings: bad values exit 2 naming the token, whether chlbctl
 # or chlbd reads them, and change nothing; save shows what was set; a check-only
 # change is no table change; save -> apply changes nothing
 test_health_check_config() {

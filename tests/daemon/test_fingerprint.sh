@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Table fingerprints that show whether LB hosts agree (issue 19), and
+# Table fingerprints that show whether LB hosts agree, and
 # `chlbctl which` after a restart:
 #  - two chlbds (two network namespaces, pin directories, state files)
 #    given the same services, one in one batch, the other in another order

@@ -313,9 +313,10 @@ test_version_matches_daemon() {
 # the same ones built from another commit noted.
 test_version_mismatch_flagged() {
 	local sock=$LIB_DIR/fake.sock reply=$LIB_DIR/fake.reply out rel id
+	local fake_id=0123456789abcdef # no real build's BPF id; check_refs: allow
 	rel=$(cat "$LIB_ROOT/VERSION")
 	id=$("$CHLBCTL" --version | awk '{ print $NF }')
-	echo '{"version": "0.0.1", "commit": "old-build", "bpf_build_id": "0123456789abcdef", "pid": 1}' \
+	printf '{"version": "0.0.1", "commit": "old-build", "bpf_build_id": "%s", "pid": 1}\n' "$fake_id" \
 		>"$reply"
 	lib_bg fake python3 -c 'import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -336,7 +337,7 @@ while True:
 		grep -qx "MISMATCH: chlbd runs version 0.0.1, this chlbctl is $rel (and another BPF program); .*" \
 			<<<"$out" || return 1
 	check "the daemon's build shown" \
-		grep -q '^chlbd   0.0.1 (git old-build), bpf build id 0123456789abcdef (running: pid 1,' \
+		grep -q "^chlbd   0.0.1 (git old-build), bpf build id $fake_id (running: pid 1," \
 		<<<"$out" || return 1
 	out=$("$CHLBCTL" -s "$sock" -j version)
 	check "JSON: match false: $out" \
@@ -349,7 +350,7 @@ while True:
 		grep -qx "MISMATCH: chlbd runs version 0.0.1, this chlbctl is $rel; restart chlbd .*" \
 		<<<"$out" || return 1
 	# the same version, another program
-	printf '{"version": "%s", "bpf_build_id": "0123456789abcdef", "pid": 1}' "$rel" >"$reply"
+	printf '{"version": "%s", "bpf_build_id": "%s", "pid": 1}' "$rel" "$fake_id" >"$reply"
 	out=$("$CHLBCTL" -s "$sock" version)
 	check "the same version, another program: MISMATCH: $out" \
 		grep -q "^MISMATCH: chlbd runs another BPF program" <<<"$out" || return 1

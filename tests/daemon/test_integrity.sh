@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Control-plane integrity (issue 16, items 1-4 and 10): a change is durable
+# Control-plane integrity (docs/operations.md, "Durability and atomicity"):
+# a change is durable
 # before it is acknowledged, or not applied at all (a full 64 KiB tmpfs and
 # a read-only bind mount as the state directory, in a private mount
 # namespace); a replacement that needs more backend slots than are free is

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Ownership of the interface and local abuse (issue 16, items 5-9 and 11-13):
+# Ownership of the interface and local abuse (docs/operations.md,
+# "Ownership of the interface"):
 #  - a restart with another -m or -i moves the attachment as asked (ip link,
 #    tc filter, the pins), and `shutdown --detach` removes every attachment;
 #  - a second chlbd in the other mode on the same interface is refused, and

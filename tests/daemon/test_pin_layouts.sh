@@ -48,8 +48,8 @@ test_counters_of_another_shape_restart_with_a_warning() {
 	chlbd_stop TERM
 }
 
-# A TC filter attached by a chlbd from before the TC record (c99f5cb and
-# earlier had no tc_IFINDEX pin): ours by the maps it uses. The upgrade of
+# A TC filter attached by a chlbd from before the TC record (development
+# builds before 0.1.0 had no tc_IFINDEX pin): ours by the maps it uses. The upgrade of
 # such a chlbd in -m tc refused to start, taking its own filter for another
 # chlbd's (the ownership test looked for the vips map, which no program
 # has used since the VIP index).

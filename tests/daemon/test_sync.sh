@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Entry sync between two chlbds (issue 19; user/chlbd/sync.c): LB1 carries
+# Entry sync between two chlbds (user/chlbd/sync.c): LB1 carries
 # real TCP (the e2e topology: client -> LB1 -> backends b1-b3, l2dsr); LB2
 # is a second chlbd in its own namespace, with the same service but its
 # backends added in another order after another service, so the same
@@ -516,7 +516,7 @@ test_metrics() {
 }
 
 # A joining peer receives a 500,000-entry dump while new connections open
-# through LB1 (issue 24: the dump is read in slices through the cursor only
+# through LB1 (bounded sync costs: the dump is read in slices through the cursor only
 # while less than 1 MiB is queued to the peer, and the live records go
 # between the slices): none of the live records is dropped (peer_slow, or
 # the data plane's sync ring full), LB2 ends synced with the whole dump, and

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Issue 19: several LB hosts behind an ECMP router that learns the VIP from
+# Several LB hosts behind an ECMP router that learns the VIP from
 # each over BGP through BIRD (tests/lib/ecmp.sh: a router, 3 LBs each with
 # its own chlbd and BIRD, 4 backends, real TCP, native XDP, l2dsr).
 #   a. route export: chlbd --route-table keeps a route per VIP it can serve
@@ -18,7 +18,7 @@
 #      held connections; an LB dies silently, one is withdrawn for
 #      maintenance, a new one joins: >= 99.9% survive each, for ring,
 #      jump and maglev.
-#   Readiness (issue 24): a chlbd started without configuration adds no
+#   Readiness: a chlbd started without configuration adds no
 #   route while services and backends are typed one at a time (`route
 #   list` says why, chlb_ready is 0) until `route announce`; with -c FILE,
 #   and after the first `apply`, the route comes once --ready-settle-ms has
@@ -117,7 +117,7 @@ test_route_export() {
 	return $rc
 }
 
-# ---- readiness (issue 24): nothing announced before the LB is ready ----
+# ---- readiness: nothing announced before the LB is ready ----
 routes_now() { [ "$(routes "$1")" = "$2" ]; }
 # jq_ok JQ: the JSON on stdin satisfies JQ; route_json_is I JQ: LB I's `route list -j` does.
 jq_ok() { jq -e "$1" >/dev/null; }
@@ -292,7 +292,7 @@ test_route_withdraw_announce() {
 	return $rc
 }
 
-# health checks (#17): a VIP whose every backend is down (panic 0: no
+# health checks: a VIP whose every backend is down (panic 0: no
 # backend serves then) is withdrawn, and announced again when one is up
 test_route_follows_health() {
 	local rc=0 svc=10.0.0.11:80/tcp

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Issue 24 (issue 19's goal with entry sync, chlbd --sync-listen/--sync-peer;
-# docs/design.md, "Several LB hosts"): LB hosts behind a BGP/ECMP router
+# Several LB hosts that keep their connections, with entry sync (chlbd
+# --sync-listen/--sync-peer; docs/design.md, "Several LB hosts"): LB hosts behind a BGP/ECMP router
 # (tests/lib/ecmp.sh: BIRD on the router and each LB announcing what chlbd
 # puts in --route-table, native XDP, l2dsr, real TCP) keep >= 99.9% of
 # their held connections (300 + 300 here: not one may break) through the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Issue 14's guarantee, end to end: an established TCP connection keeps its
+# The guarantee (README.md, "The guarantee"), end to end: an established TCP connection keeps its
 # backend whatever its idle time, across any number of changes, as long as
 # its backend is in the service and its entry was not evicted. Real TCP
 # through chlbd in native XDP, fwd l2dsr, for ring, jump and maglev:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Issue 17's health checks, end to end: chlbd probes real servers in the
+# Health checks, end to end: chlbd probes real servers in the
 # backend namespaces (chlb-echo on port 80 for client traffic, socat on the
 # check port) over non-blocking sockets in its event loop, and the table
 # follows through normal swaps:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Health probes through the data path (#17, `via vip`), real packets between
+# Health probes through the data path (`via vip`), real packets between
 # namespaces: chlbd (TC data plane on the LB's eth0) attaches the probe
 # steering program on eth0's egress; the LB has a route for the VIP towards
 # the client side, so a connection from the LB to the VIP leaves by eth0.

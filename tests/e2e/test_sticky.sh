@@ -151,7 +151,7 @@ icmp_check() {
 test_icmp_frag_needed_ipv4_l2dsr() { icmp_check 4 l2dsr IcmpInDestUnreachs; }
 test_icmp_packet_too_big_ipv6_ipip() { icmp_check 6 ipip Icmp6InPktTooBigs; }
 
-# ipip to a backend one router away (the routed topology): the LB's
+# ipip to a backend one router away (a routed topology): the LB's
 # FIB lookup yields the router's MAC, the outer header the backend's address.
 test_ipip_through_a_router() {
 	local fam out rc=0 sport be w

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Several LB hosts behind an ECMP router that learns the VIP from each over
-# BGP (issue 19): BIRD on the router and on every LB, a chlbd per LB with
+# BGP: BIRD on the router and on every LB, a chlbd per LB with
 # --route-table, real TCP from a client. Sourced by a suite after
 # tests/lib.sh:
 #
@@ -475,7 +475,7 @@ ecmp_survivors_count() {
 # ecmp_survive NAME K WHAT CMD...: CMD (an event), then wait until the
 # router's route has K nexthops, then one exchange on every connection of
 # NAME. Diag "WHAT: S of N connections survived"; 0 if S >= 99.9% of N
-# (issue 19's goal).
+# (the goal for several LB hosts).
 ecmp_survive() {
 	local name=$1 k=$2 what=$3 n s
 	shift 3

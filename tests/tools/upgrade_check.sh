@@ -12,7 +12,8 @@
 # reported, not asserted beyond "held connections keep working".
 #
 # Not in `make test` (it needs an older tree built); run by hand:
-#   git worktree add /tmp/old 136b450 && make -C /tmp/old -j2
+#   git worktree add /tmp/old REV && make -C /tmp/old -j2   # REV: the release
+#                                     # to upgrade from (its tag, vX.Y.Z)
 #   sudo bash tests/tools/upgrade_check.sh /tmp/old/build TERM
 . "$(dirname "$0")/../lib.sh"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Health-check settings (#17) in the grammar and the desired state: every
+ * Health-check settings in the grammar and the desired state: every
  * keyword parses and lands in the state, the defaults, a backend's override
  * merged over its service's check (chlb_check_effective), every bad value
  * refused with a message naming the token and the state left as it was,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Canonical jump buckets (issue 19, item 1): a backend's bucket is desired
+ * Canonical jump buckets: a backend's bucket is desired
  * state, so the same desired state gives the same table on every host,
  * whatever the order of the statements; save writes the buckets, and a
  * saved state applied on another host builds the identical table; old

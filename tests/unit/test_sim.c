@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The quality gates of the foundation issue, measured by the real planner
+ * The quality gates of the tables (docs/algorithms.md), measured by the real planner
  * (chlb_sim_run, what `chlbctl sim` runs), plus the chlbctl sim command line.
  * The gated numbers are exact keyspace shares, so they do not depend on the
  * flow sample; the flow measurements must agree with them within sampling
@@ -27,7 +27,7 @@ struct goal {
 	double bmax, add, rem; /* balance_max, disruption / ideal (0 = report only) */
 };
 
-/* The goals table of the issue; jtable: the stretch goal (within 1.2x). */
+/* The goals per algorithm; jtable: the stretch goal (within 1.2x). */
 // clang-format off
 static const struct goal goals[] = {
 	{ CHLB_ALGO_RING,   100,  1.25, 1.15, 1.15 },

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Weights that mean what they say (issue 17): each algorithm's keyspace
+ * Weights that mean what they say: each algorithm's keyspace
  * shares against the weight shares, measured by the real planner
  * (chlb_sim_run, what `chlbctl sim --weights` runs), and what a single
  * weight change moves, through the real lookups.
@@ -66,7 +66,7 @@ static void within(const char *what, __u32 n, const struct chlb_sim_result *r, d
 
 static const __u32 uneven[] = { 100, 149, 50, 25 };
 
-/* The issue's example: 100,149,50,25 gave balance_max 3.24 under jump. */
+/* Uneven weights 100,149,50,25 gave balance_max 3.24 under jump when a weight was round(w/100) buckets. */
 static void test_exact_algorithms_uneven(void **state)
 {
 	static const struct {

@@ -385,7 +385,7 @@ void show_plan(json_object *r)
 		/* what `service list` will show after it, here and on every host applying it */
 		if (json_object_object_get_ex(e, "fingerprint", &est))
 			printf("  table fingerprint after: %s\n", json_object_get_string(est));
-		if (json_object_object_get_ex(e, "health", &est)) /* check settings (#17) */
+		if (json_object_object_get_ex(e, "health", &est)) /* check settings */
 			printf("  %s\n", json_object_get_string(est));
 		for (size_t j = 0; b && j < json_object_array_length(b); j++) {
 			json_object *x = json_object_array_get_idx(b, j);

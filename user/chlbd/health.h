@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Health checks (issue #17): a checker per (service, backend) with a probe
+ * Health checks: a checker per (service, backend) with a probe
  * on a non-blocking socket in chlbd's epoll loop, the up/down state it
  * decides, and the effective state that serves: the desired state with
  * every backend's effective weight (0 when down, a fraction during slow

@@ -69,7 +69,7 @@ enum {
 	CHLB_OPT_BUCKET = 1u << 9,
 	CHLB_OPT_FORCE = 1u << 10,
 	CHLB_OPT_BUCKET_ONE = 1u << 11, /* `bucket N` (CHLB_OPT_BUCKET: an old file's list) */
-	/* health checks (#17): service add/set; the CHLB_OPT_CHECK_ALL ones on backends too */
+	/* health checks: service add/set; the CHLB_OPT_CHECK_ALL ones on backends too */
 	CHLB_OPT_CHECK = 1u << 16, /* check none|tcp|http */
 	CHLB_OPT_CK_PATH = 1u << 17,
 	CHLB_OPT_CK_EXPECT = 1u << 18,
