@@ -267,6 +267,8 @@ lint:
 	$(Q)BUILD=$(BUILD) tests/tools/check_layers.sh
 	$(call msg,FORMAT,check)
 	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
+	$(call msg,REFS,docs tests sources)
+	$(Q)scripts/check_refs.sh
 	$(call msg,CPPCHECK,user include)
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem -D__x86_64__ -Iinclude -Iuser/lib \
