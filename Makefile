@@ -5,7 +5,7 @@
 #   user/lib/LAYER/*.c   -> build/libchlb.a (shared by chlbd, chlbctl, tests); the
 #                           layers, lowest first: base table config engine dp (docs/design.md,
 #                           "user/lib layers"; tests/tools/check_layers.sh checks them)
-#   user/chlbd/*.c       -> build/chlbd
+#   user/chlbd/*.c, user/chlbd/ROOM/*.c -> build/chlbd (rooms: user/chlbd/README.md)
 #   user/chlbctl/*.c     -> build/chlbctl
 #   tests/unit/test_*.c  -> build/tests/unit/test_*  (+ ASan/UBSan copies in build/asan/)
 #   tests/bpf/test_*.c   -> build/tests/bpf/test_*   (need root + BPF)
@@ -41,14 +41,16 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.bpf.o)
 SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 BPF_HDRS := $(wildcard bpf/*.h) $(wildcard include/*.h)
-USER_HDRS := $(wildcard user/lib/*/*.h user/chlbd/*.h user/chlbctl/*.h) $(wildcard include/*.h)
+USER_HDRS := $(wildcard user/lib/*/*.h user/chlbd/*.h user/chlbd/*/*.h user/chlbctl/*.h) $(wildcard include/*.h)
 
 # user/lib in layers, each a folder, lowest first; an include points down only
 LIB_LAYERS := base table config engine dp wire
 LIB_SRCS := $(foreach l,$(LIB_LAYERS),$(wildcard user/lib/$(l)/*.c))
 LIB := $(BUILD)/libchlb.a
 ASAN_LIB := $(BUILD)/asan/libchlb.a
-CHLBD_SRCS := $(wildcard user/chlbd/*.c)
+CHLBD_SRCS := $(wildcard user/chlbd/*.c user/chlbd/*/*.c)
+# chlbd's files include its headers by their path under user/chlbd ("sync/sync.h")
+CHLBD_INC := -Iuser/chlbd
 CHLBCTL_SRCS := $(wildcard user/chlbctl/*.c)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 BPFTEST_SRCS := $(wildcard tests/bpf/test_*.c)
@@ -139,6 +141,8 @@ $(ASAN_LIB): $(LIB_SRCS:%.c=$(BUILD)/asan/%.o)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(CHLBD_SRCS:%.c=$(BUILD)/%.o): ALL_CFLAGS += $(CHLBD_INC)
+
 $(BUILD)/chlbd: $(CHLBD_SRCS:%.c=$(BUILD)/%.o) $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) $(CHLBD_LDLIBS) -o $@
@@ -167,8 +171,9 @@ $(BUILD)/tests/bench/%: $(BUILD)/tests/bench/%.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
-# the sync authentication bench runs chlbd's own sync_auth.c
-$(BUILD)/tests/bench/sync_auth: $(BUILD)/tests/bench/sync_auth.o $(BUILD)/user/chlbd/sync_auth.o $(LIB)
+# the sync authentication bench runs chlbd's own sync/sync_auth.c
+$(BUILD)/tests/bench/sync_auth.o: ALL_CFLAGS += $(CHLBD_INC)
+$(BUILD)/tests/bench/sync_auth: $(BUILD)/tests/bench/sync_auth.o $(BUILD)/user/chlbd/sync/sync_auth.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -lsodium -o $@
 
@@ -189,7 +194,7 @@ VERSION := $(strip $(file <VERSION))
 VERSION_OBJS := $(BUILD)/user/chlbd/version.o $(BUILD)/user/chlbctl/cmd_version.o
 
 $(VERSION_OBJS): $(BUILD)/chlb_version.h
-$(BUILD)/user/chlbd/metrics_text.o: $(BUILD)/chlb_version.h # chlb_build_info{version}
+$(BUILD)/user/chlbd/metrics/metrics_text.o: $(BUILD)/chlb_version.h # chlb_build_info{version}
 
 $(BUILD)/chlb_version.h: $(BUILD)/chlb.bpf.o VERSION FORCE
 	$(Q)echo '$(VERSION)' | grep -qxE '[0-9]+\.[0-9]+\.[0-9]+' || \
@@ -260,7 +265,7 @@ grammar-docs: $(BUILD)/chlbctl
 	$(Q)BUILD=$(BUILD) tests/tools/grammar_docs.sh
 
 # ---- checks ----
-FORMAT_SRCS = $(filter-out include/chlb_crc32c_table.h,$(wildcard bpf/*.c bpf/*.h include/*.h user/*/*.c user/*/*.h user/lib/*/*.c user/lib/*/*.h tests/*/*.c tests/*/*.h))
+FORMAT_SRCS = $(filter-out include/chlb_crc32c_table.h,$(wildcard bpf/*.c bpf/*.h include/*.h user/*/*.c user/*/*.h user/*/*/*.c user/*/*/*.h tests/*/*.c tests/*/*.h))
 
 lint:
 	$(call msg,LAYERS,user/lib)
@@ -271,7 +276,7 @@ lint:
 	$(Q)scripts/check_refs.sh
 	$(call msg,CPPCHECK,user include)
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr --suppress=missingIncludeSystem -D__x86_64__ -Iinclude -Iuser/lib \
+		--inline-suppr --suppress=missingIncludeSystem -D__x86_64__ -Iinclude -Iuser/lib -Iuser/chlbd \
 		user include
 
 # make check: the part of `make test` that needs no root and no network:

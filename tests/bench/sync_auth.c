@@ -19,7 +19,7 @@
 #include <arpa/inet.h>
 #include <sodium.h>
 #include "wire/sync_wire.h"
-#include "../../user/chlbd/sync_auth.h" /* chlbd's own, measured here */
+#include "sync/sync_auth.h" /* chlbd's own, measured here */
 
 /* sync_auth.c logs through chlbd's logger: stderr here */
 void chlbd_log(int level, const char *fmt, ...)

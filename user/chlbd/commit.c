@@ -6,8 +6,8 @@
  */
 #include <stdio.h>
 #include "chlbd.h"
-#include "sync.h"
-#include "health.h"
+#include "sync/sync.h"
+#include "health/health.h"
 #include "ready.h"
 #include "routes.h"
 

@@ -14,12 +14,12 @@
 #include <unistd.h>
 #include "chlbd.h"
 #include "conns.h"
-#include "health.h"
+#include "health/health.h"
 #include "loop_ev.h"
-#include "metrics.h"
+#include "metrics/metrics.h"
 #include "ready.h"
 #include "routes.h"
-#include "sync.h"
+#include "sync/sync.h"
 
 #define HOUSEKEEPING_NS 1000000000ull /* client timeouts, at least once a second */
 

@@ -20,10 +20,10 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include "chlbd.h"
-#include "health.h"
-#include "metrics.h"
-#include "sync.h"
-#include "own.h"
+#include "health/health.h"
+#include "metrics/metrics.h"
+#include "sync/sync.h"
+#include "locks.h"
 #include "ready.h"
 #include "routes.h"
 #include "base/util.h"

@@ -12,7 +12,7 @@
 #include <systemd/sd-daemon.h>
 #include "chlbd.h"
 #include "ready.h"
-#include "sync.h"
+#include "sync/sync.h"
 
 #define EVAL_NS 100000000ull /* while loaded and waiting for sync: look again after 100 ms */
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "chlbd.h"
-#include "health.h"
+#include "health/health.h"
 #include "ready.h"
 #include "routes.h"
 #include "dp/route.h"

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <sodium.h>
 #include "chlbd.h"
-#include "sync_auth.h"
+#include "sync/sync_auth.h"
 
 #define KEY_FILE_MAX  4096
 #define WARN_EVERY_NS 60000000000ull /* a key file gone bad: one line a minute */

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
-#include "health.h"
+#include "health/health.h"
 
 /*
  * What the engine was last given when it differs from the desired state;

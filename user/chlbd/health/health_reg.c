@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "health.h"
+#include "health/health.h"
 
 #define HC_HASH 4096
 

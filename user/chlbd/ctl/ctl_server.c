@@ -47,7 +47,7 @@
 #include <unistd.h>
 #include "chlbd.h"
 #include "loop_ev.h"
-#include "own.h"
+#include "locks.h"
 #include "base/util.h"
 
 #define CHLBD_FD_RESERVE 64 /* descriptors clients never take */

@@ -30,7 +30,7 @@
 #include <unistd.h>
 #include "chlbd.h"
 #include "loop_ev.h"
-#include "metrics.h"
+#include "metrics/metrics.h"
 
 #define METRICS_DRAIN_MS 1000 /* after the reply: wait this long at most for the client's close */
 

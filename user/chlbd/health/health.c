@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
-#include "health.h"
+#include "health/health.h"
 
 #define NS_PER_MS     1000000ull
 #define JITTER_PCT    10

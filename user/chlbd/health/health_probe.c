@@ -18,7 +18,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "health.h"
+#include "health/health.h"
 #include "dp/nexthop.h"
 
 #define NS_PER_MS	1000000ull

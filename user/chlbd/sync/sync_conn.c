@@ -7,7 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include "sync_int.h"
+#include "sync/sync_int.h"
 
 #define KEEPALIVE_IDLE	5 /* s: a silently dead peer's connection goes in ~11 s */
 #define KEEPALIVE_INTVL 2

@@ -18,7 +18,7 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include "sync_int.h"
+#include "sync/sync_int.h"
 
 static const char *const in_names[] = { "down", "connecting", "authenticating", "receiving dump",
 					"synced" };

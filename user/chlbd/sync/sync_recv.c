@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
-#include "sync_int.h"
+#include "sync/sync_int.h"
 
 #define IN_CAP	       (2 * SYNC_WIRE_MSG_MAX)
 #define IN_READ	       SYNC_WIRE_MSG_MAX /* bytes read per round: at most 256 records */

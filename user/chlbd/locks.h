@@ -5,8 +5,8 @@
  * control socket (a lock file beside each) and the pin directory (a lock on
  * the directory itself, main.c).
  */
-#ifndef CHLBD_OWN_H
-#define CHLBD_OWN_H
+#ifndef CHLBD_LOCKS_H
+#define CHLBD_LOCKS_H
 
 #include <sys/types.h>
 
@@ -30,4 +30,4 @@ pid_t own_lock_holder(int fd);
  */
 int own_check_socket_path(void);
 
-#endif /* CHLBD_OWN_H */
+#endif /* CHLBD_LOCKS_H */

@@ -26,7 +26,7 @@
  * not made here by then is not a rollout in progress.
  */
 #include <stdlib.h>
-#include "sync_int.h"
+#include "sync/sync_int.h"
 
 #define DEFER_MAX      65536 /* entries waiting for their service or backend */
 #define DEFER_MAX_MS   60000

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "chlbd.h"
-#include "served.h"
+#include "served_tables.h"
 
 /* Pinned tables read so far, by table slot; kept while the engine's slot is adopted. */
 static struct pinned {

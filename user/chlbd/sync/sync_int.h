@@ -21,8 +21,8 @@
 #include <arpa/inet.h>
 #include "chlbd.h"
 #include "loop_ev.h"
-#include "sync.h"
-#include "sync_auth.h"
+#include "sync/sync.h"
+#include "sync/sync_auth.h"
 #include "wire/sync_wire.h"
 
 #define SYNC_MAX_PEERS	  16

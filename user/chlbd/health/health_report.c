@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* What health checks show: backend list fields and the metrics families. */
 #include <string.h>
-#include "health.h"
+#include "health/health.h"
 
 static void add_str(json_object *o, const char *k, const char *v)
 {

@@ -5,11 +5,11 @@
 #include <string.h>
 #include <time.h>
 #include "chlbd.h"
-#include "served.h"
+#include "served_tables.h"
 #include "conns.h"
-#include "health.h"
+#include "health/health.h"
 #include "ready.h"
-#include "sync.h"
+#include "sync/sync.h"
 
 static json_object *no_such_service(const struct chlb_vip *vip)
 {

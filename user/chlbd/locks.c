@@ -23,7 +23,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "chlbd.h"
-#include "own.h"
+#include "locks.h"
 
 /*
  * Released at exit() before the kernel closes the rest: `chlbctl shutdown`

@@ -32,7 +32,7 @@
 #include <sys/epoll.h>
 #include <bpf/libbpf.h>
 #include <sodium.h>
-#include "sync_int.h"
+#include "sync/sync_int.h"
 
 #define OUT_MAX		 (16u << 20) /* bytes queued to a peer */
 #define DUMP_LOW	 (1u << 20)  /* the dump is read on while less is queued */

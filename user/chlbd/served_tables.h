@@ -3,8 +3,8 @@
  * served.c: the tables the data plane serves, built by this chlbd or
  * adopted from a previous one, with their decision fingerprints.
  */
-#ifndef CHLBD_SERVED_H
-#define CHLBD_SERVED_H
+#ifndef CHLBD_SERVED_TABLES_H
+#define CHLBD_SERVED_TABLES_H
 
 #include "chlbd.h"
 
@@ -27,4 +27,4 @@ int served_current(const struct chlb_rt_svc *r, struct served_table *out);
 /* The view the data plane has for the service now (its tables, its hash fields). 0 or -ENOENT. */
 int served_view(const struct chlb_rt_svc *r, struct chlb_service *v);
 
-#endif /* CHLBD_SERVED_H */
+#endif /* CHLBD_SERVED_TABLES_H */
