@@ -3,7 +3,7 @@
  * chlbd: one process, one event loop (epoll): the control socket, signals
  * (signalfd) and timers (timerfd: history retirement, slot grace periods,
  * next-hop refresh, client timeouts, health probes and slow-start steps:
- * health.h), and the health probes' sockets.
+ * health/health.h), and the health probes' sockets.
  */
 #ifndef CHLBD_H
 #define CHLBD_H
@@ -53,7 +53,7 @@ struct chlbd {
 	/* route export: the table is emptied and kept empty */
 	bool routes_withdrawn;
 	__u64 started_ns;
-	/* between the services of a long change: answer read-only requests (server.c sets it) */
+	/* between the services of a long change: answer read-only requests (ctl/ctl_server.c sets it) */
 	void (*answer_readonly)(void);
 };
 extern struct chlbd D; /* global.c */
@@ -71,6 +71,20 @@ int chlbd_log_level_parse(const char *name);
 #define pr_info(...)  chlbd_log(LOG_INFO, __VA_ARGS__)
 #define pr_debug(...) chlbd_log(LOG_DEBUG, __VA_ARGS__)
 
+/* options.c: the command line into D and the rooms' settings; 0 or -1 (usage error, printed) */
+int chlbd_options_parse(int argc, char **argv);
+
+/* start_state.c: the state file's directory and lock, then the desired state at start; 0 or -1 */
+int chlbd_state_lock(void);
+int chlbd_state_initial(struct chlb_state *st);
+
+/* attach.c: the -i interfaces; 0 or -errno/-1, the reason logged */
+int chlbd_ifaces_resolve(void); /* every -i exists (in --netns) */
+int chlbd_ifaces_check(void);	/* none carries another chlbd's program */
+int chlbd_attach_all(void);	/* attach as -m asks; detach where no longer asked */
+void chlbd_attach_undo(void);	/* a failed start: detach what it newly attached */
+void chlbd_detach_unpin(void);	/* every attachment, then the pins */
+
 /* bpffs.c: mount a bpffs for the pin directory if none is there; 0 or -errno */
 int chlbd_bpffs_ensure(const char *pin_dir);
 
@@ -84,54 +98,11 @@ void chlbd_pidfile_remove(void);
 /* version.c: the build's version and BPF build id (`chlbd --version`, a `version` request) */
 void chlbd_print_version(void);
 bool chlbd_is_version_request(const char *req);
-json_object *view_version(void);
+json_object *chlbd_version_json(void); /* the `version` reply */
 
 /* dpops.c: the data plane behind apply.c's ops */
 void chlbd_dp_ops(struct chlb_dp *dp, struct chlb_dp_ops *ops, struct chlb_adopt_ops *aops);
 int chlbd_drop_stale_views(struct chlb_dp *dp, const struct chlb_state *st);
-
-/* server.c */
-int server_open(const char *path);
-void server_accept(void);
-void server_client_event(void *client, unsigned int events);
-void server_expire(__u64 now);
-void server_close_all(void);
-/*
- * During a long change (chlb_rt->yield): accept clients and answer those
- * whose request is read-only (chlbd_request_read_only()); any other request
- * waits until the change is done (server_run_deferred(), from the loop).
- */
-void server_poll_readonly(void);
-void server_run_deferred(void);
-/* Did a poll run since the last call? (the loop's batch of events is stale then) */
-bool server_polled(void);
-
-/* handlers.c: one request (text) -> one JSON reply (malloc'd); the handler table */
-char *handle_request(const char *req, size_t len);
-/* Does the request only read (a list, stats, which, conns, save, version, or an error)? */
-bool chlbd_request_read_only(const char *req);
-
-/* reply.c: every reply is built there */
-/* {"error": msg} */
-json_object *chlbd_jerr(const char *msg);
-/*
- * {"error": msg, "kind": kind}: what chlbctl's exit code says. "usage": the
- * request is wrong whatever the state (grammar, a bad value: exit 2);
- * "conflict": it does not fit the state (no such service, already
- * there); "refused": it needs `force`; "failed": it could not be done. An
- * error without a kind counts as failed (exit 1).
- */
-#define CHLBD_ERR_USAGE	   "usage"
-#define CHLBD_ERR_CONFLICT "conflict"
-#define CHLBD_ERR_REFUSED  "refused"
-#define CHLBD_ERR_FAILED   "failed"
-json_object *chlbd_jerr_kind(const char *msg, const char *kind);
-/* o as one line of JSON text (malloc'd); consumes o */
-char *chlbd_reply(json_object *o);
-/* chlbd_jerr_kind() as text (malloc'd) */
-char *chlbd_error_reply(const char *msg, const char *kind);
-/* "too many clients" as text, for a client refused without an allocation */
-extern const char chlbd_busy_reply[];
 
 /*
  * commit.c: converge to `next` (consumed) durably: capacity checked, written
@@ -144,21 +115,15 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen);
 int chlbd_check_capacity(const struct chlb_state *next, char *err, size_t errlen);
 
 /*
- * guard.c: 0, or -1 with why when chlbd refuses to go from cur to next: a
+ * refuse.c: 0, or -1 with why when chlbd refuses to go from cur to next: a
  * service next adds whose VIP is an address of this host (unless the service
  * has `force`); with apply, deleting every service of cur (unless force).
  */
-int chlbd_guard(const struct chlb_state *cur, const struct chlb_state *next, bool apply, bool force,
-		char *why, size_t len);
-/* Logs what going from cur to next changes, a line each (chlb_state_diff()), then a summary. */
+int chlbd_refuse(const struct chlb_state *cur, const struct chlb_state *next, bool apply,
+		 bool force, char *why, size_t len);
+/* change_log.c: logs what going from cur to next changes, a line each, then a summary */
 void chlbd_log_diff(const char *prefix, const struct chlb_state *cur, const struct chlb_state *next,
 		    const struct chlb_state *base);
-
-/* views.c: read-only replies */
-json_object *view_services(const struct chlb_cmd *c);
-json_object *view_backends(const struct chlb_cmd *c);
-json_object *view_stats(const struct chlb_cmd *c); /* c->reset: zero first */
-json_object *view_which(const struct chlb_cmd *c);
 
 /* ctmaint.c: connection filter upkeep, from the timer */
 void ct_maintain(__u64 now);

@@ -2,7 +2,7 @@
 /*
  * Committing a new desired state: the one place a change is made durable
  * and applied (chlbd_commit()), whoever asked for it: a request
- * (handlers.c), SIGHUP (loop.c), the start (main.c).
+ * (ctl/ctl_handlers.c), SIGHUP (loop.c), the start (main.c).
  */
 #include <stdio.h>
 #include "chlbd.h"
@@ -37,7 +37,7 @@ static int serve(struct chlb_state *x, char *err, size_t errlen)
  *      slot changes generation, which an apply undone afterwards would do;
  *   3. apply: the data plane converges (the swap does not wait for the disk)
  *      to next's effective form: its weights as health checks have them
- *      (health_apply.c), so a commit and the checker never fight;
+ *      (health/health_apply.c), so a commit and the checker never fight;
  *   4. publish: STATE.tmp fsynced and renamed over STATE (STATE kept as
  *      STATE.prev), directory fsynced. Only then is the change acknowledged.
  * If 3 or 4 fails, the data plane is put back to what it was (an apply of
@@ -107,7 +107,8 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory; nothing changed");
 		return -1;
 	}
-	D.rt->yield = D.answer_readonly; /* read-only requests are answered meanwhile (server.c) */
+	D.rt->yield =
+	    D.answer_readonly; /* read-only requests are answered meanwhile (ctl/ctl_server.c) */
 	r = serve(next, perr, sizeof(perr));
 	D.rt->yield = NULL;
 	if (!r && chlb_state_publish(&pend, perr, sizeof(perr))) {

@@ -14,14 +14,6 @@
 #include "chlbd.h"
 #include "engine/conn_tally.h"
 
-/*
- * At most this many entries in a `conns list` reply ("truncated": true
- * beyond): ~300 bytes each at worst (IPv6), so the reply stays under
- * ~30 MB, well inside chlbctl's 64 MiB reply limit. The counts always
- * cover the whole table.
- */
-#define CHLBD_CONNS_LIST_MAX 100000
-
 /* One walk of the connection table into t (chlb_ct_tally_free() it). 0 or -errno. */
 int conns_tally(struct chlb_ct_tally *t);
 /* Its two steps: an empty tally of chlbd's state and timeouts, then the walk (t kept on failure). */
@@ -74,8 +66,5 @@ void conns_tally_adopt(struct chlb_ct_tally *t, __u64 started_ns);
  * added when the table can't be read.
  */
 void conns_stats(json_object *o, __u64 inserts);
-
-/* `conns [VIP] [backend ADDR] [list]`: the reply text (malloc'd). */
-char *view_conns(const struct chlb_cmd *c);
 
 #endif /* CHLBD_CONNS_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Locks held for chlbd's lifetime (own.h). A lock file beside the state
+ * Locks held for chlbd's lifetime (locks.h). A lock file beside the state
  * file and beside the socket, not the files themselves: the state file is
  * replaced by a rename on every write (a lock on it would stay on the old
  * inode), and a socket can't be flocked before it exists. Lock files are
@@ -46,7 +46,7 @@ static void hold(int fd)
 		held[nheld++] = fd;
 }
 
-pid_t own_lock_holder(int fd)
+pid_t lock_holder(int fd)
 {
 	unsigned int maj, min;
 	unsigned long ino;
@@ -72,7 +72,7 @@ pid_t own_lock_holder(int fd)
 	return pid;
 }
 
-int own_lock_beside(const char *path, const char *what)
+int lock_beside(const char *path, const char *what)
 {
 	char lock[PATH_MAX];
 	pid_t holder;
@@ -103,7 +103,7 @@ int own_lock_beside(const char *path, const char *what)
 		hold(fd);
 		return fd;
 	}
-	holder = errno == EWOULDBLOCK ? own_lock_holder(fd) : 0;
+	holder = errno == EWOULDBLOCK ? lock_holder(fd) : 0;
 	if (holder)
 		pr_err("%s '%s' is in use by another chlbd (pid %d, lock %s): one chlbd per %s",
 		       what, path, (int)holder, lock, what);
@@ -134,7 +134,7 @@ static bool same_file(const char *a, const char *b)
 	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-int own_check_socket_path(void)
+int lock_check_socket_path(void)
 {
 	static const char *const suffixes[] = { "", ".prev", ".tmp", ".lock" };
 	char sock[PATH_MAX], f[PATH_MAX + 8];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * own.c: what one chlbd holds for its whole life, so that a second one
+ * Lock files (locks.c): what one chlbd holds for its whole life, so that a second one
  * sharing any of it is refused with the holder named: the state file, the
  * control socket (a lock file beside each) and the pin directory (a lock on
  * the directory itself, main.c).
@@ -19,15 +19,15 @@
  * replace it there); if it does not exist either, -2 after a warning: not
  * locked, carry on.
  */
-int own_lock_beside(const char *path, const char *what);
+int lock_beside(const char *path, const char *what);
 
 /* The pid holding a lock on fd's file (/proc/locks), or 0 when unknown. */
-pid_t own_lock_holder(int fd);
+pid_t lock_holder(int fd);
 
 /*
  * -s must name none of chlbd's files (the state file, its .prev, .tmp and
  * .lock, the config, the pid file): 0, or -1 after logging.
  */
-int own_check_socket_path(void);
+int lock_check_socket_path(void);
 
 #endif /* CHLBD_LOCKS_H */

@@ -13,6 +13,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 #include "chlbd.h"
+#include "ctl/ctl.h"
 #include "conns.h"
 #include "health/health.h"
 #include "loop_ev.h"
@@ -150,7 +151,7 @@ static void reload_config(void)
 	 * config tool that wrote nothing) must not delete every service; a
 	 * reload has no --force, `chlbctl apply -f FILE --force` has.
 	 */
-	if (chlbd_guard(&D.state, &next, true, false, err, sizeof(err))) {
+	if (chlbd_refuse(&D.state, &next, true, false, err, sizeof(err))) {
 		pr_err("SIGHUP: %s: %s; nothing from the file applied", D.config_path, err);
 		chlb_state_free(&next);
 		return;

@@ -8,10 +8,10 @@ enum loop_ev_type {
 	LOOP_EV_CLIENT,
 	LOOP_EV_SIGNAL,
 	LOOP_EV_TIMER,
-	LOOP_EV_METRICS_LISTEN, /* metrics.c */
+	LOOP_EV_METRICS_LISTEN, /* metrics/metrics.c */
 	LOOP_EV_METRICS_CLIENT,
-	LOOP_EV_HEALTH, /* a health probe's socket (health_probe.c) */
-	LOOP_EV_SYNC,	/* entry sync: listener, peers, the ring buffer (sync.c) */
+	LOOP_EV_HEALTH, /* a health probe's socket (health/health_probe.c) */
+	LOOP_EV_SYNC,	/* entry sync: listener, peers, the ring buffer (sync/sync.c) */
 };
 
 struct loop_ev {

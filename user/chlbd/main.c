@@ -4,13 +4,15 @@
  * serve the control socket. SIGTERM leaves the program attached and the maps
  * pinned, so traffic flows while chlbd is down and the next chlbd adopts
  * them without moving a flow; `chlbctl shutdown --detach` tears down.
+ *
+ * This file is the start sequence (start(): cheapest checks first), the
+ * undoing of a failed start, and the way out; its steps are elsewhere:
+ * options.c (the command line), start_state.c (the desired state at
+ * start), attach.c (interfaces), locks.c, bpffs.c, daemon.c.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <malloc.h>
-#include <grp.h>
-#include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include "chlbd.h"
+#include "ctl/ctl.h"
 #include "health/health.h"
 #include "metrics/metrics.h"
 #include "sync/sync.h"
@@ -27,291 +30,6 @@
 #include "ready.h"
 #include "routes.h"
 #include "base/util.h"
-
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "Usage: chlbd -i IFACE [-i IFACE...] [OPTIONS]\n"
-	    "  -i, --interface IFACE   attach to IFACE (repeatable)\n"
-	    "  -m, --mode MODE         xdp (native, default) | xdp-generic | tc; a restart\n"
-	    "                          moves what was attached to the -i and -m asked\n"
-	    "      --netns NAME        join network namespace NAME (/var/run/netns/NAME) only;\n"
-	    "                          pins stay in the host's bpffs\n"
-	    "  -s, --socket PATH       control socket (default %s), mode 0600;\n"
-	    "                          only a stale socket at PATH is replaced\n"
-	    "      --socket-group GRP  also let members of GRP use the socket (mode 0660)\n"
-	    "      --pin-dir DIR       bpffs pin directory (default %s); no bpffs there:\n"
-	    "                          chlbd mounts one (on /sys/fs/bpf, else on DIR's parent)\n"
-	    "      --state FILE        state file (default %s)\n"
-	    "  -c, --config FILE       config file: applied at start (instead of the state\n"
-	    "                          file) and on SIGHUP / `chlbctl apply`\n"
-	    "      --ct-size N         connection-table entries, 120 bytes each (default\n"
-	    "                          %u; a restart resizes a pinned table, entries kept)\n"
-	    "      --udp-timeout-ms N  UDP flow idle timeout (default %u)\n"
-	    "      --tcp-timeout-ms N  TCP connection idle timeout (default 0: none; an\n"
-	    "                          entry lives until its connection's backend leaves\n"
-	    "                          or the table evicts it)\n"
-	    "      --history-ms N      how long a replaced table keeps flows sticky (default %u)\n"
-	    "      --grace-ms N        wait before reusing a table slot (default %u)\n"
-	    "  -f, --foreground        stay in the foreground, log to stderr (default:\n"
-	    "                          daemonize once serving, log to syslog)\n"
-	    "      --pid-file FILE     write chlbd's pid to FILE (removed at exit)\n"
-	    "      --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
-	    "                          ([ADDR]:PORT for IPv6; default: off)\n"
-	    "      --route-table N     keep a blackhole host route (protocol 250, 'chlb')\n"
-	    "                          per servable VIP address in kernel routing table N,\n"
-	    "                          for BIRD/FRR to announce; removed on TERM (default\n"
-	    "                          0: off); added only once chlbd is ready\n"
-	    "      --ready-settle-ms N ready (announced) N ms after the configuration is\n"
-	    "                          loaded and the sync peers are synced (default %u)\n"
-	    "      --sync-listen ADDR:PORT  accept entry-sync peers here (they receive our\n"
-	    "                          connection entries; docs/operations.md)\n"
-	    "      --sync-peer ADDR:PORT  an LB peer to sync entries with (repeatable)\n"
-	    "      --sync-key FILE     the key sync peers prove to each other (mode 0600;\n"
-	    "                          a line of 64 hex digits, a second one also accepted\n"
-	    "                          while a key is rotated; needed with --sync-peer)\n"
-	    "  -v, --verbose           debug logging (twice: libbpf too)\n"
-	    "      --log-level LEVEL   err | warning | info (default; -v: debug) | debug;\n"
-	    "                          stderr lines get <N> priorities under systemd\n"
-	    "      --version           the version (and git commit), the BPF build id\n"
-	    "  -h, --help              this text\n"
-	    "Signals: TERM/INT stop (program stays attached), HUP re-reads the config file.\n",
-	    CHLBD_DEFAULT_SOCKET, CHLBD_DEFAULT_PIN_DIR, CHLBD_DEFAULT_STATE,
-	    (unsigned int)CHLB_DP_DEFAULT_CONN_MAX, (unsigned int)CHLB_DP_DEFAULT_UDP_IDLE_MS,
-	    (unsigned int)CHLBD_DEFAULT_HISTORY, (unsigned int)CHLBD_DEFAULT_GRACE,
-	    (unsigned int)CHLBD_READY_SETTLE_MS);
-}
-
-static int parse_num(const char *opt, const char *s, __u64 max, __u64 *out)
-{
-	if (chlb_parse_u64(s, 10, 0, max, out)) {
-		fprintf(stderr, "chlbd: '%s': bad value for %s (0-%llu)\n", s, opt,
-			(unsigned long long)max);
-		return -1;
-	}
-	return 0;
-}
-
-static int parse_args(int argc, char **argv)
-{
-	enum {
-		O_NETNS = 256,
-		O_PIN,
-		O_STATE,
-		O_CT,
-		O_UDP,
-		O_TCP,
-		O_HIST,
-		O_GRACE,
-		O_GROUP,
-		O_PIDFILE,
-		O_LOGLEVEL,
-		O_VERSION,
-		O_METRICS,
-		O_ROUTE_TABLE,
-		O_SYNC_LISTEN,
-		O_SYNC_PEER,
-		O_SYNC_KEY,
-		O_READY_SETTLE
-	};
-	static const struct option opts[] = {
-		{ "interface", required_argument, NULL, 'i' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "netns", required_argument, NULL, O_NETNS },
-		{ "socket", required_argument, NULL, 's' },
-		{ "socket-group", required_argument, NULL, O_GROUP },
-		{ "pin-dir", required_argument, NULL, O_PIN },
-		{ "state", required_argument, NULL, O_STATE },
-		{ "config", required_argument, NULL, 'c' },
-		{ "ct-size", required_argument, NULL, O_CT },
-		{ "udp-timeout-ms", required_argument, NULL, O_UDP },
-		{ "tcp-timeout-ms", required_argument, NULL, O_TCP },
-		{ "history-ms", required_argument, NULL, O_HIST },
-		{ "grace-ms", required_argument, NULL, O_GRACE },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "pid-file", required_argument, NULL, O_PIDFILE },
-		{ "metrics", required_argument, NULL, O_METRICS },
-		{ "route-table", required_argument, NULL, O_ROUTE_TABLE },
-		{ "sync-listen", required_argument, NULL, O_SYNC_LISTEN },
-		{ "sync-peer", required_argument, NULL, O_SYNC_PEER },
-		{ "sync-key", required_argument, NULL, O_SYNC_KEY },
-		{ "ready-settle-ms", required_argument, NULL, O_READY_SETTLE },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "log-level", required_argument, NULL, O_LOGLEVEL },
-		{ "version", no_argument, NULL, O_VERSION },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	__u64 v;
-	int c;
-
-	D.mode = CHLB_ATTACH_XDP;
-	D.socket_path = CHLBD_DEFAULT_SOCKET;
-	D.pin_dir = CHLBD_DEFAULT_PIN_DIR;
-	D.state_path = CHLBD_DEFAULT_STATE;
-	D.history_ms = CHLBD_DEFAULT_HISTORY;
-	D.grace_ms = CHLBD_DEFAULT_GRACE;
-	while ((c = getopt_long(argc, argv, "i:m:s:c:fvh", opts, NULL)) != -1) {
-		/* "--state ''" (an unset shell variable) is a usage error, not a path to resolve */
-		if (optarg && !*optarg) {
-			const struct option *o = opts;
-
-			while (o->name && o->val != c)
-				o++;
-			fprintf(stderr, "chlbd: --%s: empty value\n", o->name ? o->name : "?");
-			return -1;
-		}
-		switch (c) {
-		case 'i':
-			if (D.niface == CHLBD_MAX_IFACES) {
-				fprintf(stderr, "chlbd: at most %d interfaces\n", CHLBD_MAX_IFACES);
-				return -1;
-			}
-			for (int k = 0; k < D.niface; k++)
-				if (!strcmp(D.iface[k], optarg)) {
-					fprintf(stderr, "chlbd: -i %s given twice\n", optarg);
-					return -1;
-				}
-			D.iface[D.niface++] = optarg;
-			break;
-		case 'm':
-			if (!strcmp(optarg, "xdp"))
-				D.mode = CHLB_ATTACH_XDP;
-			else if (!strcmp(optarg, "xdp-generic"))
-				D.mode = CHLB_ATTACH_XDP_GENERIC;
-			else if (!strcmp(optarg, "tc"))
-				D.mode = CHLB_ATTACH_TC;
-			else {
-				fprintf(
-				    stderr,
-				    "chlbd: '%s': unknown mode (expected xdp, xdp-generic, tc)\n",
-				    optarg);
-				return -1;
-			}
-			break;
-		case O_NETNS:
-			D.netns = optarg;
-			break;
-		case 's':
-			D.socket_path = optarg;
-			break;
-		case O_PIN:
-			D.pin_dir = optarg;
-			break;
-		case O_GROUP: {
-			struct group *g = getgrnam(optarg);
-
-			if (!g) {
-				fprintf(stderr, "chlbd: '%s': no such group\n", optarg);
-				return -1;
-			}
-			D.socket_gid = (int)g->gr_gid;
-			break;
-		}
-		case O_STATE:
-			D.state_path = optarg;
-			break;
-		case 'c':
-			D.config_path = optarg;
-			break;
-		case O_CT:
-			if (parse_num("--ct-size", optarg, 1u << 28, &v))
-				return -1;
-			D.ct_size = (__u32)v;
-			break;
-		case O_UDP:
-			if (parse_num("--udp-timeout-ms", optarg, 86400000, &v))
-				return -1;
-			D.udp_timeout_ms = (__u32)v;
-			break;
-		case O_TCP:
-			if (parse_num("--tcp-timeout-ms", optarg, 30ull * 86400000, &v))
-				return -1;
-			D.tcp_timeout_ms = (__u32)v;
-			break;
-		case O_HIST:
-			if (parse_num("--history-ms", optarg, 86400000, &v))
-				return -1;
-			D.history_ms = v;
-			break;
-		case O_GRACE:
-			if (parse_num("--grace-ms", optarg, 60000, &v))
-				return -1;
-			D.grace_ms = v;
-			break;
-		case 'f':
-			D.foreground = true;
-			break;
-		case O_PIDFILE:
-			D.pid_file = optarg;
-			break;
-		case O_METRICS:
-			if (metrics_parse(optarg))
-				return -1;
-			break;
-		case O_SYNC_LISTEN:
-			if (sync_parse_listen(optarg))
-				return -1;
-			break;
-		case O_SYNC_PEER:
-			if (sync_parse_peer(optarg))
-				return -1;
-			break;
-		case O_SYNC_KEY:
-			if (sync_parse_key(optarg))
-				return -1;
-			break;
-		case O_ROUTE_TABLE:
-			/* 0 is RT_TABLE_UNSPEC; 253-255 are default, main, local: never ours */
-			if (parse_num("--route-table", optarg, 0xffffffffu, &v))
-				return -1;
-			if (v >= 253 && v <= 255) {
-				fprintf(stderr,
-					"chlbd: '%s': --route-table needs a table of its own, not "
-					"default (253), main (254) or local (255)\n",
-					optarg);
-				return -1;
-			}
-			D.route_table = (__u32)v;
-			break;
-		case O_READY_SETTLE:
-			if (parse_num("--ready-settle-ms", optarg, CHLBD_READY_SETTLE_MAX, &v))
-				return -1;
-			chlbd_ready_set_settle_ms(v);
-			break;
-		case 'v':
-			D.verbose++;
-			break;
-		case O_LOGLEVEL:
-			D.log_level = chlbd_log_level_parse(optarg);
-			if (D.log_level < 0) {
-				fprintf(stderr, "chlbd: '%s': unknown log level (expected %s)\n",
-					optarg, "err, warning, info, debug");
-				return -1;
-			}
-			break;
-		case O_VERSION:
-			chlbd_print_version();
-			exit(0);
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			usage(stderr);
-			return -1;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "chlbd: '%s': unexpected argument\n", argv[optind]);
-		return -1;
-	}
-	if (!D.niface) {
-		fprintf(stderr, "chlbd: no interface (-i IFACE)\n");
-		return -1;
-	}
-	return sync_check_options();
-}
 
 /* Only the network namespace: the mount namespace (and so the host bpffs) stays ours. */
 static int join_netns(const char *name)
@@ -331,215 +49,6 @@ static int join_netns(const char *name)
 		return -1;
 	}
 	close(fd);
-	return 0;
-}
-
-/* The directory path is in (0700; missing parents 0755): 0 or -errno. */
-static int mkdir_parent(const char *path)
-{
-	char buf[4096], *p;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	p = strrchr(buf, '/');
-	if (!p || p == buf)
-		return 0;
-	*p = '\0';
-	return chlb_mkdir_p(buf, 0755, 0700);
-}
-
-/*
- * The state file was bad and FILE.prev was read: move the bad one aside to
- * FILE.bad (for a look), else the next write would keep it as FILE.prev,
- * the "last good copy", and a second bad write would leave chlbd with none.
- */
-static void set_aside_bad_state(bool used_prev)
-{
-	char bad[4096 + 8];
-
-	if (!used_prev)
-		return;
-	snprintf(bad, sizeof(bad), "%s.bad", D.state_path);
-	if (!rename(D.state_path, bad))
-		pr_warn("state: the bad state file is now %s; %s.prev stays the last good copy",
-			bad, D.state_path);
-	else if (errno != ENOENT)
-		pr_warn("state: couldn't move the bad state file to %s (%s): the next change "
-			"keeps it as %s.prev",
-			bad, strerror(errno), D.state_path);
-}
-
-/*
- * The config's new services (against the state file: what served last) may
- * not take one of the host's own addresses without `force` (guard.c).
- */
-static int config_guard(const struct chlb_state *st, char *err, size_t errlen)
-{
-	struct chlb_state last;
-	bool prev;
-	int rc;
-
-	chlb_state_init(&last);
-	if (chlb_state_load_file(&last, D.state_path, &prev, err, errlen))
-		chlb_state_free(&last); /* unreadable: every service is new */
-	else
-		set_aside_bad_state(prev);
-	rc = chlbd_guard(&last, st, false, false, err, errlen);
-	chlb_state_free(&last);
-	return rc;
-}
-
-/* Desired state at start: the config file when given, else the state file. */
-static int initial_state(struct chlb_state *st)
-{
-	char err[CHLB_ERR_MAX + 128];
-	bool prev;
-
-	if (D.config_path) {
-		char *text = chlb_read_file(D.config_path, CHLB_STATE_MAX_BYTES, err, sizeof(err));
-
-		if (text && !chlb_state_exec_text(st, text, D.config_path, err, sizeof(err)) &&
-		    !config_guard(st, err, sizeof(err))) {
-			free(text);
-			/* what SIGHUP's log compares with: changes made since are marked */
-			if (chlb_state_copy(&D.config_state, st))
-				chlb_state_init(&D.config_state);
-			chlbd_ready_loaded(CHLBD_LOADED_CONFIG);
-			return 0;
-		}
-		free(text);
-		chlb_state_free(st);
-		/* nothing from a bad file is applied: keep serving the last state */
-		pr_err("config: %s; nothing from it applied, starting from the state file", err);
-	}
-	if (chlb_state_load_file(st, D.state_path, &prev, err, sizeof(err))) {
-		pr_err("state: %s; refusing to start (fix it, or remove it to start empty)", err);
-		return -1;
-	}
-	if (prev)
-		pr_err("state: %s; started from the last good copy %s.prev", err, D.state_path);
-	set_aside_bad_state(prev);
-	/*
-	 * A state file with services is what this host served (a restart): loaded.
-	 * Not an empty one: every start writes the state back, so its existence
-	 * says nothing, and a host that served nothing has nothing to keep.
-	 */
-	if (st->nsvc)
-		chlbd_ready_loaded(CHLBD_LOADED_STATE);
-	return 0;
-}
-
-/* Every interface exists (in --netns): checked before anything is mounted or pinned. */
-static int resolve_ifaces(void)
-{
-	for (int i = 0; i < D.niface; i++) {
-		D.ifindex[i] = (int)if_nametoindex(D.iface[i]);
-		if (!D.ifindex[i]) {
-			pr_err("no interface '%s'%s%s", D.iface[i], D.netns ? " in netns " : "",
-			       D.netns ? D.netns : "");
-			return -ENODEV;
-		}
-	}
-	return 0;
-}
-
-#define MAX_ATTACHMENTS 256
-
-static const char *mode_name(enum chlb_attach_mode m)
-{
-	return m == CHLB_ATTACH_XDP	      ? "xdp"
-	       : m == CHLB_ATTACH_XDP_GENERIC ? "xdp-generic"
-	       : m == CHLB_ATTACH_TC	      ? "tc"
-					      : "none";
-}
-
-static const char *ifname_of(int ifindex, char *buf)
-{
-	if (!if_indextoname((unsigned int)ifindex, buf))
-		snprintf(buf, IF_NAMESIZE, "#%d", ifindex);
-	return buf;
-}
-
-static bool asked_for(int ifindex)
-{
-	for (int i = 0; i < D.niface; i++)
-		if (D.ifindex[i] == ifindex)
-			return true;
-	return false;
-}
-
-/* Interfaces this start attached that carried nothing of ours: undone if it fails. */
-static int fresh_ifindex[CHLBD_MAX_IFACES], nfresh;
-
-/*
- * Before anything is pinned: an interface that carries another chlbd's
- * program (XDP, or TC at chlb's handle) is refused, never taken over.
- */
-static int check_ifaces(void)
-{
-	char err[768];
-
-	for (int i = 0; i < D.niface; i++) {
-		if (chlb_dp_check_iface(D.pin_dir, D.ifindex[i], D.mode, err, sizeof(err))) {
-			pr_err("%s", err);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/*
- * Attach as asked (-i, -m), moving what a previous chlbd of this pin
- * directory attached in another mode (chlb_dp_attach() moves it without a
- * gap), then detach what it attached where this one is not asked to be.
- */
-static int attach_all(void)
-{
-	struct chlb_dp_attachment att[MAX_ATTACHMENTS];
-	char err[768], name[IF_NAMESIZE];
-	int n, rc;
-
-	n = chlb_dp_attachments(D.dp, att, MAX_ATTACHMENTS);
-	for (int i = 0; i < D.niface; i++) {
-		enum chlb_attach_mode was = CHLB_ATTACH_NONE;
-
-		for (int j = 0; j < n && j < MAX_ATTACHMENTS; j++)
-			if (att[j].ifindex == D.ifindex[i] && att[j].live && was != D.mode)
-				was = att[j].mode;
-		rc = chlb_dp_attach(D.dp, D.ifindex[i], D.mode, err, sizeof(err));
-		if (rc) {
-			pr_err("%s", err);
-			return rc;
-		}
-		D.nattached = i + 1;
-		if (!was)
-			fresh_ifindex[nfresh++] = D.ifindex[i];
-		if (was && was != D.mode)
-			pr_info("moved %s (ifindex %d) from %s to %s", D.iface[i], D.ifindex[i],
-				mode_name(was), mode_name(D.mode));
-		else
-			pr_info("attached to %s (ifindex %d, %s)", D.iface[i], D.ifindex[i],
-				mode_name(D.mode));
-	}
-	n = chlb_dp_attachments(D.dp, att, MAX_ATTACHMENTS);
-	for (int j = 0; j < n && j < MAX_ATTACHMENTS; j++) {
-		if (asked_for(att[j].ifindex) && att[j].mode == D.mode)
-			continue;
-		if (chlb_dp_detach(D.dp, att[j].ifindex, att[j].mode, err, sizeof(err)))
-			pr_warn("%s", err);
-		else
-			pr_info(
-			    "detached from %s (ifindex %d, %s): not asked for by -i/-m any more",
-			    att[j].live ? ifname_of(att[j].ifindex, name) : "a removed interface",
-			    att[j].ifindex, mode_name(att[j].mode));
-	}
-	/*
-	 * Health probes `via vip` leave by the route to the VIP, usually an -i
-	 * interface: steer them there (docs/design.md, "Probes through the data
-	 * path"). Not fatal: without it such probes fail, the traffic does not.
-	 */
-	for (int i = 0; i < D.niface; i++)
-		if (chlb_dp_probe_attach(D.dp, D.ifindex[i], err, sizeof(err)))
-			pr_warn("%s: health probes via vip leaving by it are not steered", err);
 	return 0;
 }
 
@@ -566,33 +75,9 @@ static void finish_resize(void)
 			(unsigned long long)(rs.entries - rs.copied), rs.new_max);
 }
 
-/* Every attachment of this data plane (links, TC records, our TC filters), then the pins. */
-static void detach_unpin(void)
-{
-	struct chlb_dp_attachment att[MAX_ATTACHMENTS];
-	char err[768], name[IF_NAMESIZE];
-	int n = chlb_dp_attachments(D.dp, att, MAX_ATTACHMENTS), probe_if[MAX_ATTACHMENTS];
-	int np = chlb_dp_probe_attachments(D.dp, probe_if, MAX_ATTACHMENTS);
-
-	for (int j = 0; j < np && j < MAX_ATTACHMENTS; j++)
-		if (chlb_dp_probe_detach(D.dp, probe_if[j], err, sizeof(err)))
-			pr_warn("%s", err);
-	for (int j = 0; j < n && j < MAX_ATTACHMENTS; j++) {
-		if (chlb_dp_detach(D.dp, att[j].ifindex, att[j].mode, err, sizeof(err)))
-			pr_warn("%s", err);
-		else
-			pr_info("detached from %s (ifindex %d, %s)",
-				att[j].live ? ifname_of(att[j].ifindex, name)
-					    : "a removed interface",
-				att[j].ifindex, mode_name(att[j].mode));
-	}
-	if (chlb_dp_unpin(D.dp, err, sizeof(err)))
-		pr_warn("%s", err);
-}
-
 static void teardown(void)
 {
-	detach_unpin();
+	chlbd_detach_unpin();
 	pr_info("detached and unpinned");
 }
 
@@ -605,18 +90,11 @@ static void teardown(void)
  */
 static void undo_start(void)
 {
-	char err[768];
-
 	if (D.dp && !chlb_dp_adopted(D.dp)) {
-		detach_unpin();
+		chlbd_detach_unpin();
 		pr_info("start failed: removed the pins it made in %s", D.pin_dir);
 	} else if (D.dp) {
-		for (int i = 0; i < nfresh; i++)
-			if (chlb_dp_detach(D.dp, fresh_ifindex[i], D.mode, err, sizeof(err)))
-				pr_warn("%s", err);
-		if (nfresh)
-			pr_info("start failed: detached from the %d interfaces it attached",
-				nfresh);
+		chlbd_attach_undo();
 	}
 	if (D.made_pin_dir)
 		rmdir(D.pin_dir); /* fails, as it should, while adopted pins are in it */
@@ -639,7 +117,7 @@ static int lock_pin_dir(const char *dir)
 		return -1;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		pid_t holder = own_lock_holder(fd);
+		pid_t holder = lock_holder(fd);
 
 		if (holder)
 			pr_err("pin directory '%s' is in use by another chlbd (pid %d)", dir,
@@ -707,20 +185,6 @@ static int open_dataplane(struct chlb_state *next)
 	return 0;
 }
 
-/* STATE.lock, in a directory the state may be kept in (chlb_state_dir_open()) */
-static int lock_state(void)
-{
-	char err[CHLB_ERR_MAX + 128];
-	int fd = chlb_state_dir_open(D.state_path, err, sizeof(err));
-
-	if (fd < 0) {
-		pr_err("state: %s; refusing to start", err);
-		return -1;
-	}
-	close(fd);
-	return own_lock_beside(D.state_path, "state file") == -1 ? -1 : 0;
-}
-
 /*
  * Everything up to "ready", cheapest checks first: a bad interface, a bad
  * state file, a state file, socket or pin directory another chlbd holds, or
@@ -731,20 +195,15 @@ static int start(struct chlb_state *next)
 {
 	int rc;
 
-	if (resolve_ifaces() || own_check_socket_path())
+	if (chlbd_ifaces_resolve() || lock_check_socket_path())
 		return -1;
-	rc = mkdir_parent(D.state_path);
-	if (rc) {
-		pr_err("couldn't create the directory of '%s': %s", D.state_path, strerror(-rc));
-		return -1;
-	}
-	if (lock_state() || initial_state(next))
+	if (chlbd_state_lock() || chlbd_state_initial(next))
 		return -1;
 	if (metrics_open() || loop_init() || server_open(D.socket_path) ||
 	    chlbd_bpffs_ensure(D.pin_dir))
 		return -1;
 	D.lock_fd = lock_pin_dir(D.pin_dir);
-	if (D.lock_fd < 0 || check_ifaces() || open_dataplane(next) || attach_all())
+	if (D.lock_fd < 0 || chlbd_ifaces_check() || open_dataplane(next) || chlbd_attach_all())
 		return -1;
 	finish_resize();
 	/* the peers' entries start coming in now, mapped onto the restored state */
@@ -788,7 +247,7 @@ static void cleanup(struct chlb_state *next)
 	chlbd_pidfile_remove();
 	if (D.lock_fd >= 0)
 		close(D.lock_fd); /* the next chlbd may take the pin directory now */
-	/* a `chlbctl shutdown` is still connected: exiting closes it (server.c) */
+	/* a `chlbctl shutdown` is still connected: exiting closes it (ctl/ctl_server.c) */
 }
 
 int main(int argc, char **argv)
@@ -807,7 +266,7 @@ int main(int argc, char **argv)
 	 */
 	mallopt(M_MMAP_THRESHOLD, 64 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
-	if (parse_args(argc, argv))
+	if (chlbd_options_parse(argc, argv))
 		return 2;
 	rc = chlbd_absolute_paths();
 	if (rc) {

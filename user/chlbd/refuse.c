@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Changes chlbd refuses without `force`, and the log of what a reload
- * changes.
+ * Changes chlbd refuses without `force`:
  *
  * - A new service whose VIP is one of the host's own addresses (getifaddrs()
  *   in chlbd's network namespace, loopback included): it would take the
@@ -19,7 +18,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "chlbd.h"
-#include "config/plan.h"
 
 /* Is a an address of one of this netns's interfaces? *dev names it. */
 static bool own_address(const struct chlb_addr *a, char *dev, size_t len)
@@ -48,8 +46,8 @@ static bool own_address(const struct chlb_addr *a, char *dev, size_t len)
 	return own;
 }
 
-int chlbd_guard(const struct chlb_state *cur, const struct chlb_state *next, bool apply, bool force,
-		char *why, size_t len)
+int chlbd_refuse(const struct chlb_state *cur, const struct chlb_state *next, bool apply,
+		 bool force, char *why, size_t len)
 {
 	char vip[CHLB_ADDRSTR], addr[CHLB_ADDRSTR], dev[64];
 	bool kept = false;
@@ -79,36 +77,4 @@ int chlbd_guard(const struct chlb_state *cur, const struct chlb_state *next, boo
 		 "--force (chlbctl apply -f FILE --force) if that is what you mean",
 		 cur->nsvc, next->nsvc ? ", adding only others" : ": it has none");
 	return -1;
-}
-
-struct diff_log {
-	const char *prefix;
-	__u32 logged;
-};
-
-#define DIFF_LOG_MAX 200 /* lines; the summary counts every change */
-
-static void log_line(void *ctx, const char *line)
-{
-	struct diff_log *l = ctx;
-
-	if (l->logged++ < DIFF_LOG_MAX)
-		pr_info("%s%s", l->prefix, line);
-}
-
-void chlbd_log_diff(const char *prefix, const struct chlb_state *cur, const struct chlb_state *next,
-		    const struct chlb_state *base)
-{
-	struct diff_log l = { .prefix = prefix };
-	struct chlb_diff_count n;
-	__u32 lines = chlb_state_diff(cur, next, base, log_line, &l, &n);
-
-	if (!lines) {
-		pr_info("%snothing changes", prefix);
-		return;
-	}
-	pr_info("%s%u changes: services %u added, %u changed, %u removed; backends %u added, "
-		"%u changed, %u removed%s",
-		prefix, lines, n.svc_add, n.svc_set, n.svc_del, n.be_add, n.be_set, n.be_del,
-		lines > DIFF_LOG_MAX ? " (the first 200 logged)" : "");
 }

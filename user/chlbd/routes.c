@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "chlbd.h"
+#include "ctl/ctl.h"
 #include "health/health.h"
 #include "ready.h"
 #include "routes.h"
@@ -29,7 +30,7 @@ static bool listed_once;
 bool chlbd_vip_servable(const struct chlb_svc_cfg *svc)
 {
 	/*
-	 * The effective form (health_apply.c): weights 0 for backends that are
+	 * The effective form (health/health_apply.c): weights 0 for backends that are
 	 * down, every configured weight in panic; what the data plane serves.
 	 * A service not (yet) applied counts with its configured weights.
 	 */
@@ -183,7 +184,7 @@ static json_object *addr_array(const struct chlb_addr *a, int n)
 	return arr;
 }
 
-json_object *view_routes(const struct chlb_cmd *c)
+json_object *reply_routes(const struct chlb_cmd *c)
 {
 	struct chlb_addr *want, *have = NULL;
 	json_object *o = json_object_new_object();
@@ -225,7 +226,7 @@ json_object *chlbd_routes_set_withdrawn(bool withdraw)
 	if (n < 0)
 		return chlbd_jerr_kind("route export: the table could not be read: see the log",
 				       CHLBD_ERR_FAILED);
-	o = view_routes(NULL);
+	o = reply_routes(NULL);
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "changed", json_object_new_int(n));
 	return o;

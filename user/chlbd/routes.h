@@ -68,6 +68,6 @@ json_object *chlbd_routes_set_withdrawn(bool withdraw);
  * `route list`: the table, whether withdrawn, whether ready (and when not,
  * "withheld": why), the routes in it, the servable VIPs.
  */
-json_object *view_routes(const struct chlb_cmd *c);
+json_object *reply_routes(const struct chlb_cmd *c);
 
 #endif /* CHLBD_ROUTES_H */

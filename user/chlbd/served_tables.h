@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * served.c: the tables the data plane serves, built by this chlbd or
- * adopted from a previous one, with their decision fingerprints.
+ * The tables the data plane serves, cached (served_tables.c): built by this
+ * chlbd or adopted from a previous one, with their decision fingerprints.
  */
 #ifndef CHLBD_SERVED_TABLES_H
 #define CHLBD_SERVED_TABLES_H

@@ -36,7 +36,7 @@ bool chlbd_is_version_request(const char *req)
 	return true;
 }
 
-json_object *view_version(void)
+json_object *chlbd_version_json(void)
 {
 	json_object *o = json_object_new_object();
 

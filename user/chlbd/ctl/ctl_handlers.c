@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "chlbd.h"
+#include "ctl/ctl.h"
 #include "conns.h"
 #include "ready.h"
 #include "routes.h"
@@ -35,13 +36,13 @@ static json_object *changed_reply(__u64 t0)
 
 /*
  * dry-run or commit a candidate state. What chlbd refuses without force
- * (guard.c) is refused here; a dry run shows the plan all the same, and
+ * (refuse.c) is refused here; a dry run shows the plan all the same, and
  * says why it would be refused ("needs_force").
  */
 static json_object *finish(struct chlb_state *next, bool dry_run, bool apply, bool force, __u64 t0)
 {
 	char err[CHLB_ERR_MAX * 2];
-	int refused = chlbd_guard(&D.state, next, apply, force, err, sizeof(err));
+	int refused = chlbd_refuse(&D.state, next, apply, force, err, sizeof(err));
 	json_object *o;
 
 	if (dry_run) {
@@ -209,9 +210,9 @@ static int first_stmt(const char *text, struct chlb_cmd *c, const char **rest, c
 /*
  * Every statement a request may start with, and who answers it: handler
  * registration is this table alone. A read-only request is answered even
- * in the middle of a change (server.c answers it between services, against
+ * in the middle of a change (ctl_server.c answers it between services, against
  * the state before the change); the others wait for it to finish. Exactly
- * one of view (a reply from the statement alone), fn (the whole request:
+ * one of reply (from the statement alone), fn (the whole request:
  * changes, apply) and text (a reply written as text: the `conns list` can
  * be 100,000 entries) is set.
  */
@@ -246,19 +247,19 @@ static const char *stmt_name(enum chlb_cmd_kind kind)
 static const struct handler {
 	enum chlb_cmd_kind kind;
 	bool read_only;
-	json_object *(*view)(const struct chlb_cmd *c);
+	json_object *(*reply)(const struct chlb_cmd *c);
 	json_object *(*fn)(const struct request *r);
 	char *(*text)(const struct chlb_cmd *c);
 } handlers[] = {
-	{ CHLB_CMD_SERVICE_LIST, true, view_services, NULL, NULL },
-	{ CHLB_CMD_BACKEND_LIST, true, view_backends, NULL, NULL },
-	{ CHLB_CMD_STATS, true, view_stats, NULL, NULL },
-	{ CHLB_CMD_WHICH, true, view_which, NULL, NULL },
-	{ CHLB_CMD_CONNS, true, NULL, NULL, view_conns },
+	{ CHLB_CMD_SERVICE_LIST, true, reply_services, NULL, NULL },
+	{ CHLB_CMD_BACKEND_LIST, true, reply_backends, NULL, NULL },
+	{ CHLB_CMD_STATS, true, reply_stats, NULL, NULL },
+	{ CHLB_CMD_WHICH, true, reply_which, NULL, NULL },
+	{ CHLB_CMD_CONNS, true, NULL, NULL, reply_conns },
 	{ CHLB_CMD_SAVE, true, handle_save, NULL, NULL },
 	{ CHLB_CMD_APPLY, false, NULL, handle_apply, NULL },
 	{ CHLB_CMD_SHUTDOWN, false, handle_shutdown, NULL, NULL },
-	{ CHLB_CMD_ROUTE_LIST, true, view_routes, NULL, NULL },
+	{ CHLB_CMD_ROUTE_LIST, true, reply_routes, NULL, NULL },
 	{ CHLB_CMD_ROUTE_WITHDRAW, false, NULL, handle_route, NULL },
 	{ CHLB_CMD_ROUTE_ANNOUNCE, false, NULL, handle_route, NULL },
 	{ CHLB_CMD_SERVICE_ADD, false, NULL, handle_changes, NULL },
@@ -302,7 +303,7 @@ char *handle_request(const char *req, size_t len)
 
 	(void)len;
 	if (chlbd_is_version_request(req)) /* not in the grammar: version.c says why */
-		return chlbd_reply(view_version());
+		return chlbd_reply(chlbd_version_json());
 	if (first_stmt(req, &c, &r.rest, err, sizeof(err)))
 		return chlbd_error_reply(err, CHLBD_ERR_USAGE);
 	if (c.kind == CHLB_CMD_DRY_RUN) {
@@ -328,5 +329,5 @@ char *handle_request(const char *req, size_t len)
 	}
 	if (h->text)
 		return h->text(r.cmd);
-	return chlbd_reply(h->view ? h->view(r.cmd) : h->fn(&r));
+	return chlbd_reply(h->reply ? h->reply(r.cmd) : h->fn(&r));
 }

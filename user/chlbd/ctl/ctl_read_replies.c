@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "chlbd.h"
+#include "ctl/ctl.h"
 #include "served_tables.h"
 #include "conns.h"
 #include "health/health.h"
@@ -105,7 +106,7 @@ static json_object *svc_json(const struct chlb_svc_cfg *s)
 	return o;
 }
 
-json_object *view_services(const struct chlb_cmd *c)
+json_object *reply_services(const struct chlb_cmd *c)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array();
 
@@ -128,7 +129,7 @@ static const char *be_state(__u8 s)
 	return s == CHLB_BE_LIVE ? "live" : s == CHLB_BE_DEAD ? "dead" : "empty";
 }
 
-json_object *view_backends(const struct chlb_cmd *c)
+json_object *reply_backends(const struct chlb_cmd *c)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array();
 	char b[CHLB_ADDRSTR];
@@ -250,7 +251,7 @@ static json_object *stats_reset(void)
 	return NULL;
 }
 
-json_object *view_stats(const struct chlb_cmd *cmd)
+json_object *reply_stats(const struct chlb_cmd *cmd)
 {
 	json_object *o, *g, *sa, *ba, *err;
 	struct chlb_global_stats gs;
@@ -383,7 +384,7 @@ static bool conn_held(const struct chlb_conn *c)
  * tables its view names now (chlbd's own, or after a restart the pinned ones
  * it has not rebuilt yet: "adopted") and the hash fields of that view.
  */
-json_object *view_which(const struct chlb_cmd *c)
+json_object *reply_which(const struct chlb_cmd *c)
 {
 	const struct chlb_svc_cfg *cfg;
 	struct chlb_rt_svc *s = svc_for_flow(&c->flow, &cfg);

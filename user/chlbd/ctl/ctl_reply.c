@@ -6,6 +6,7 @@
  */
 #include <stdbool.h>
 #include "chlbd.h"
+#include "ctl/ctl.h"
 #include "base/json_out.h"
 
 /* numbers with 6 decimals */

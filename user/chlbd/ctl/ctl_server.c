@@ -46,6 +46,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "chlbd.h"
+#include "ctl/ctl.h"
 #include "loop_ev.h"
 #include "locks.h"
 #include "base/util.h"
@@ -165,8 +166,8 @@ int server_open(const char *path)
 	}
 	free(dup);
 	strcpy(sa.sun_path, path);
-	/* PATH.lock, held until exit (own.c) */
-	if (own_lock_beside(path, "control socket") == -1 || remove_stale(path, &sa))
+	/* PATH.lock, held until exit (locks.c) */
+	if (lock_beside(path, "control socket") == -1 || remove_stale(path, &sa))
 		return -1;
 	fd_budget();
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -82,7 +82,7 @@ void health_sync(const struct chlb_state *st)
 				continue; /* no check, no slow start: no checker (a stale one goes) */
 			chlb_check_effective(s, b, &ck);
 			if (!h) {
-				h = hc_new(&s->vip, b, now);
+				h = health_checker_new(&s->vip, b, now);
 				all = health_list(&nall);
 				if (!h) {
 					pr_err("health: out of memory: backend %s is not checked",
@@ -102,7 +102,7 @@ void health_sync(const struct chlb_state *st)
 				schedule_first(h, now);
 			} else if (!chlb_check_equal(&ck, &h->ck)) {
 				/* new settings: the probes restart; the state stays until they decide */
-				probe_cancel(h);
+				health_probe_cancel(h);
 				h->ok_run = h->fail_run = 0;
 				pr_info(
 				    "health: service %s backend %s: check %s -> %s: probes restart",
@@ -130,9 +130,9 @@ void health_sync(const struct chlb_state *st)
 			i++;
 			continue;
 		}
-		probe_cancel(all[i]);
+		health_probe_cancel(all[i]);
 		dirty = true; /* its overlay (down, a ramp) goes with it */
-		hc_del(i);
+		health_checker_del(i);
 		all = health_list(&nall);
 	}
 	synced_once = true;
@@ -264,12 +264,12 @@ static void scan(__u64 now)
 
 			snprintf(t, sizeof(t), "timeout after %u ms (%s)", h->ck.timeout_ms,
 				 h->phase == HC_CONNECTING ? "connecting" : "no status line");
-			probe_cancel(h);
+			health_probe_cancel(h);
 			health_result(h, false, t, now);
 		}
 		if (h->phase == HC_IDLE && now >= h->next_ns) {
 			h->next_ns = next_probe(h, now);
-			probe_start(h, now);
+			health_probe_start(h, now);
 			probe_done(h, now); /* failed at once: no route, refused locally */
 		}
 		if (h->phase != HC_IDLE && h->deadline < next)
@@ -292,7 +292,7 @@ void health_event(struct loop_ev *e, unsigned int events)
 	struct hc *h = (struct hc *)e;
 	__u64 now = chlb_now_ns();
 
-	probe_event(h, events, now);
+	health_probe_event(h, events, now);
 	probe_done(h, now);
 }
 
@@ -312,7 +312,7 @@ __u64 health_tick(__u64 now)
 {
 	char err[CHLB_ERR_MAX * 2];
 
-	hc_bury();
+	health_checker_bury();
 	if (!next_due || now >= next_due)
 		scan(now);
 	if (dirty && !D.rt->defer_adopted && now >= retry_at) {
@@ -347,11 +347,11 @@ void health_close_all(void)
 	struct hc **all = health_list(&n);
 
 	while (n) {
-		probe_cancel(all[n - 1]);
-		hc_del(n - 1);
+		health_probe_cancel(all[n - 1]);
+		health_checker_del(n - 1);
 		all = health_list(&n);
 	}
-	hc_bury();
+	health_checker_bury();
 	health_list_free();
 	health_applied_free();
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Health checks: a checker per (service, backend) with a probe
+ * Health checks (health/, every file and function named health_): a checker per (service, backend) with a probe
  * on a non-blocking socket in chlbd's epoll loop, the up/down state it
  * decides, and the effective state that serves: the desired state with
  * every backend's effective weight (0 when down, a fraction during slow
@@ -8,12 +8,15 @@
  * state: it changes the data plane through a normal table swap and is
  * never written to the state file.
  *
- *   health.c        the checker: sync with the desired state, scheduling,
- *                   rise/fall, transitions, slow-start steps (calls down:)
- *   health_apply.c  the effective state (weights, panic) and its apply (no fsync)
- *   health_probe.c  one probe: tcp connect, http GET status line
- *   health_reg.c    the registry of checkers and per-service records
- *   health_view.c   backend list fields and metrics (reads the registry)
+ *   health.c         the checker: sync with the desired state, scheduling,
+ *                    rise/fall, transitions, slow-start steps (calls down:)
+ *   health_apply.c   the effective state (weights, panic) and its apply (no fsync)
+ *   health_probe.c   one probe: tcp connect, http GET status line
+ *   health_reg.c     the registry of checkers (struct hc) and per-service records
+ *   health_report.c  what health shows: the backend list's fields (JSON) and the
+ *                    metrics families (text); reads the registry
+ * The control socket's replies and /metrics call health_report.c; nothing
+ * here includes ctl/ (scripts/check_layers.sh).
  */
 #ifndef CHLBD_HEALTH_H
 #define CHLBD_HEALTH_H
@@ -79,11 +82,11 @@ struct hc *health_find(const struct chlb_vip *vip, const struct chlb_addr *a);
 struct hc **health_list(__u32 *n);
 void health_list_free(void);
 /* A new checker of (vip, b), unknown since now; NULL without memory. */
-struct hc *hc_new(const struct chlb_vip *vip, const struct chlb_cfg_be *b, __u64 now);
-/* Unlists list[i] (its probe cancelled by the caller); freed by hc_bury(). */
-void hc_del(__u32 i);
+struct hc *health_checker_new(const struct chlb_vip *vip, const struct chlb_cfg_be *b, __u64 now);
+/* Unlists list[i] (its probe cancelled by the caller); freed by health_checker_bury(). */
+void health_checker_del(__u32 i);
 /* Frees the unlisted: after the batch of events that may still name them. */
-void hc_bury(void);
+void health_checker_bury(void);
 /* Per service: is health ignored (panic)? counters */
 struct hc_svc {
 	struct chlb_vip vip;
@@ -112,9 +115,9 @@ bool health_svc_wanted(const struct chlb_svc_cfg *s);
 __u32 health_weight(const struct hc *h, __u32 cfg_weight, __u32 slow_start_s, __u64 now);
 
 /* health_probe.c: a finished probe sets h->done, h->res_ok and h->res */
-void probe_start(struct hc *h, __u64 now);
-void probe_event(struct hc *h, unsigned int events, __u64 now);
-void probe_cancel(struct hc *h);
+void health_probe_start(struct hc *h, __u64 now);
+void health_probe_event(struct hc *h, unsigned int events, __u64 now);
+void health_probe_cancel(struct hc *h);
 
 /* health_apply.c: the effective state (below the checker) */
 /*
@@ -150,7 +153,7 @@ void health_event(struct loop_ev *e, unsigned int events);
 /* Close every probe (at exit). */
 void health_close_all(void);
 
-/* health_view.c */
+/* health_report.c */
 void health_be_json(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b, json_object *e);
 void health_metrics(FILE *f);
 

@@ -24,7 +24,7 @@
 #define NS_PER_MS	1000000ull
 #define PATH_RECHECK_NS 5000000000ull /* routes change rarely: a lookup per 5 s per backend */
 
-void probe_cancel(struct hc *h)
+void health_probe_cancel(struct hc *h)
 {
 	if (h->fd >= 0)
 		close(h->fd); /* leaves the epoll set with it */
@@ -37,7 +37,7 @@ void probe_cancel(struct hc *h)
 static void finish(struct hc *h, bool ok, const char *text, __u64 now)
 {
 	(void)now;
-	probe_cancel(h);
+	health_probe_cancel(h);
 	h->done = true;
 	h->res_ok = ok;
 	snprintf(h->res, sizeof(h->res), "%s", text);
@@ -182,7 +182,7 @@ static int watch(struct hc *h, unsigned int events, int op)
 	return epoll_ctl(D.epfd, op, h->fd, &ev);
 }
 
-void probe_start(struct hc *h, __u64 now)
+void health_probe_start(struct hc *h, __u64 now)
 {
 	struct sockaddr_storage ss;
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
@@ -192,7 +192,7 @@ void probe_start(struct hc *h, __u64 now)
 	socklen_t sl;
 	int path;
 
-	probe_cancel(h);
+	health_probe_cancel(h);
 	h->sent++;
 	h->t0 = now;
 	h->deadline = now + (__u64)h->ck.timeout_ms * NS_PER_MS;
@@ -238,7 +238,7 @@ void probe_start(struct hc *h, __u64 now)
 			}
 			if (h->ck.via == CHLB_VIA_AUTO) {
 				h->sent--; /* the same probe, direct */
-				probe_start(h, now);
+				health_probe_start(h, now);
 				return;
 			}
 		}
@@ -328,7 +328,7 @@ static int status_line(struct hc *h, bool eof, __u64 now)
 	return 1;
 }
 
-void probe_event(struct hc *h, unsigned int events, __u64 now)
+void health_probe_event(struct hc *h, unsigned int events, __u64 now)
 {
 	int e = 0;
 	socklen_t el = sizeof(e);

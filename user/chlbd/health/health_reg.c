@@ -80,7 +80,7 @@ void health_list_free(void)
 	nall = capall = 0;
 }
 
-struct hc *hc_new(const struct chlb_vip *vip, const struct chlb_cfg_be *b, __u64 now)
+struct hc *health_checker_new(const struct chlb_vip *vip, const struct chlb_cfg_be *b, __u64 now)
 {
 	struct hc *h = calloc(1, sizeof(*h));
 	__u32 k = hc_hash(vip, &b->addr);
@@ -115,11 +115,11 @@ struct hc *hc_new(const struct chlb_vip *vip, const struct chlb_cfg_be *b, __u64
 /*
  * Checkers removed during a batch of events are freed at the next tick,
  * after the batch: an event of that batch may still point at one (its
- * socket is closed at once, so probe_event() ignores it).
+ * socket is closed at once, so health_probe_event() ignores it).
  */
 static struct hc *graveyard;
 
-void hc_del(__u32 i)
+void health_checker_del(__u32 i)
 {
 	struct hc *h = all[i], **p = &heads[hc_hash(&h->vip, &h->addr)];
 
@@ -132,7 +132,7 @@ void hc_del(__u32 i)
 	graveyard = h;
 }
 
-void hc_bury(void)
+void health_checker_bury(void)
 {
 	while (graveyard) {
 		struct hc *h = graveyard;

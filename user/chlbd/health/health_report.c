@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* What health checks show: backend list fields and the metrics families. */
+/*
+ * What health checks report: the health fields of a backend in the
+ * `backend list` reply (JSON) and the health metrics families (Prometheus
+ * text). Called by the control socket's replies and /metrics, never the
+ * other way round.
+ */
 #include <string.h>
 #include "health/health.h"
 

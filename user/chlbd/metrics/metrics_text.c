@@ -273,7 +273,7 @@ static void backends(struct scrape *s)
 				    D.rt->be[s->svc[i].be[j].slot].gen);
 }
 
-/* Entry sync between LB hosts (sync.c): records by what became of them. */
+/* Entry sync between LB hosts (sync/sync.c): records by what became of them. */
 static void sync_metrics(FILE *f)
 {
 	const struct sync_counters *c = sync_counters();

@@ -57,7 +57,7 @@ bool sync_ready(const char **why);
 /* `stats`: the "sync" object (counters, peers), or NULL when sync is off. */
 json_object *sync_view(void);
 
-/* Counters for the metrics (metrics_text.c). */
+/* Counters for the metrics (metrics/metrics_text.c). */
 struct sync_counters {
 	__u64 sent, received, applied, kept;
 	__u64 deferred, deferred_applied; /* waited for their service or backend; applied later */
