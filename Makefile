@@ -4,12 +4,14 @@
 #   bpf/*.bpf.c          -> build/<name>.bpf.o + build/<name>.skel.h
 #   user/lib/LAYER/*.c   -> build/libchlb.a (shared by chlbd, chlbctl, tests); the
 #                           layers, lowest first: base table config engine dp (docs/design.md,
-#                           "user/lib layers"; tests/tools/check_layers.sh checks them)
+#                           "user/lib layers"; scripts/check_layers.sh checks them)
 #   user/chlbd/*.c, user/chlbd/ROOM/*.c -> build/chlbd (rooms: user/chlbd/README.md)
 #   user/chlbctl/*.c     -> build/chlbctl
 #   tests/unit/test_*.c  -> build/tests/unit/test_*  (+ ASan/UBSan copies in build/asan/)
 #   tests/bpf/test_*.c   -> build/tests/bpf/test_*   (need root + BPF)
-#   tests/tools/*.c      -> build/tests/tools/*      (helpers for shell tests)
+#   tests/tools/*.c      -> build/tests/tools/*      (traffic helpers for shell tests)
+#   scripts/             repo tooling: check_layers.sh (make lint), grammar_docs.sh
+#                        (make grammar-docs), gen_crc32c_table.py
 #   tests/bench/*.c      -> build/tests/bench/*
 
 .DELETE_ON_ERROR:
@@ -262,14 +264,14 @@ fuzz: $(BUILD)/fuzz/fuzz_grammar $(BUILD)/fuzz/fuzz_sync_wire
 # `chlbctl help --man NAME` prints. tests/unit/test_grammar_table.c fails
 # while they differ.
 grammar-docs: $(BUILD)/chlbctl
-	$(Q)BUILD=$(BUILD) tests/tools/grammar_docs.sh
+	$(Q)BUILD=$(BUILD) scripts/grammar_docs.sh
 
 # ---- checks ----
 FORMAT_SRCS = $(filter-out include/chlb_crc32c_table.h,$(wildcard bpf/*.c bpf/*.h include/*.h user/*/*.c user/*/*.h user/*/*/*.c user/*/*/*.h tests/*/*.c tests/*/*.h))
 
 lint:
-	$(call msg,LAYERS,user/lib)
-	$(Q)BUILD=$(BUILD) tests/tools/check_layers.sh
+	$(call msg,LAYERS,user/lib and chlbd)
+	$(Q)BUILD=$(BUILD) scripts/check_layers.sh
 	$(call msg,FORMAT,check)
 	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
 	$(call msg,REFS,docs tests sources)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """A second, independent implementation of chlb's entry-sync protocol v2
-(user/lib/wire/sync_wire.h, user/chlbd/sync_auth.h), from Python's hmac and hashlib and
+(user/lib/wire/sync_wire.h, user/chlbd/sync/sync_auth.h), from Python's hmac and hashlib and
 python3-cryptography's ChaCha20Poly1305, for the tests to play a peer -
 honest, without the key, or misbehaving.
 

@@ -5,7 +5,7 @@
  * whose caller (chlbd_routes_tick()) syncs the routes in the same step, and
  * chlbd_ready_force(), whose caller does too; so "ready" in a reply means
  * the routes are in the table. Route export calls this file, never the
- * other way round (no cycle: tests/tools/check_layers.sh).
+ * other way round (no cycle: scripts/check_layers.sh).
  */
 #include <stdio.h>
 #include <string.h>

@@ -9,7 +9,7 @@
 # fails while a section differs from the table; this script is how to
 # bring them back in line. Prints the files it changed.
 set -eu
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 CHLBCTL=$BUILD/chlbctl
 BEGIN='.\" BEGIN GENERATED '
