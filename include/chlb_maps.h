@@ -147,7 +147,7 @@ _Static_assert(CHLB_MAX_BACKENDS <= CHLB_CONN_HELD_SLOT, "the held slot is past 
 /*
  * sync_ring (BPF ring buffer, only written when cfg_sync is set): a record
  * per entry the data plane inserts, rewrites or marks ENDED, for chlbd to
- * send to its sync peers (user/chlbd/sync.c; docs/design.md, "Several LB
+ * send to its sync peers (user/chlbd/sync/sync.c; docs/design.md, "Several LB
  * hosts"). The backend is this host's slot and generation: chlbd turns them
  * into the backend's address and the service's VIP before they leave the
  * host. A full ring drops the record (CHLB_R_SYNC_DROP).

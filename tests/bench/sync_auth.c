@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The cost of authenticating entry sync (user/chlbd/sync_auth.c), one CPU:
+ * The cost of authenticating entry sync (user/chlbd/sync/sync_auth.c), one CPU:
  * records per second through what each side does to a full message (256
  * records) - the sender encodes and tags it, the receiver checks the tag
  * and decodes it - with and without sealing (sync_session_seal/_open: ChaCha20-Poly1305),

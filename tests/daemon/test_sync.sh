@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Entry sync between two chlbds (user/chlbd/sync.c): LB1 carries
+# Entry sync between two chlbds (user/chlbd/sync/sync.c): LB1 carries
 # real TCP (the e2e topology: client -> LB1 -> backends b1-b3, l2dsr); LB2
 # is a second chlbd in its own namespace, with the same service but its
 # backends added in another order after another service, so the same

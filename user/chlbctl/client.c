@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * One request over chlbd's control socket (protocol: see
- * user/chlbd/server.c), within --timeout: connecting, sending and reading
+ * user/chlbd/ctl/ctl_server.c), within --timeout: connecting, sending and reading
  * the whole reply together (a stopped or wedged chlbd accepts the
  * connection and the request, and never answers).
  */

@@ -312,7 +312,7 @@ json_object *reply_stats(const struct chlb_cmd *cmd)
 	json_object_object_add(o, "services", sa);
 	json_object_object_add(o, "backends", ba);
 	if (sync_configured())
-		json_object_object_add(o, "sync", sync_view());
+		json_object_object_add(o, "sync", sync_json());
 	return o;
 }
 

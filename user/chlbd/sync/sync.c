@@ -265,7 +265,7 @@ static void add(json_object *o, const char *k, __u64 v)
 	json_object_object_add(o, k, json_object_new_int64((int64_t)v));
 }
 
-json_object *sync_view(void)
+json_object *sync_json(void)
 {
 	json_object *o, *drop, *rej, *pa;
 

@@ -55,7 +55,7 @@ void sync_config_changed(void);
 bool sync_ready(const char **why);
 
 /* `stats`: the "sync" object (counters, peers), or NULL when sync is off. */
-json_object *sync_view(void);
+json_object *sync_json(void);
 
 /* Counters for the metrics (metrics/metrics_text.c). */
 struct sync_counters {

@@ -8,7 +8,7 @@
  *       timeout 1000 rise 2 fall 3 via vip on-down keep slow-start 30 panic 50
  *   backend set VIP ADDR check tcp port 8080
  *
- * chlbd probes (user/chlbd/health*.c); the probe result is runtime state,
+ * chlbd probes (user/chlbd/health/); the probe result is runtime state,
  * never written to the state file.
  */
 #ifndef CHLB_CONFIG_CHECK_H

@@ -36,7 +36,7 @@
 #include "base/addr.h"
 #include "chlb_maps.h"
 
-/* the handshake's and the seal's sizes (user/chlbd/sync_auth.h says what they are) */
+/* the handshake's and the seal's sizes (user/chlbd/sync/sync_auth.h says what they are) */
 #define SYNC_KEYID_LEN 8
 #define SYNC_NONCE_LEN 32
 #define SYNC_PROOF_LEN 32
