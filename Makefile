@@ -71,7 +71,7 @@ DEB_PACKAGES := gcc libc6-dev clang llvm libbpf-dev bpftool libelf-dev zlib1g-de
 	clang-format cppcheck libclang-rt-14-dev libsystemd-dev prometheus curl \
 	bird2 libsodium-dev python3-cryptography
 
-.PHONY: all deps test check-root lint bench demo clean help fuzz install uninstall grammar-docs dist FORCE
+.PHONY: all deps test check-root lint bench bench-live demo clean help fuzz install uninstall grammar-docs dist FORCE
 
 all: $(PROGS) $(UNIT_BINS) $(ASAN_UNIT_BINS) $(BPFTEST_BINS) $(TOOL_BINS) $(BENCH_BINS)
 
@@ -84,6 +84,7 @@ help:
 	@echo '  check  lint + unit tests + their ASan/UBSan builds: no root, no apt-get (a missing'
 	@echo '         tool is named with its package); the quick loop, part of test'
 	@echo '  bench  benchmarks; JSON reports under $(BUILD)/bench/'
+	@echo '  bench-live  only the live-traffic bench (part of bench): $(BUILD)/bench/live.json'
 	@echo '  demo   deps + all, then show chlb balancing real TCP in network namespaces'
 	@echo '  fuzz   fuzz the command parser and the sync wire codec (libFuzzer)'
 	@echo '  grammar-docs  rewrite the sections of docs/chlb.5 and docs/chlbctl.8 generated from'
@@ -297,7 +298,7 @@ check:
 # Names the goal the user typed (demo and bench need root too, and said
 # "make test needs root"), and what runs without root.
 check-root:
-	@[ "$$(id -u)" = 0 ] || { echo "make $(or $(firstword $(filter test bench demo,$(MAKECMDGOALS))),test) needs root (BPF, XDP, network namespaces); run it as root (make check runs the part that needs none)" >&2; exit 1; }
+	@[ "$$(id -u)" = 0 ] || { echo "make $(or $(firstword $(filter test bench bench-live demo,$(MAKECMDGOALS))),test) needs root (BPF, XDP, network namespaces); run it as root (make check runs the part that needs none)" >&2; exit 1; }
 
 test: deps check-root
 	$(Q)$(MAKE) --no-print-directory all
@@ -306,6 +307,12 @@ test: deps check-root
 bench: deps check-root
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BUILD=$(BUILD) tests/bench/run.sh
+
+# live frames through chlb in native XDP against a bare XDP_TX (docs/bench-live.md)
+bench-live: deps check-root
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)mkdir -p $(BUILD)/bench
+	$(Q)BUILD=$(BUILD) tests/bench/live.sh $(BUILD)/bench/live.json
 
 demo: deps check-root
 	$(Q)$(MAKE) --no-print-directory all

@@ -23,8 +23,8 @@
 #define LIVE_TMPL_MAX 80 /* IPv6 + TCP (74 bytes) padded to whole words */
 
 __u8 gen_tmpl[LIVE_TMPL_MAX] __attribute__((aligned(8)));
-__u32 gen_len;	   /* 64 (IPv4) or 80 (IPv6): bytes of gen_tmpl copied */
-__u32 gen_ip_off;  /* the last 4 bytes of the source address */
+__u32 gen_len;	    /* 64 (IPv4) or 80 (IPv6): bytes of gen_tmpl copied */
+__u32 gen_ip_off;   /* the last 4 bytes of the source address */
 __u32 gen_port_off; /* the TCP source port */
 __u32 gen_ifindex;
 __u32 gen_base;

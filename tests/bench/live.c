@@ -135,8 +135,8 @@ static int read_cpu_times(unsigned long long *busy, unsigned long long *total)
 
 		if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9')
 			continue;
-		if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1],
-			   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) < 9)
+		if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0],
+			   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) < 9)
 			continue;
 		total[n] = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
 		busy[n] = total[n] - v[3] - v[4];
@@ -206,15 +206,19 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "netns", required_argument, NULL, 'n' }, { "dev", required_argument, NULL, 'd' },
-		{ "cpus", required_argument, NULL, 'c' },  { "secs", required_argument, NULL, 's' },
-		{ "family", required_argument, NULL, 'f' }, { "flags", required_argument, NULL, 'F' },
-		{ "vip", required_argument, NULL, 'v' },   { "dport", required_argument, NULL, 'p' },
-		{ "base", required_argument, NULL, 'b' },  { "mask", required_argument, NULL, 'm' },
-		{ "stats", required_argument, NULL, 'S' }, { "warm", required_argument, NULL, 'w' },
-		{}
-	};
+	static const struct option opts[] = { { "netns", required_argument, NULL, 'n' },
+					      { "dev", required_argument, NULL, 'd' },
+					      { "cpus", required_argument, NULL, 'c' },
+					      { "secs", required_argument, NULL, 's' },
+					      { "family", required_argument, NULL, 'f' },
+					      { "flags", required_argument, NULL, 'F' },
+					      { "vip", required_argument, NULL, 'v' },
+					      { "dport", required_argument, NULL, 'p' },
+					      { "base", required_argument, NULL, 'b' },
+					      { "mask", required_argument, NULL, 'm' },
+					      { "stats", required_argument, NULL, 'S' },
+					      { "warm", required_argument, NULL, 'w' },
+					      {} };
 	const char *netns = NULL, *dev = NULL, *cpus = "0", *vip = NULL, *stats = NULL;
 	double secs = 2, warm = 0.2, t0, t1, load1 = 0;
 	int family = 4, syn = 1, dport = 80, o, i, ncpu_gen = 0, cpu_list[MAX_CPUS], stats_fd = -1;
@@ -230,19 +234,44 @@ int main(int argc, char **argv)
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
-		case 'n': netns = optarg; break;
-		case 'd': dev = optarg; break;
-		case 'c': cpus = optarg; break;
-		case 's': secs = atof(optarg); break;
-		case 'f': family = atoi(optarg); break;
-		case 'F': syn = !strcmp(optarg, "syn"); break;
-		case 'v': vip = optarg; break;
-		case 'p': dport = atoi(optarg); break;
-		case 'b': base = strtoul(optarg, NULL, 0); break;
-		case 'm': mask = strtoul(optarg, NULL, 0); break;
-		case 'S': stats = optarg; break;
-		case 'w': warm = atof(optarg); break;
-		default: usage();
+		case 'n':
+			netns = optarg;
+			break;
+		case 'd':
+			dev = optarg;
+			break;
+		case 'c':
+			cpus = optarg;
+			break;
+		case 's':
+			secs = atof(optarg);
+			break;
+		case 'f':
+			family = atoi(optarg);
+			break;
+		case 'F':
+			syn = !strcmp(optarg, "syn");
+			break;
+		case 'v':
+			vip = optarg;
+			break;
+		case 'p':
+			dport = atoi(optarg);
+			break;
+		case 'b':
+			base = strtoul(optarg, NULL, 0);
+			break;
+		case 'm':
+			mask = strtoul(optarg, NULL, 0);
+			break;
+		case 'S':
+			stats = optarg;
+			break;
+		case 'w':
+			warm = atof(optarg);
+			break;
+		default:
+			usage();
 		}
 	}
 	if (!dev || !vip || (family != 4 && family != 6) || secs <= 0)

@@ -14,3 +14,6 @@ BUILD=$BUILD bash tests/bench/control.sh "$BUILD/bench/control.json"
 
 echo "== entry sync (sealing per record; a 1M-entry dump between two chlbds, network namespaces)"
 BUILD=$BUILD bash tests/bench/sync.sh "$BUILD/bench/sync.json"
+
+echo "== live frames (chlb in native XDP on a veth vs a bare XDP_TX, network namespaces)"
+BUILD=$BUILD bash tests/bench/live.sh "$BUILD/bench/live.json"
