@@ -18,6 +18,10 @@
  * whole run, the share of each host CPU busy over the window, the load
  * average, and - with --stats - the deltas of chlb's per-reason counters
  * (its pinned global_stats map) over the whole run, warm-up included.
+ * With --prog-id ID (the program under test) it also turns on the kernel's
+ * BPF run-time statistics (BPF_ENABLE_STATS, for as long as it runs: every
+ * program on the host then pays two clock reads a run) and reports that
+ * program's ns per run over the window: its own cost, without the veths'.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -120,6 +124,18 @@ static void read_reasons(int fd, __u64 *out)
 	free(buf);
 }
 
+/* The program's run-time statistics so far (none: fd < 0). */
+static void prog_info(int fd, struct bpf_prog_info *info)
+{
+	__u32 len = sizeof(*info);
+
+	memset(info, 0, sizeof(*info));
+	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, info, &len)) {
+		perror("live: program info");
+		exit(1);
+	}
+}
+
 /* /proc/stat: busy and total jiffies per CPU. */
 static int read_cpu_times(unsigned long long *busy, unsigned long long *total)
 {
@@ -200,7 +216,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: live --netns NS --dev DEV --cpus 0[,1] --secs S --family 4|6 "
 			"--flags syn|ack --vip ADDR [--dport P] [--base N] [--mask M] "
-			"[--stats PIN/global_stats] [--warm S]\n");
+			"[--stats PIN/global_stats] [--warm S] [--prog-id ID]\n");
 	exit(2);
 }
 
@@ -218,11 +234,14 @@ int main(int argc, char **argv)
 					      { "mask", required_argument, NULL, 'm' },
 					      { "stats", required_argument, NULL, 'S' },
 					      { "warm", required_argument, NULL, 'w' },
+					      { "prog-id", required_argument, NULL, 'P' },
 					      {} };
 	const char *netns = NULL, *dev = NULL, *cpus = "0", *vip = NULL, *stats = NULL;
 	double secs = 2, warm = 0.2, t0, t1, load1 = 0;
 	int family = 4, syn = 1, dport = 80, o, i, ncpu_gen = 0, cpu_list[MAX_CPUS], stats_fd = -1;
-	unsigned long base = 0, mask = 0;
+	unsigned long base = 0, mask = 0, prog_id = 0;
+	struct bpf_prog_info pi0 = {}, pi1 = {};
+	int prog_fd = -1;
 	__u64 c0[MAX_CPUS] = { 0 }, c1[MAX_CPUS] = { 0 }, sent[MAX_CPUS] = { 0 };
 	__u64 r0[CHLB_R_MAX], r1[CHLB_R_MAX];
 	unsigned long long b0[MAX_CPUS], tt0[MAX_CPUS], b1[MAX_CPUS], tt1[MAX_CPUS];
@@ -270,6 +289,9 @@ int main(int argc, char **argv)
 		case 'w':
 			warm = atof(optarg);
 			break;
+		case 'P':
+			prog_id = strtoul(optarg, NULL, 0);
+			break;
 		default:
 			usage();
 		}
@@ -288,6 +310,14 @@ int main(int argc, char **argv)
 	if (stats && (stats_fd = bpf_obj_get(stats)) < 0) {
 		fprintf(stderr, "live: %s: %s\n", stats, strerror(errno));
 		return 1;
+	}
+	if (prog_id) {
+		prog_fd = bpf_prog_get_fd_by_id(prog_id);
+		if (prog_fd < 0 || bpf_enable_stats(BPF_STATS_RUN_TIME) < 0) {
+			fprintf(stderr, "live: program %lu's run-time statistics: %s\n", prog_id,
+				strerror(errno));
+			return 1;
+		}
 	}
 	if (netns) {
 		char path[256];
@@ -329,9 +359,11 @@ int main(int argc, char **argv)
 	usleep((useconds_t)(warm * 1e6));
 	nstat = read_cpu_times(b0, tt0);
 	read_percpu(bpf_map__fd(sk->maps.count), c0);
+	prog_info(prog_fd, &pi0);
 	t0 = now_s();
 	usleep((useconds_t)(secs * 1e6));
 	read_percpu(bpf_map__fd(sk->maps.count), c1);
+	prog_info(prog_fd, &pi1);
 	t1 = now_s();
 	read_cpu_times(b1, tt1);
 	stop = 1;
@@ -362,6 +394,11 @@ int main(int argc, char **argv)
 			printf("%s%.2f", i ? ", " : "",
 			       tt1[i] > tt0[i] ? (double)(b1[i] - b0[i]) / (tt1[i] - tt0[i]) : 0);
 		printf("], \"loadavg1\": %.2f", load1);
+		if (prog_fd >= 0 && pi1.run_cnt > pi0.run_cnt)
+			printf(", \"prog_ns_per_run\": %.1f, \"prog_runs\": %llu",
+			       (double)(pi1.run_time_ns - pi0.run_time_ns) /
+				   (pi1.run_cnt - pi0.run_cnt),
+			       (unsigned long long)(pi1.run_cnt - pi0.run_cnt));
 	}
 	if (stats_fd >= 0) {
 		int first = 1;

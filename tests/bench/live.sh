@@ -20,6 +20,9 @@
 #
 # LIVE_SECS (default 2), LIVE_ALGO (maglev), LIVE_CPU (the generator's CPU
 # for one-CPU cases, 0), LIVE_CASES (names, default all) change the run.
+# LIVE_PROG_STATS=1 adds each program's own ns per run (chlb's, the
+# ceiling's: the kernel's BPF run-time statistics, on only while a case
+# runs; off by default, since they slow every BPF program on the host).
 . "$(dirname "$0")/../lib.sh"
 lib_require_root
 lib_require_bpffs
@@ -73,10 +76,16 @@ STATS=$CHLBD_PIN/global_stats
 ctl -j stats | jq -e '.ct_size' >/dev/null || die "chlbctl stats"
 CT_SIZE=$(ctl -j stats | jq .ct_size)
 
+declare -A PROG_ID=()
+if [ "${LIVE_PROG_STATS:-0}" = 1 ]; then
+	PROG_ID[ga]=$(ip -n "$LB" -j link show lb0 | jq '.[0].xdp.prog.id')
+	PROG_ID[gc]=$(ip -n "$LB" -j link show lb1 | jq '.[0].xdp.prog.id')
+fi
 # gen DEV CPUS FAMILY FLAGS VIP BASE MASK [SECS [WARM]]: one run of the tool, its JSON
 gen() {
 	"$LIVE_BIN" --netns "$GEN" --dev "$1" --cpus "$2" --family "$3" --flags "$4" --vip "$5" \
-		--base "$6" --mask "$7" --secs "${8:-$SECS}" --warm "${9:-0.2}" --stats "$STATS"
+		--base "$6" --mask "$7" --secs "${8:-$SECS}" --warm "${9:-0.2}" --stats "$STATS" \
+		${PROG_ID[$1]:+--prog-id "${PROG_ID[$1]}"}
 }
 # prep CPUS FAMILY FLAGS VIP BASE MASK: untimed traffic through chlb (a flow's SYN, its entry)
 prep() { gen ga "$1" "$2" "$3" "$4" "$5" "$6" 0.1 0 >/dev/null || die "prep $*"; }
@@ -103,7 +112,9 @@ run_case() {
 		  cpu_ns_over_ceiling: (if .mpps > 0 and $ceil > 0
 			then ($n * 1000 * (1 / .mpps - 1 / $ceil) * 10 | round / 10) else null end),
 		  generator_cpus: .cpus, per_cpu_mpps, sent, returned, chlb,
-		  host_cpu_busy, loadavg1 }' <<<"$r") || die "$name: $r"
+		  host_cpu_busy, loadavg1 } +
+		(if .prog_ns_per_run then { prog_ns_per_run, ceiling_prog_ns_per_run:
+			((($c0.prog_ns_per_run // 0) + ($c1.prog_ns_per_run // 0)) / 2 * 10 | round / 10) } else {} end)' <<<"$r") || die "$name: $r"
 	if jq -e "$expect" <<<"$r" >/dev/null; then
 		r=$(jq -c '. + { path_ok: true }' <<<"$r")
 	else
@@ -112,7 +123,7 @@ run_case() {
 	fi
 	jq --arg k "$name" --argjson v "$r" '. + { ($k): $v }' "$CASES_JSON" >"$CASES_JSON.tmp" &&
 		mv "$CASES_JSON.tmp" "$CASES_JSON"
-	jq -r --arg k "$name" '"  \($k | . + " " * (22 - length)) \(.mpps) Mpps, ceiling \(.ceiling_mpps) -> \(.ratio) (\(.cpu_ns_over_ceiling) ns a packet more), path \(if .path_ok then "ok" else "WRONG" end): \(.chlb | tojson)"' <<<"$r"
+	jq -r --arg k "$name" '"  \($k | . + " " * (22 - length)) \(.mpps) Mpps, ceiling \(.ceiling_mpps) -> \(.ratio) (\(.cpu_ns_over_ceiling) ns a packet more\(if .prog_ns_per_run then "; in the program \(.prog_ns_per_run) ns vs \(.ceiling_prog_ns_per_run)" else "" end)), path \(if .path_ok then "ok" else "WRONG" end): \(.chlb | tojson)"' <<<"$r"
 }
 want() { [ -z "${LIVE_CASES:-}" ] || [[ " $LIVE_CASES " == *" $1 "* ]]; }
 
