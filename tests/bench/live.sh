@@ -23,6 +23,8 @@
 # LIVE_PROG_STATS=1 adds each program's own ns per run (chlb's, the
 # ceiling's: the kernel's BPF run-time statistics, on only while a case
 # runs; off by default, since they slow every BPF program on the host).
+# LIVE_PERF=DIR records each case through chlb with `perf record -a -g`
+# into DIR/NAME.data (the window only), to see where the time goes.
 . "$(dirname "$0")/../lib.sh"
 lib_require_root
 lib_require_bpffs
@@ -97,12 +99,19 @@ FAILED=()
 # ceiling; EXPECT a jq test of the chlb counter deltas (.chlb) and the case (.);
 # DURING a command run in the background 1 s into the case.
 run_case() {
-	local name=$1 expect=$2 during=${9:-} c0 c1 r pid=
+	local name=$1 expect=$2 during=${9:-} c0 c1 r pid= perf=
 	shift 2
 	set -- "${@:1:6}"
 	c0=$(gen gc "$@") || die "$name: ceiling"
 	[ -n "$during" ] && { (sleep 1 && $during >/dev/null) & pid=$!; }
+	if [ -n "${LIVE_PERF:-}" ]; then
+		mkdir -p "$LIVE_PERF"
+		(sleep 0.3 && perf record -q -a -g -o "$LIVE_PERF/$name.data" -- sleep "$SECS" \
+			>/dev/null 2>&1) &
+		perf=$!
+	fi
 	r=$(gen ga "$@") || die "$name: chlb"
+	[ -n "$perf" ] && wait "$perf"
 	[ -n "$pid" ] && wait "$pid"
 	c1=$(gen gc "$@") || die "$name: ceiling"
 	r=$(jq -c --argjson c0 "$c0" --argjson c1 "$c1" --argjson n "$(tr , ' ' <<<"$1" | wc -w)" '
