@@ -15,7 +15,8 @@
  * --warm seconds (caches, the peer's NAPI) it counts what comes back over
  * --secs seconds. Prints one JSON object: mpps (returned frames per
  * second over the window), per-CPU mpps, frames sent and returned over the
- * whole run, the share of each host CPU busy over the window, the load
+ * whole run, the generator threads' CPU time over the window and the Mpps
+ * per CPU-second of it, the share of each host CPU busy over the window, the load
  * average, and - with --stats - the deltas of chlb's per-reason counters
  * (its pinned global_stats map) over the whole run, warm-up included.
  * With --prog-id ID (the program under test) it also turns on the kernel's
@@ -122,6 +123,31 @@ static void read_reasons(int fd, __u64 *out)
 		for (r = 0; r < CHLB_R_MAX; r++)
 			out[r] += ((struct chlb_global_stats *)(buf + c * stride))->reason[r];
 	free(buf);
+}
+
+/*
+ * The generator threads' CPU time, in seconds. The frames' whole way - the
+ * peer's NAPI with the program under test, the far side's - runs in
+ * softirq on the thread's CPU, in its context (on bh enable after each
+ * batch), and tick-based accounting charges that to the thread; so this is
+ * the CPU the case got, whatever other work shared the CPU.
+ */
+static double threads_cpu_s(const pthread_t *th, int n)
+{
+	double s = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct timespec ts;
+		clockid_t id;
+
+		if (pthread_getcpuclockid(th[i], &id) || clock_gettime(id, &ts)) {
+			perror("live: a generator thread's CPU time");
+			exit(1);
+		}
+		s += ts.tv_sec + ts.tv_nsec / 1e9;
+	}
+	return s;
 }
 
 /* The program's run-time statistics so far (none: fd < 0). */
@@ -237,7 +263,7 @@ int main(int argc, char **argv)
 					      { "prog-id", required_argument, NULL, 'P' },
 					      {} };
 	const char *netns = NULL, *dev = NULL, *cpus = "0", *vip = NULL, *stats = NULL;
-	double secs = 2, warm = 0.2, t0, t1, load1 = 0;
+	double secs = 2, warm = 0.2, t0, t1, load1 = 0, gen_cpu0, gen_cpu1;
 	int family = 4, syn = 1, dport = 80, o, i, ncpu_gen = 0, cpu_list[MAX_CPUS], stats_fd = -1;
 	unsigned long base = 0, mask = 0, prog_id = 0;
 	struct bpf_prog_info pi0 = {}, pi1 = {};
@@ -360,10 +386,12 @@ int main(int argc, char **argv)
 	nstat = read_cpu_times(b0, tt0);
 	read_percpu(bpf_map__fd(sk->maps.count), c0);
 	prog_info(prog_fd, &pi0);
+	gen_cpu0 = threads_cpu_s(th, ncpu_gen);
 	t0 = now_s();
 	usleep((useconds_t)(secs * 1e6));
 	read_percpu(bpf_map__fd(sk->maps.count), c1);
 	prog_info(prog_fd, &pi1);
+	gen_cpu1 = threads_cpu_s(th, ncpu_gen);
 	t1 = now_s();
 	read_cpu_times(b1, tt1);
 	stop = 1;
@@ -388,7 +416,11 @@ int main(int argc, char **argv)
 		for (i = 0; i < ncpu_gen; i++)
 			printf("%s%.3f", i ? ", " : "",
 			       (double)(c1[cpu_list[i]] - c0[cpu_list[i]]) / (t1 - t0) / 1e6);
-		printf("], \"sent\": %llu, \"returned\": %llu, \"host_cpu_busy\": [",
+		printf("], \"gen_cpu_s\": %.3f, \"mpps_per_gen_cpu\": %.3f", gen_cpu1 - gen_cpu0,
+		       gen_cpu1 > gen_cpu0
+			   ? (double)(sum(c1) - sum(c0)) / (gen_cpu1 - gen_cpu0) / 1e6
+			   : 0);
+		printf(", \"sent\": %llu, \"returned\": %llu, \"host_cpu_busy\": [",
 		       (unsigned long long)sum(sent), (unsigned long long)sum(end));
 		for (i = 0; i < nstat; i++)
 			printf("%s%.2f", i ? ", " : "",

@@ -14,7 +14,8 @@
 # Each case: the ceiling with the same frames and generator CPUs, the case
 # through chlb, the ceiling again; ratio = case / mean of the two ceilings.
 # Mpps are frames returned to the counter per second over LIVE_SECS (after
-# 0.2 s of warm-up). chlb's per-reason counter deltas over the case show
+# 0.2 s of warm-up), and per CPU-second the generator threads got (the
+# frames' whole way runs in their context): on a shared host, the latter. chlb's per-reason counter deltas over the case show
 # which path the packets took; a case whose counters do not show the
 # intended path fails the bench (after the JSON is written).
 #
@@ -24,14 +25,17 @@
 # ceiling's: the kernel's BPF run-time statistics, on only while a case
 # runs; off by default, since they slow every BPF program on the host).
 # LIVE_PERF=DIR records each case through chlb with `perf record -a -g`
-# into DIR/NAME.data (the window only), to see where the time goes.
+# into DIR/NAME.data (the window only), to see where the time goes, and
+# writes DIR/chlb_xdp.lines: where each source line of chlb's program sits
+# in its JIT image (tests/bench/prog_lines), for `perf script -F sym,symoff`.
 . "$(dirname "$0")/../lib.sh"
 lib_require_root
 lib_require_bpffs
 OUT=${1:-$BUILD/bench/live.json}
 LIVE_BIN=$BUILD/tests/bench/live
+LINES_BIN=$BUILD/tests/bench/prog_lines
 XDP_TX_OBJ=$BUILD/xdp_tx.bpf.o
-LIB_BIN_VARS+=(LIVE_BIN XDP_TX_OBJ)
+LIB_BIN_VARS+=(LIVE_BIN LINES_BIN XDP_TX_OBJ)
 lib_require_bins "$CHLBD" "$CHLBCTL" "$LIVE_BIN" "$XDP_TX_OBJ"
 SECS=${LIVE_SECS:-2}
 ALGO=${LIVE_ALGO:-maglev}
@@ -78,6 +82,11 @@ STATS=$CHLBD_PIN/global_stats
 ctl -j stats | jq -e '.ct_size' >/dev/null || die "chlbctl stats"
 CT_SIZE=$(ctl -j stats | jq .ct_size)
 
+if [ -n "${LIVE_PERF:-}" ]; then
+	mkdir -p "$LIVE_PERF"
+	"$LINES_BIN" "$(ip -n "$LB" -j link show lb0 | jq '.[0].xdp.prog.id')" >"$LIVE_PERF/chlb_xdp.lines" ||
+		die "prog_lines"
+fi
 declare -A PROG_ID=()
 if [ "${LIVE_PROG_STATS:-0}" = 1 ]; then
 	PROG_ID[ga]=$(ip -n "$LB" -j link show lb0 | jq '.[0].xdp.prog.id')
@@ -120,7 +129,13 @@ run_case() {
 		  ratio: (if $ceil > 0 then (.mpps / $ceil * 1000 | round / 1000) else null end),
 		  cpu_ns_over_ceiling: (if .mpps > 0 and $ceil > 0
 			then ($n * 1000 * (1 / .mpps - 1 / $ceil) * 10 | round / 10) else null end),
-		  generator_cpus: .cpus, per_cpu_mpps, sent, returned, chlb,
+		  mpps_per_gen_cpu,
+		  ceiling_mpps_per_gen_cpu: ((($c0.mpps_per_gen_cpu + $c1.mpps_per_gen_cpu) / 2) * 1000 | round / 1000),
+		  ratio_per_gen_cpu: (if $c0.mpps_per_gen_cpu + $c1.mpps_per_gen_cpu > 0 then
+			(.mpps_per_gen_cpu / (($c0.mpps_per_gen_cpu + $c1.mpps_per_gen_cpu) / 2) * 1000 | round / 1000) else null end),
+		  ns_over_ceiling_per_gen_cpu: (if .mpps_per_gen_cpu > 0 and $c0.mpps_per_gen_cpu + $c1.mpps_per_gen_cpu > 0
+			then (1000 * (1 / .mpps_per_gen_cpu - 2 / ($c0.mpps_per_gen_cpu + $c1.mpps_per_gen_cpu)) * 10 | round / 10) else null end),
+		  generator_cpus: .cpus, per_cpu_mpps, gen_cpu_s, sent, returned, chlb,
 		  host_cpu_busy, loadavg1 } +
 		(if .prog_ns_per_run then { prog_ns_per_run, ceiling_prog_ns_per_run:
 			((($c0.prog_ns_per_run // 0) + ($c1.prog_ns_per_run // 0)) / 2 * 10 | round / 10) } else {} end)' <<<"$r") || die "$name: $r"
@@ -132,7 +147,7 @@ run_case() {
 	fi
 	jq --arg k "$name" --argjson v "$r" '. + { ($k): $v }' "$CASES_JSON" >"$CASES_JSON.tmp" &&
 		mv "$CASES_JSON.tmp" "$CASES_JSON"
-	jq -r --arg k "$name" '"  \($k | . + " " * (22 - length)) \(.mpps) Mpps, ceiling \(.ceiling_mpps) -> \(.ratio) (\(.cpu_ns_over_ceiling) ns a packet more\(if .prog_ns_per_run then "; in the program \(.prog_ns_per_run) ns vs \(.ceiling_prog_ns_per_run)" else "" end)), path \(if .path_ok then "ok" else "WRONG" end): \(.chlb | tojson)"' <<<"$r"
+	jq -r --arg k "$name" '"  \($k | . + " " * (22 - length)) \(.mpps) Mpps, ceiling \(.ceiling_mpps) -> \(.ratio); per generator CPU-second \(.mpps_per_gen_cpu) vs \(.ceiling_mpps_per_gen_cpu) -> \(.ratio_per_gen_cpu) (\(.ns_over_ceiling_per_gen_cpu) ns a packet more\(if .prog_ns_per_run then "; in the program \(.prog_ns_per_run) ns vs \(.ceiling_prog_ns_per_run)" else "" end)), path \(if .path_ok then "ok" else "WRONG" end): \(.chlb | tojson)"' <<<"$r"
 }
 want() { [ -z "${LIVE_CASES:-}" ] || [[ " $LIVE_CASES " == *" $1 "* ]]; }
 
