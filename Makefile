@@ -30,7 +30,7 @@ ARCH_INC := /usr/include/$(shell uname -m)-linux-gnu
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := $(CFLAGS) -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Iuser/lib -I$(BUILD)
+ALL_CFLAGS := $(CFLAGS) -std=gnu11 $(WARN) -ffp-contract=off -D_GNU_SOURCE -Iinclude -Iuser/lib -I$(BUILD)
 LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lpthread
 CHLBD_LDLIBS := -lsystemd -lsodium # sd_notify() (a no-op when NOTIFY_SOCKET is unset); sync's HMAC
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

@@ -22,7 +22,7 @@
 
 void sim_usage(void)
 {
-	printf("chlbctl sim --algo ring|jump|maglev|jtable --backends N [--vnodes K] [--table-size "
+	printf("chlbctl sim --algo ring|jump|maglev|jtable|hrw --backends N [--vnodes K] [--table-size "
 	       "M]\n"
 	       "            [--flows F] [--samples S] [--seed S] [--weights W1,W2,...]\n"
 	       "            [--names A1,A2,...] [--json]\n"
@@ -34,7 +34,9 @@ void sim_usage(void)
 	       "  are exact shares of the 2^32 flow hashes (jump: exact bucket distribution);\n"
 	       "  'flows' columns are measured over F random flows (default 1000000; jump's\n"
 	       "  balance over max(F, 2^24)). --seed picks the flows. jtable: a jump bucket order\n"
-	       "  compiled into a Maglev-format table (O(1) lookup, jump's disruption).\n");
+	       "  compiled into a Maglev-format table (O(1) lookup, jump's disruption). hrw:\n"
+	       "  weighted rendezvous per entry of a Maglev-format table; sim also scores every\n"
+	       "  backend for every entry (O(M N)) and shows where the table differs from that.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, __u64 min, __u64 max, __u64 *out)
@@ -141,7 +143,7 @@ static void print_json(const struct chlb_sim_opts *o, const struct chlb_sim_resu
 	add_u64(j, "backends", r->nbackends);
 	if (o->algo == CHLB_ALGO_RING)
 		add_u64(j, "vnodes", o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
-	if (o->algo == CHLB_ALGO_MAGLEV || o->algo == CHLB_ALGO_JTABLE)
+	if (chlb_algo_has_table((__u8)o->algo))
 		add_u64(j, "table_size", o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
 	add_u64(j, "flows", r->flows);
 	add_u64(j, "samples", r->samples);
@@ -160,6 +162,10 @@ static void print_json(const struct chlb_sim_opts *o, const struct chlb_sim_resu
 	add_num(j, "flows_disruption_remove", r->flows_disruption_remove, 7);
 	json_object_object_add(j, "added", json_object_new_string(r->added_name));
 	json_object_object_add(j, "removed", json_object_new_string(r->removed_name));
+	if (o->algo == CHLB_ALGO_HRW) {
+		add_num(j, "hrw_differ", r->hrw_differ, 7);
+		add_num(j, "hrw_direct_ms", r->hrw_direct_ms, 3);
+	}
 	if (o->algo == CHLB_ALGO_JUMP)
 		json_object_object_add(j, "jump_model",
 				       json_object_new_string(r->jump_model ? "exact" : "uniform"));
@@ -173,7 +179,7 @@ static void print_plain(const struct chlb_sim_opts *o, const struct chlb_sim_res
 	if (o->algo == CHLB_ALGO_RING)
 		printf(", %u vnodes per backend at weight 100",
 		       o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
-	if (o->algo == CHLB_ALGO_MAGLEV || o->algo == CHLB_ALGO_JTABLE)
+	if (chlb_algo_has_table((__u8)o->algo))
 		printf(", table size %u", o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
 	printf(", %llu flows, seed %llu\n\n", (unsigned long long)r->flows,
 	       (unsigned long long)o->seed);
@@ -193,6 +199,10 @@ static void print_plain(const struct chlb_sim_opts *o, const struct chlb_sim_res
 	       r->build_ms);
 	printf("  added %s; removed %s (backend %u of %u)", r->added_name, r->removed_name,
 	       r->removed, r->nbackends);
+	if (o->algo == CHLB_ALGO_HRW)
+		printf("\n  direct rendezvous (every backend scored for each of the %u entries, "
+		       "%.0f ms): the table differs on %.4f%% of the keyspace",
+		       r->table_words - CHLB_TBL_HDR_WORDS, r->hrw_direct_ms, 100 * r->hrw_differ);
 	if (o->algo == CHLB_ALGO_JUMP)
 		printf("\n  jump keyspace: the %s bucket distribution; 'flows' balance over %llu "
 		       "flows",
@@ -224,7 +234,7 @@ int do_sim(int argc, char **argv)
 		case 'a':
 			if (chlb_algo_parse(optarg, &algo)) {
 				p_usage(
-				    "--algo: unknown algorithm '%s' (ring, jump, maglev, jtable)",
+				    "--algo: unknown algorithm '%s' (ring, jump, maglev, jtable, hrw)",
 				    optarg);
 				goto out;
 			}
@@ -291,7 +301,7 @@ int do_sim(int argc, char **argv)
 		goto out;
 	}
 	if (!o.algo) {
-		p_usage("sim: --algo is required (ring, jump, maglev, jtable)");
+		p_usage("sim: --algo is required (ring, jump, maglev, jtable, hrw)");
 		goto out;
 	}
 	if (!nbackends)

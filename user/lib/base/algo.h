@@ -3,7 +3,7 @@
  * The one table of names for a service's options as the grammar, chlbctl
  * (`sim --algo`) and the replies spell them: algorithms, forwarding modes,
  * hash fields. The values are include/chlb_common.h's, plus the
- * builder-only CHLB_ALGO_JTABLE.
+ * builder-only CHLB_ALGO_JTABLE and CHLB_ALGO_HRW.
  */
 #ifndef CHLB_BASE_ALGO_H
 #define CHLB_BASE_ALGO_H
@@ -20,8 +20,14 @@
  * for it exactly as for jump (chlb_jump_order_*) and passes spec.table_size (M).
  */
 #define CHLB_ALGO_JTABLE 4
+/*
+ * Builder-only algorithm: weighted rendezvous (HRW) hashing compiled into a
+ * Maglev-format table (table/build_hrw.c); the header says CHLB_ALGO_MAGLEV.
+ * Stateless: the table is a function of the backend set and M alone.
+ */
+#define CHLB_ALGO_HRW 5
 
-/* jump and jtable keep a bucket order; maglev and jtable have a table size M */
+/* jump and jtable keep a bucket order; maglev, jtable and hrw have a table size M */
 static inline bool chlb_algo_has_order(__u8 a)
 {
 	return a == CHLB_ALGO_JUMP || a == CHLB_ALGO_JTABLE;
@@ -29,7 +35,7 @@ static inline bool chlb_algo_has_order(__u8 a)
 
 static inline bool chlb_algo_has_table(__u8 a)
 {
-	return a == CHLB_ALGO_MAGLEV || a == CHLB_ALGO_JTABLE;
+	return a == CHLB_ALGO_MAGLEV || a == CHLB_ALGO_JTABLE || a == CHLB_ALGO_HRW;
 }
 
 /* The name of a value ("?" when unknown). */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * chlb_table_build(): validation and per-algorithm dispatch to the builders
- * (build_ring.c, build_jump.c, build_maglev.c, build_jtable.c); what every
+ * (build_ring.c, build_jump.c, build_maglev.c, build_jtable.c,
+ * build_hrw.c); what every
  * table shares is in table.c.
  */
 #include <errno.h>
@@ -77,6 +78,9 @@ int chlb_table_build(const struct chlb_table_spec *spec, const struct chlb_table
 		break;
 	case CHLB_ALGO_JTABLE:
 		rc = build_jtable(spec, be, n, out, err, errlen);
+		break;
+	case CHLB_ALGO_HRW:
+		rc = build_hrw(spec, be, n, out, err, errlen);
 		break;
 	default:
 		rc = chlb_err(err, errlen, -EINVAL, "unknown algorithm %u", spec->algo);

@@ -22,6 +22,9 @@
  *           threshold 0: the backend keeps its bucket, its flows rehash.
  *   jtable  one bucket per backend; entries per backend = M * weight / total
  *           (largest remainder), see build_jtable.c.
+ *   hrw     weighted rendezvous per table entry: score -ln(1 - u) / weight,
+ *           so an entry goes to backend b with probability weight / total;
+ *           shares are binomial around that (build_hrw.c).
  *
  * Empty set, or every weight 0: the build succeeds with count = 0 and
  * chlb_table_decide() returns -ENOENT ("no backend with weight > 0").
@@ -31,7 +34,7 @@
 
 #include <stddef.h>
 #include "chlb_table.h"
-#include "base/algo.h" /* CHLB_ALGO_JTABLE */
+#include "base/algo.h" /* CHLB_ALGO_JTABLE, CHLB_ALGO_HRW */
 
 #define CHLB_BE_NAME_LEN 48
 
@@ -68,9 +71,9 @@ struct chlb_table_be {
 };
 
 struct chlb_table_spec {
-	__u32 algo;		 /* enum chlb_algo, or CHLB_ALGO_JTABLE */
+	__u32 algo;		 /* enum chlb_algo, CHLB_ALGO_JTABLE or CHLB_ALGO_HRW */
 	__u32 vnodes;		 /* ring: vnodes per backend at weight 100 (0 = default 160) */
-	__u32 table_size;	 /* maglev, jtable: M, prime, > backends/buckets (0 = 65537) */
+	__u32 table_size;	 /* maglev, jtable, hrw: M, prime, > backends/buckets (0 = 65537) */
 	const __u32 *jump_order; /* jump, jtable: jump_order[b] = index into be[] or CHLB_TOMBSTONE,
 				  * each backend at most once; NULL = a fresh order: one bucket
 				  * per backend, in name (canonical) order */
@@ -131,6 +134,15 @@ int chlb_table_decision_fp(const __u32 *words, __u32 nwords, const char *const *
 /* The same with the names of be[0..n) (the builders' input: slot and name). */
 int chlb_table_decision_fp_be(const struct chlb_table *t, const struct chlb_table_be *be, __u32 n,
 			      __u32 *fp, char *err, size_t errlen);
+
+/*
+ * Rendezvous by its definition: slot[e] = the backend slot of the HRW winner
+ * of entry e over every live backend of be[0..n) (O(M N)), for e < m, or
+ * CHLB_TOMBSTONE when none is live. What an hrw table of size m must hold
+ * entry by entry; chlbctl sim and the tests compare the two. 0 or -errno.
+ */
+int chlb_hrw_direct(const struct chlb_table_be *be, __u32 n, __u32 m, __u32 *slot, char *err,
+		    size_t errlen);
 
 /*
  * A ring table's vnodes in ring order, read back from its lines and spill:

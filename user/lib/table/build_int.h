@@ -43,6 +43,8 @@ int build_jump(const struct chlb_table_spec *spec, const struct chlb_table_be *b
 	       struct chlb_table *out, char *err, size_t errlen);
 int build_jtable(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		 struct chlb_table *out, char *err, size_t errlen);
+int build_hrw(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
+	      struct chlb_table *out, char *err, size_t errlen);
 int build_maglev(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 		 const __u32 *byname, struct chlb_table *out, char *err, size_t errlen);
 

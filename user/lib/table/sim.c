@@ -278,6 +278,7 @@ static int shares(const struct chlb_sim_opts *o, const struct chlb_table *t, dou
 		return ring_sweep(t, NULL, share, nslots, NULL);
 	case CHLB_ALGO_MAGLEV:
 	case CHLB_ALGO_JTABLE: /* a Maglev-format table */
+	case CHLB_ALGO_HRW:
 		if (chlb_table_header(t)->count)
 			maglev_shares(t, NULL, share, nslots, NULL);
 		return 0;
@@ -319,6 +320,7 @@ static int keyspace_moved(const struct chlb_sim_opts *o, const struct sim_set *a
 		return ring_sweep(&a->t, &b->t, NULL, 0, moved);
 	case CHLB_ALGO_MAGLEV:
 	case CHLB_ALGO_JTABLE:
+	case CHLB_ALGO_HRW:
 		maglev_shares(&a->t, &b->t, NULL, 0, moved);
 		return 0;
 	default:
@@ -389,6 +391,33 @@ static void sim_set_free(struct sim_set *s)
 	free(s->be);
 }
 
+/*
+ * hrw: the share of the keyspace where the table's entry differs from
+ * rendezvous computed by its definition (every backend scored, O(M N)).
+ */
+static int hrw_fidelity(const struct sim_set *s, double *differ, double *ms, char *err,
+			size_t errlen)
+{
+	const struct chlb_table_hdr *h = chlb_table_header(&s->t);
+	__u32 m = h->count, *direct;
+	double t0 = now_ms();
+	int rc;
+
+	*differ = 0;
+	if (!m)
+		return 0;
+	direct = malloc((size_t)m * sizeof(*direct));
+	if (!direct)
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
+	rc = chlb_hrw_direct(s->be, s->n, m, direct, err, errlen);
+	for (__u32 i = 0; !rc && i < m; i++)
+		if (direct[i] != s->t.words[CHLB_TBL_HDR_WORDS + i])
+			*differ += maglev_entry_share(i, m);
+	*ms = now_ms() - t0;
+	free(direct);
+	return rc;
+}
+
 /* F flows through all three tables; jump's balance takes max(F, samples). */
 static int measure_flows(const struct chlb_sim_opts *o, struct sim_set *base, struct sim_set *add,
 			 struct sim_set *rem, double *share, __u32 nslots,
@@ -436,7 +465,7 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 
 	memset(r, 0, sizeof(*r));
 	if (o->algo != CHLB_ALGO_RING && o->algo != CHLB_ALGO_JUMP && o->algo != CHLB_ALGO_MAGLEV &&
-	    o->algo != CHLB_ALGO_JTABLE)
+	    o->algo != CHLB_ALGO_JTABLE && o->algo != CHLB_ALGO_HRW)
 		return chlb_err(err, errlen, -EINVAL, "unknown algorithm %u", o->algo);
 	if (n < 2 || n >= CHLB_MAX_SVC_BACKENDS)
 		return chlb_err(err, errlen, -EINVAL, "backends: 2..%u (one is added to the set)",
@@ -510,6 +539,11 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 	r->jump_model = o->algo == CHLB_ALGO_JUMP ? rc : 0;
 	balance(&base, sb, &r->balance_max, &r->balance_min);
 
+	if (o->algo == CHLB_ALGO_HRW) {
+		rc = hrw_fidelity(&base, &r->hrw_differ, &r->hrw_direct_ms, err, errlen);
+		if (rc)
+			goto out;
+	}
 	rc = measure_flows(o, &base, &add, &rem, sr, nslots, r);
 	if (rc) {
 		rc = chlb_syserr(err, errlen, rc, "a flow found no backend");

@@ -17,7 +17,9 @@
  *     monotonicity; the rehash preserves it), so its disruption is that
  *     backend's share - unless the heaviest weight changed (every threshold
  *     is rescaled) or the order was compacted: then the flows tell.
- *     jtable tables are Maglev-format: measured like maglev.
+ *     jtable and hrw tables are Maglev-format: measured like maglev. hrw
+ *     also computes rendezvous by its definition (chlb_hrw_direct, every
+ *     backend scored for every entry) and reports where the table differs.
  *   measured numbers (flows_*): F random IPv4 TCP flows through
  *     chlb_table_decide(). For jump the balance uses max(F, 2^24) flows.
  *     Sampling noise: about 3 * sqrt(N / F) on balance_max.
@@ -62,6 +64,8 @@ struct chlb_sim_result {
 	__u32 table_words;
 	double build_ms; /* building the base table */
 	int jump_model;	 /* jump keyspace numbers: 1 exact model, 0 1/buckets (too many buckets) */
+	double hrw_differ;    /* hrw: keyspace share where the table differs from direct HRW */
+	double hrw_direct_ms; /* hrw: computing direct HRW for every entry, O(M N) */
 };
 
 /* Generated backend i: 10.<i/65536>.<i/256%256>.<i%256>, offset so none ends in .0. */
