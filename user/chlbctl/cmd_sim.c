@@ -22,7 +22,8 @@
 
 void sim_usage(void)
 {
-	printf("chlbctl sim --algo ring|jump|maglev|jtable|hrw --backends N [--vnodes K] [--table-size "
+	printf("chlbctl sim --algo ring|jump|maglev|jtable|hrw --backends N [--vnodes K] "
+	       "[--table-size "
 	       "M]\n"
 	       "            [--flows F] [--samples S] [--seed S] [--weights W1,W2,...]\n"
 	       "            [--names A1,A2,...] [--json]\n"
@@ -233,9 +234,9 @@ int do_sim(int argc, char **argv)
 		switch (c) {
 		case 'a':
 			if (chlb_algo_parse(optarg, &algo)) {
-				p_usage(
-				    "--algo: unknown algorithm '%s' (ring, jump, maglev, jtable, hrw)",
-				    optarg);
+				p_usage("--algo: unknown algorithm '%s' (ring, jump, maglev, "
+					"jtable, hrw)",
+					optarg);
 				goto out;
 			}
 			o.algo = algo;

@@ -10,18 +10,12 @@ struct name_val {
 	__u8 val;
 };
 
-static const struct name_val algos[] = { { "ring", CHLB_ALGO_RING },
-					 { "jump", CHLB_ALGO_JUMP },
-					 { "maglev", CHLB_ALGO_MAGLEV },
-					 { "jtable", CHLB_ALGO_JTABLE },
-					 { "hrw", CHLB_ALGO_HRW },
-					 { NULL, 0 } },
-			     fwds[] = { { "l2dsr", CHLB_FWD_L2DSR },
-					{ "ipip", CHLB_FWD_IPIP },
-					{ NULL, 0 } },
-			     hashes[] = { { "5tuple", CHLB_HASH_5TUPLE },
-					  { "src", CHLB_HASH_SRC },
-					  { NULL, 0 } };
+static const struct name_val
+    algos[] = { { "ring", CHLB_ALGO_RING },	{ "jump", CHLB_ALGO_JUMP },
+		{ "maglev", CHLB_ALGO_MAGLEV }, { "jtable", CHLB_ALGO_JTABLE },
+		{ "hrw", CHLB_ALGO_HRW },	{ NULL, 0 } },
+    fwds[] = { { "l2dsr", CHLB_FWD_L2DSR }, { "ipip", CHLB_FWD_IPIP }, { NULL, 0 } },
+    hashes[] = { { "5tuple", CHLB_HASH_5TUPLE }, { "src", CHLB_HASH_SRC }, { NULL, 0 } };
 
 static const char *name_of(const struct name_val *t, __u8 v)
 {

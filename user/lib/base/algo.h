@@ -25,7 +25,7 @@
  * Maglev-format table (table/build_hrw.c); the header says CHLB_ALGO_MAGLEV.
  * Stateless: the table is a function of the backend set and M alone.
  */
-#define CHLB_ALGO_HRW 5
+#define CHLB_ALGO_HRW	 5
 
 /* jump and jtable keep a bucket order; maglev, jtable and hrw have a table size M */
 static inline bool chlb_algo_has_order(__u8 a)

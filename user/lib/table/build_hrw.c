@@ -135,7 +135,8 @@ static double hrw_g_at(const struct hrw_g *q, __u32 j)
  */
 static double hrw_score(const struct hrw_be *h, const struct hrw_g *q, __u32 j)
 {
-	double r = (double)(chlb_fmix64(((__u64)h->seed << 32) | j) >> 11) * (1.0 / 9007199254740992.0);
+	double r =
+	    (double)(chlb_fmix64(((__u64)h->seed << 32) | j) >> 11) * (1.0 / 9007199254740992.0);
 	double lo = hrw_g_at(q, j), hi = hrw_g_at(q, j + 1);
 
 	return (lo + r * (hi - lo)) * h->iw;
@@ -218,8 +219,8 @@ static int check_m(__u32 m, __u32 live, char *err, size_t errlen)
 	int rc = build_check_m(m, err, errlen);
 
 	if (!rc && live && m <= live)
-		rc = chlb_err(err, errlen, -EINVAL, "hrw table size %u: must exceed the %u backends",
-			      m, live);
+		rc = chlb_err(err, errlen, -EINVAL,
+			      "hrw table size %u: must exceed the %u backends", m, live);
 	return rc;
 }
 
