@@ -71,7 +71,7 @@ static void validation(void **unused)
 		  "'10.1.0.9': no such backend");
 	must_fail(&st, "backend del 10.0.0.10:80/tcp 10.1.0.9", "'10.1.0.9'");
 	must_fail(&st, "service del 10.0.0.99:80/tcp", "no such service");
-	must_fail(&st, "service set 10.0.0.10:80/tcp table 65537", "maglev and jtable only");
+	must_fail(&st, "service set 10.0.0.10:80/tcp table 65537", "maglev, jtable and hrw only");
 	must_fail(&st, "service add 10.0.0.20:80/tcp algo maglev table 65536", "'65536'");
 	must(&st, "service add 10.0.0.20:80/tcp algo maglev table 3");
 	must(&st, "backend add 10.0.0.20:80/tcp 10.1.0.2");

@@ -139,7 +139,9 @@ static const struct chlb_gopt svc_opts[] = {
 	  .dflt = CHLB_ALGO_RING,
 	  .bit = CHLB_OPT_ALGO,
 	  .desc = "the table's algorithm; jtable is jump's bucket order compiled into a "
-		  "Maglev-format table: O(1) lookup, jump's disruption" },
+		  "Maglev-format table: O(1) lookup, jump's disruption; hrw is weighted "
+		  "rendezvous compiled into a Maglev-format table: O(1) lookup, stateless, "
+		  "only a changed backend's flows move" },
 	{ .word = "vnodes",
 	  .where = GW_ALL,
 	  .val = CHLB_GV_UINT,
@@ -161,7 +163,7 @@ static const struct chlb_gopt svc_opts[] = {
 	  .has_dflt = true,
 	  .dflt = CHLB_MAGLEV_DEFAULT_M,
 	  .bit = CHLB_OPT_TABLE,
-	  .desc = "maglev and jtable: the table size, a prime larger than the backend count" },
+	  .desc = "maglev, jtable and hrw: the table size, a prime larger than the backend count" },
 	{ .word = "fwd",
 	  .where = GW_ALL,
 	  .val = CHLB_GV_NAME,
@@ -540,7 +542,7 @@ const char *chlb_gopt_names(const struct chlb_gopt *o, const char *sep, const ch
 {
 	struct word_list l = wl_start(buf, len, sep, last);
 
-	/* every value with a name, in value order: ring, jump, maglev, jtable */
+	/* every value with a name, in value order: ring, jump, maglev, jtable, hrw */
 	for (unsigned int v = 0; o->name && v < 256; v++)
 		if (strcmp(o->name((__u8)v), "?"))
 			wl_push(&l, o->name((__u8)v));

@@ -462,7 +462,7 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 	if (c->set & CHLB_OPT_TABLE) {
 		if (!chlb_algo_has_table(s->algo))
 			return chlb_err(err, errlen, -EINVAL,
-					"'table': applies to algo maglev and jtable only");
+					"'table': applies to algo maglev, jtable and hrw only");
 		s->table_size = c->table_size;
 	}
 	if (c->set & CHLB_OPT_BUCKETS) {
