@@ -166,6 +166,7 @@ static void print_json(const struct chlb_sim_opts *o, const struct chlb_sim_resu
 	if (o->algo == CHLB_ALGO_HRW) {
 		add_num(j, "hrw_differ", r->hrw_differ, 7);
 		add_num(j, "hrw_direct_ms", r->hrw_direct_ms, 3);
+		add_u64(j, "hrw_checked", r->hrw_checked);
 	}
 	if (o->algo == CHLB_ALGO_JUMP)
 		json_object_object_add(j, "jump_model",
@@ -201,9 +202,10 @@ static void print_plain(const struct chlb_sim_opts *o, const struct chlb_sim_res
 	printf("  added %s; removed %s (backend %u of %u)", r->added_name, r->removed_name,
 	       r->removed, r->nbackends);
 	if (o->algo == CHLB_ALGO_HRW)
-		printf("\n  direct rendezvous (every backend scored for each of the %u entries, "
+		printf("\n  direct rendezvous (every backend scored for %u of the %u entries, "
 		       "%.0f ms): the table differs on %.4f%% of the keyspace",
-		       r->table_words - CHLB_TBL_HDR_WORDS, r->hrw_direct_ms, 100 * r->hrw_differ);
+		       r->hrw_checked, r->table_words - CHLB_TBL_HDR_WORDS, r->hrw_direct_ms,
+		       100 * r->hrw_differ);
 	if (o->algo == CHLB_ALGO_JUMP)
 		printf("\n  jump keyspace: the %s bucket distribution; 'flows' balance over %llu "
 		       "flows",

@@ -136,13 +136,14 @@ int chlb_table_decision_fp_be(const struct chlb_table *t, const struct chlb_tabl
 			      __u32 *fp, char *err, size_t errlen);
 
 /*
- * Rendezvous by its definition: slot[e] = the backend slot of the HRW winner
- * of entry e over every live backend of be[0..n) (O(M N)), for e < m, or
- * CHLB_TOMBSTONE when none is live. What an hrw table of size m must hold
- * entry by entry; chlbctl sim and the tests compare the two. 0 or -errno.
+ * Rendezvous by its definition: slot[k] = the backend slot of the HRW winner
+ * of entry e = k * step (step 0 = 1) over every live backend of be[0..n),
+ * N scores each, for e < m, or CHLB_TOMBSTONE when none is live. What an hrw
+ * table of size m must hold entry by entry; chlbctl sim and the tests
+ * compare the two. 0 or -errno.
  */
-int chlb_hrw_direct(const struct chlb_table_be *be, __u32 n, __u32 m, __u32 *slot, char *err,
-		    size_t errlen);
+int chlb_hrw_direct(const struct chlb_table_be *be, __u32 n, __u32 m, __u32 step, __u32 *slot,
+		    char *err, size_t errlen);
 
 /*
  * A ring table's vnodes in ring order, read back from its lines and spill:

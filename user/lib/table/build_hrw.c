@@ -224,8 +224,8 @@ static int check_m(__u32 m, __u32 live, char *err, size_t errlen)
 	return rc;
 }
 
-int chlb_hrw_direct(const struct chlb_table_be *be, __u32 n, __u32 m, __u32 *slot, char *err,
-		    size_t errlen)
+int chlb_hrw_direct(const struct chlb_table_be *be, __u32 n, __u32 m, __u32 step, __u32 *slot,
+		    char *err, size_t errlen)
 {
 	struct hrw_g q = { .m = m, .im = 1.0 / m };
 	struct hrw_be *h;
@@ -237,8 +237,9 @@ int chlb_hrw_direct(const struct chlb_table_be *be, __u32 n, __u32 m, __u32 *slo
 		return rc;
 	if (hrw_prep(be, n, m, &h, &live))
 		return chlb_err(err, errlen, -ENOMEM, "out of memory");
-	for (__u32 e = 0; e < m; e++)
-		slot[e] = live ? h[hrw_direct_one(h, live, &q, e)].slot : CHLB_TOMBSTONE;
+	step = step ? step : 1;
+	for (__u32 e = 0, k = 0; e < m; e += step, k++)
+		slot[k] = live ? h[hrw_direct_one(h, live, &q, e)].slot : CHLB_TOMBSTONE;
 	free(h);
 	return 0;
 }

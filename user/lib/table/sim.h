@@ -65,7 +65,8 @@ struct chlb_sim_result {
 	double build_ms; /* building the base table */
 	int jump_model;	 /* jump keyspace numbers: 1 exact model, 0 1/buckets (too many buckets) */
 	double hrw_differ;    /* hrw: keyspace share where the table differs from direct HRW */
-	double hrw_direct_ms; /* hrw: computing direct HRW for every entry, O(M N) */
+	double hrw_direct_ms; /* hrw: computing direct HRW (N scores per entry checked) */
+	__u32 hrw_checked;    /* hrw: entries checked (all while M N <= 2^25, else evenly spread) */
 };
 
 /* Generated backend i: 10.<i/65536>.<i/256%256>.<i%256>, offset so none ends in .0. */
