@@ -5,7 +5,8 @@
  * run through the XDP and the TC entry point (SYN, so the decision comes
  * straight from the current table), the outer destination compared with
  * chlb_table_decide() on the host. Jump also with uneven weights (its
- * acceptance rehashes and fallback).
+ * acceptance rehashes and fallback); hrw (rendezvous compiled into a
+ * Maglev-format table) with uneven weights and a drained backend.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,9 +45,10 @@ static int teardown(void **state)
  * bucket and a light one next to a heavy one (many attempts, some flows
  * reach the fallback), so the BPF loop runs every path the host's does.
  */
-static int weighted_jump_table(__u32 tslot, const __u32 *slots, int family, struct chlb_table *t)
+static int weighted_table(__u32 algo, __u32 tslot, const __u32 *slots, int family,
+			  struct chlb_table *t)
 {
-	struct chlb_table_spec spec = { .algo = CHLB_ALGO_JUMP };
+	struct chlb_table_spec spec = { .algo = algo };
 	struct chlb_table_be be[NBACKENDS];
 	__u64 seed = 99;
 	char err[256];
@@ -79,12 +81,13 @@ static void run_algo_w(__u32 algo, int family, bool weighted)
 		assert_int_equal(chlb_dp_set_backend(dp, slots[i], &be), 0);
 	}
 	if (weighted)
-		assert_int_equal(weighted_jump_table(tslot, slots, family, &t), 0);
+		assert_int_equal(weighted_table(algo, tslot, slots, family, &t), 0);
 	else
 		assert_int_equal(fx_table(dp, tslot, algo, slots, NBACKENDS, family, &t), 0);
 	assert_int_equal(fx_service(dp, family,
 				    family == CHLB_AF_INET ? "10.0.0.10" : "2001:db8::10", 0,
-				    IPPROTO_TCP, algo, CHLB_FWD_IPIP, CHLB_HASH_5TUPLE, tslot),
+				    IPPROTO_TCP, algo == CHLB_ALGO_HRW ? CHLB_ALGO_MAGLEV : algo,
+				    CHLB_FWD_IPIP, CHLB_HASH_5TUPLE, tslot),
 			 0);
 
 	for (i = 0; i < NFLOWS; i++) {
@@ -147,6 +150,16 @@ static void test_jump_weighted_v6(void **state)
 	run_algo_w(CHLB_ALGO_JUMP, CHLB_AF_INET6, true);
 }
 
+static void test_hrw_weighted_v4(void **state)
+{
+	run_algo_w(CHLB_ALGO_HRW, CHLB_AF_INET, true);
+}
+
+static void test_hrw_weighted_v6(void **state)
+{
+	run_algo_w(CHLB_ALGO_HRW, CHLB_AF_INET6, true);
+}
+
 static void test_ring_v4(void **state)
 {
 	run_algo(CHLB_ALGO_RING, CHLB_AF_INET);
@@ -184,6 +197,7 @@ int main(void)
 		cmocka_unit_test(test_jump_v4),		 cmocka_unit_test(test_jump_v6),
 		cmocka_unit_test(test_jump_weighted_v4), cmocka_unit_test(test_jump_weighted_v6),
 		cmocka_unit_test(test_maglev_v4),	 cmocka_unit_test(test_maglev_v6),
+		cmocka_unit_test(test_hrw_weighted_v4),	 cmocka_unit_test(test_hrw_weighted_v6),
 	};
 
 	return cmocka_run_group_tests_name("dataplane_decide", tests, setup, teardown);
