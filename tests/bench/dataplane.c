@@ -365,10 +365,11 @@ static void print_goals(void)
 		const char *name;
 		double max;
 	} goals[] = {
-		{ "new_flow_ring_n1000", 80 },	 { "new_flow_jump_n1000", 80 },
-		{ "new_flow_maglev_n1000", 80 }, { "new_flow_ipv6_ring_n1000", 80 },
-		{ "established_n1000", 70 },	 { "established_moved_n1000", 120 },
-		{ "first_ack_n1000", 200 },	 { "syn_flood_cold", 100 },
+		{ "new_flow_ring_n1000", 80 },	    { "new_flow_jump_n1000", 80 },
+		{ "new_flow_maglev_n1000", 80 },    { "new_flow_hrw_n1000", 80 },
+		{ "new_flow_ipv6_ring_n1000", 80 }, { "established_n1000", 70 },
+		{ "established_moved_n1000", 120 }, { "first_ack_n1000", 200 },
+		{ "syn_flood_cold", 100 },
 	};
 	double n1000 = net_of("new_flow_ring_n1000"), n10 = net_of("new_flow_ring_n10");
 	double fa = net_of("first_ack_n1000");
@@ -434,10 +435,10 @@ static void service(__u32 id, int family, const char *vip, __u32 algo, __u32 fir
  * A jump service whose weights cycle 100,149,50,25 (uneven on purpose):
  * w_max / w_mean = 1.84 attempts per new flow on average, each a jump walk.
  */
-static void service_jump_uneven(__u32 id, const char *vip, __u32 first, __u32 n,
-				struct chlb_table *t)
+static void service_uneven(__u32 id, const char *vip, __u32 algo, __u32 first, __u32 n,
+			   struct chlb_table *t)
 {
-	struct chlb_table_spec spec = { .algo = CHLB_ALGO_JUMP };
+	struct chlb_table_spec spec = { .algo = algo };
 	struct chlb_table_be *be = calloc(n, sizeof(*be));
 	char err[256];
 	__u32 i;
@@ -449,13 +450,19 @@ static void service_jump_uneven(__u32 id, const char *vip, __u32 first, __u32 n,
 	}
 	if (chlb_table_build(&spec, be, n, t, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);
-		die("uneven jump table", -EINVAL);
+		die("uneven table", -EINVAL);
 	}
 	must(chlb_dp_write_table(dp, id * CHLB_SLOTS_PER_SERVICE, t->words, t->nwords), "table");
 	must(fx_service(dp, CHLB_AF_INET, vip, 80, IPPROTO_TCP, id, CHLB_FWD_IPIP, 0,
 			id * CHLB_SLOTS_PER_SERVICE),
 	     "service");
 	free(be);
+}
+
+static void service_jump_uneven(__u32 id, const char *vip, __u32 first, __u32 n,
+				struct chlb_table *t)
+{
+	service_uneven(id, vip, CHLB_ALGO_JUMP, first, n, t);
 }
 
 /* Fill the connection table to capacity with flows nobody will send. */
@@ -673,7 +680,7 @@ static const struct hooks disagree_hooks = { NULL, disagree_after };
 int main(int argc, char **argv)
 {
 	const char *path = argc > 1 ? argv[1] : "build/bench/dataplane.json";
-	struct chlb_table t[8] = { 0 }, t2 = { 0 }, tj = { 0 };
+	struct chlb_table t[8] = { 0 }, t2 = { 0 }, tj = { 0 }, th = { 0 };
 	struct chlb_dp_opts opts = { 0 };
 	struct expect e;
 	cpu_set_t cpus;
@@ -729,6 +736,8 @@ int main(int argc, char **argv)
 	service(5, CHLB_AF_INET6, "2001:db8::5", CHLB_ALGO_RING, V6_BASE, NBE, &t[5]);
 	service(6, CHLB_AF_INET, "10.0.0.6", CHLB_ALGO_RING, 1, NBE, &t[6]);
 	service_jump_uneven(9, "10.0.0.9", 1, NBE, &tj); /* 7 and 8: the cases below */
+	/* hrw, uneven weights: a Maglev-format table, so the Maglev lookup by construction */
+	service_uneven(10, "10.0.0.12", CHLB_ALGO_HRW, 1, NBE, &th);
 	/* service 6 after a membership change: view {t2 (1001 backends), t[6]} */
 	for (i = 0; i <= NBE; i++)
 		slots[i] = 1 + i;
@@ -802,6 +811,13 @@ int main(int argc, char **argv)
 	e.svc_id = 3;
 	run_case("new_flow_maglev_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
 	run_mix("new_flow_maglev_n1000_mix256", pipe_fd, pkt, src4, &e);
+	s4.dst = "10.0.0.12";
+	frame(pkt, &s4);
+	e.svc_id = 10;
+	run_case("new_flow_hrw_n1000", pipe_fd, pkt, 0, &e, RUNS, BATCH);
+	s4.dst = "10.0.0.3";
+	frame(pkt, &s4);
+	e.svc_id = 3;
 	s4.dst = "10.0.0.4";
 	frame(pkt, &s4);
 	e.svc_id = 4;
@@ -1043,6 +1059,7 @@ int main(int argc, char **argv)
 		chlb_table_free(&t[i]);
 	chlb_table_free(&t2);
 	chlb_table_free(&tj);
+	chlb_table_free(&th);
 	chlb_bench_bpf__destroy(bs);
 	chlb_dp_close(dp);
 	return 0;
