@@ -124,15 +124,19 @@ test_which_agrees() {
 	ctl service add 10.0.0.10:81/tcp algo jump || return 1
 	ctl service add 10.0.0.10:82/tcp algo maglev table 251 || return 1
 	ctl service add 10.0.0.10:83/tcp algo jtable table 251 || return 1
+	ctl service add 10.0.0.10:84/tcp algo hrw table 4099 || return 1
 	for i in 2 3 4 5 6 7; do
 		ctl backend add 10.0.0.10:81/tcp 10.1.0.$i && ctl backend add 10.0.0.10:82/tcp 10.1.0.$i &&
-			ctl backend add 10.0.0.10:83/tcp 10.1.0.$i weight $((i * 100)) || return 1
+			ctl backend add 10.0.0.10:83/tcp 10.1.0.$i weight $((i * 100)) &&
+			ctl backend add 10.0.0.10:84/tcp 10.1.0.$i weight $((i * 37)) || return 1
 	done
 	ctl backend del 10.0.0.10:83/tcp 10.1.0.4 || return 1
 	check "jtable keeps its bucket order in the state" \
 		saved | grep -q "10.0.0.10:83/tcp algo jtable table 251 buckets" || return 1
+	check "hrw is saved with its table size" \
+		saved | grep -q "10.0.0.10:84/tcp algo hrw table 4099" || return 1
 	which_matches 80 200 7 && which_matches 81 150 81 && which_matches 82 150 82 &&
-		which_matches 83 150 83
+		which_matches 83 150 83 && which_matches 84 150 84
 }
 
 CV=10.0.0.70:80/tcp
