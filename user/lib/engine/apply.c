@@ -482,7 +482,8 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 		  char *err, size_t errlen)
 {
 	char first[CHLB_ERR_MAX] = "", msg[CHLB_ERR_MAX];
-	static struct chlb_vip failed[CHLB_MAX_SERVICES + 1];
+	/* on the stack (~6 KB), not static: two runtimes in one process apply safely */
+	struct chlb_vip failed[CHLB_MAX_SERVICES + 1];
 	int bad = 0, rc, first_rc = 0;
 
 	rt->changes++;
