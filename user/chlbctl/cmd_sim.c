@@ -126,47 +126,39 @@ static int split_list(char *s, char ***out)
 }
 
 /* Fractions with fixed decimals: 6 for balance, 7 for disruption (as the text shows them). */
-static void add_num(json_object *o, const char *k, double v, int decimals)
-{
-	json_object_object_add(o, k, chlb_json_fixed(v, decimals));
-}
-
-static void add_u64(json_object *o, const char *k, unsigned long long v)
-{
-	json_object_object_add(o, k, json_object_new_uint64(v));
-}
 
 static void print_json(const struct chlb_sim_opts *o, const struct chlb_sim_result *r)
 {
 	json_object *j = json_object_new_object();
 
 	json_object_object_add(j, "algo", json_object_new_string(chlb_algo_name((__u8)o->algo)));
-	add_u64(j, "backends", r->nbackends);
+	chlb_json_add_u64(j, "backends", r->nbackends);
 	if (o->algo == CHLB_ALGO_RING)
-		add_u64(j, "vnodes", o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
+		chlb_json_add_u64(j, "vnodes", o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
 	if (chlb_algo_has_table((__u8)o->algo))
-		add_u64(j, "table_size", o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
-	add_u64(j, "flows", r->flows);
-	add_u64(j, "samples", r->samples);
-	add_u64(j, "seed", o->seed);
-	add_num(j, "balance_max", r->balance_max, 6);
-	add_num(j, "balance_min", r->balance_min, 6);
-	add_num(j, "disruption_add", r->disruption_add, 7);
-	add_num(j, "disruption_add_ideal", r->disruption_add_ideal, 7);
-	add_num(j, "disruption_remove", r->disruption_remove, 7);
-	add_num(j, "disruption_remove_ideal", r->disruption_remove_ideal, 7);
-	add_u64(j, "table_bytes", r->table_bytes);
-	add_num(j, "build_ms", r->build_ms, 3);
-	add_num(j, "flows_balance_max", r->flows_balance_max, 6);
-	add_num(j, "flows_balance_min", r->flows_balance_min, 6);
-	add_num(j, "flows_disruption_add", r->flows_disruption_add, 7);
-	add_num(j, "flows_disruption_remove", r->flows_disruption_remove, 7);
+		chlb_json_add_u64(j, "table_size",
+				  o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
+	chlb_json_add_u64(j, "flows", r->flows);
+	chlb_json_add_u64(j, "samples", r->samples);
+	chlb_json_add_u64(j, "seed", o->seed);
+	chlb_json_add_fixed(j, "balance_max", r->balance_max, 6);
+	chlb_json_add_fixed(j, "balance_min", r->balance_min, 6);
+	chlb_json_add_fixed(j, "disruption_add", r->disruption_add, 7);
+	chlb_json_add_fixed(j, "disruption_add_ideal", r->disruption_add_ideal, 7);
+	chlb_json_add_fixed(j, "disruption_remove", r->disruption_remove, 7);
+	chlb_json_add_fixed(j, "disruption_remove_ideal", r->disruption_remove_ideal, 7);
+	chlb_json_add_u64(j, "table_bytes", r->table_bytes);
+	chlb_json_add_fixed(j, "build_ms", r->build_ms, 3);
+	chlb_json_add_fixed(j, "flows_balance_max", r->flows_balance_max, 6);
+	chlb_json_add_fixed(j, "flows_balance_min", r->flows_balance_min, 6);
+	chlb_json_add_fixed(j, "flows_disruption_add", r->flows_disruption_add, 7);
+	chlb_json_add_fixed(j, "flows_disruption_remove", r->flows_disruption_remove, 7);
 	json_object_object_add(j, "added", json_object_new_string(r->added_name));
 	json_object_object_add(j, "removed", json_object_new_string(r->removed_name));
 	if (o->algo == CHLB_ALGO_HRW) {
-		add_num(j, "hrw_differ", r->hrw_differ, 7);
-		add_num(j, "hrw_direct_ms", r->hrw_direct_ms, 3);
-		add_u64(j, "hrw_checked", r->hrw_checked);
+		chlb_json_add_fixed(j, "hrw_differ", r->hrw_differ, 7);
+		chlb_json_add_fixed(j, "hrw_direct_ms", r->hrw_direct_ms, 3);
+		chlb_json_add_u64(j, "hrw_checked", r->hrw_checked);
 	}
 	if (o->algo == CHLB_ALGO_JUMP)
 		json_object_object_add(j, "jump_model",

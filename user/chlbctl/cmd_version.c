@@ -11,14 +11,8 @@
 #include <json-c/json.h>
 #include "chlbctl.h"
 #include "client.h"
+#include "base/json_out.h"
 #include "chlb_version.h"
-
-static const char *jstr(json_object *o, const char *key)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : "?";
-}
 
 /* The reply's commit: "" when chlbd was built outside git (null or absent) */
 static const char *jcommit(json_object *o)
@@ -73,11 +67,11 @@ int do_version(int argc, char **argv)
 			    ctl.socket);
 		return rc;
 	}
-	version = jstr(r, "version");
+	version = chlb_json_str(r, "version", "?");
 	commit = jcommit(r);
 	same_version = !strcmp(version, CHLB_VERSION);
 	same_commit = !strcmp(commit, CHLB_COMMIT);
-	same_bpf = !strcmp(jstr(r, "bpf_build_id"), CHLB_BPF_BUILD_ID);
+	same_bpf = !strcmp(chlb_json_str(r, "bpf_build_id", "?"), CHLB_BPF_BUILD_ID);
 	if (ctl.json) {
 		o = json_object_new_object();
 		json_object_object_add(o, "version", json_object_new_string(CHLB_VERSION));
@@ -96,8 +90,8 @@ int do_version(int argc, char **argv)
 		return CHLBCTL_EXIT_OK;
 	}
 	printf("chlbd   %s%s%s%s, bpf build id %s (running: pid %s, socket %s)\n", version,
-	       commit[0] ? " (git " : "", commit, commit[0] ? ")" : "", jstr(r, "bpf_build_id"),
-	       jstr(r, "pid"), ctl.socket);
+	       commit[0] ? " (git " : "", commit, commit[0] ? ")" : "",
+	       chlb_json_str(r, "bpf_build_id", "?"), chlb_json_str(r, "pid", "?"), ctl.socket);
 	print_verdict(version, commit, same_bpf);
 	json_object_put(r);
 	return CHLBCTL_EXIT_OK;

@@ -4,30 +4,20 @@
 #include <stdio.h>
 #include <string.h>
 #include "show.h"
+#include "base/json_out.h"
 
+/* short names for the tables below: a field's text ("-" when absent), number, array */
 static const char *s(json_object *o, const char *k)
 {
-	json_object *v;
-
-	if (!json_object_object_get_ex(o, k, &v) || !v)
-		return "-";
-	return json_object_get_string(v);
+	return chlb_json_str(o, k, "-");
 }
-
 static double d(json_object *o, const char *k)
 {
-	json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_double(v) : 0;
+	return chlb_json_double(o, k, 0);
 }
-
 static json_object *arr(json_object *o, const char *k)
 {
-	json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_array)
-		   ? v
-		   : NULL;
+	return chlb_json_array(o, k);
 }
 
 static const char *param(json_object *e, char *buf, size_t len)

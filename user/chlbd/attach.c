@@ -61,9 +61,11 @@ int chlbd_ifaces_check(void)
 	char err[768];
 
 	for (int i = 0; i < D.niface; i++) {
-		if (chlb_dp_check_iface(D.pin_dir, D.ifindex[i], D.mode, err, sizeof(err))) {
+		int rc = chlb_dp_check_iface(D.pin_dir, D.ifindex[i], D.mode, err, sizeof(err));
+
+		if (rc) {
 			pr_err("%s", err);
-			return -1;
+			return rc;
 		}
 	}
 	return 0;

@@ -115,7 +115,7 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen);
 int chlbd_check_capacity(const struct chlb_state *next, char *err, size_t errlen);
 
 /*
- * refuse.c: 0, or -1 with why when chlbd refuses to go from cur to next: a
+ * refuse.c: 0, or -EPERM with why when chlbd refuses to go from cur to next: a
  * service next adds whose VIP is an address of this host (unless the service
  * has `force`); with apply, deleting every service of cur (unless force).
  */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include "conns.h"
+#include "base/json_out.h"
 #include "dp/dp_conns.h" /* CHLB_DP_CONNS_BATCH: entries per step */
 
 /* An empty tally of st (D.state or a copy of it) with chlbd's timeouts. */
@@ -327,11 +328,6 @@ const struct chlb_ct_be *conns_pass_be(const struct conns_pass *p, int ps, __u32
 	return &p->t.svc[ps].be[o->be];
 }
 
-static void add_u64(json_object *o, const char *k, __u64 v)
-{
-	json_object_object_add(o, k, json_object_new_int64((int64_t)v));
-}
-
 void conns_stats(json_object *o, __u64 inserts)
 {
 	const struct conns_pass *p = conns_tally_last();
@@ -343,12 +339,12 @@ void conns_stats(json_object *o, __u64 inserts)
 		pr_warn("stats: couldn't read the connection table: %s", strerror(-rc));
 		return;
 	}
-	add_u64(o, "ct_size", size);
-	add_u64(o, "ct_inserts", inserts);
+	chlb_json_add_u64(o, "ct_size", size);
+	chlb_json_add_u64(o, "ct_inserts", inserts);
 	if (p) {
 		/* the last background pass's count (no walk here), and how old it is */
 		entries = p->t.entries;
-		add_u64(o, "ct_entries", entries);
+		chlb_json_add_u64(o, "ct_entries", entries);
 		/*
 		 * The data plane inserts with BPF_NOEXIST and never deletes, so an
 		 * insert that is not in the table any more was evicted: inserts when
@@ -357,11 +353,11 @@ void conns_stats(json_object *o, __u64 inserts)
 		 */
 		if (p->have_inserts)
 			inserts = p->inserts;
-		add_u64(o, "ct_evictions", inserts > entries ? inserts - entries : 0);
+		chlb_json_add_u64(o, "ct_evictions", inserts > entries ? inserts - entries : 0);
 		json_object_object_add(o, "ct_tally_age_s",
 				       json_object_new_double(conns_pass_age_s(p)));
 	}
-	add_u64(o, "ct_memory_bytes", mem);
+	chlb_json_add_u64(o, "ct_memory_bytes", mem);
 	json_object_object_add(o, "ct_bytes_per_entry",
 			       json_object_new_double(size ? (double)mem / size : 0));
 }

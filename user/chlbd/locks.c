@@ -80,7 +80,7 @@ int lock_beside(const char *path, const char *what)
 
 	if (snprintf(lock, sizeof(lock), "%s.lock", path) >= (int)sizeof(lock)) {
 		pr_err("%s '%s': path too long", what, path);
-		return -1;
+		return -ENAMETOOLONG;
 	}
 	fd = open(lock, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == EROFS) {
@@ -90,14 +90,15 @@ int lock_beside(const char *path, const char *what)
 			pr_warn("couldn't create the lock file '%s' (read-only) nor open '%s': "
 				"the %s is not locked",
 				lock, path, what);
-			return -2;
+			return -EROFS;
 		}
 		snprintf(lock, sizeof(lock), "%s", path);
 	}
 	if (fd < 0) {
+		fd = -errno;
 		pr_err("couldn't open the lock file '%s' of the %s: %s", lock, what,
-		       chlb_strerror(-errno));
-		return -1;
+		       chlb_strerror(fd));
+		return fd;
 	}
 	if (!flock(fd, LOCK_EX | LOCK_NB)) {
 		hold(fd);
@@ -111,7 +112,7 @@ int lock_beside(const char *path, const char *what)
 		pr_err("%s '%s' is in use by another chlbd (lock %s): one chlbd per %s", what, path,
 		       lock, what);
 	close(fd);
-	return -1;
+	return -EBUSY;
 }
 
 /* path made absolute against the cwd, for comparisons only. */
@@ -145,14 +146,14 @@ int lock_check_socket_path(void)
 		if (same_file(sock, f)) {
 			pr_err("socket '%s' is %s'%s': choose another -s", D.socket_path,
 			       i ? "chlbd's own " : "the state file ", f);
-			return -1;
+			return -EINVAL;
 		}
 	}
 	if ((D.config_path && same_file(sock, D.config_path)) ||
 	    (D.pid_file && same_file(sock, D.pid_file))) {
 		pr_err("socket '%s' is the %s file: choose another -s", D.socket_path,
 		       D.config_path && same_file(sock, D.config_path) ? "config" : "pid");
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }

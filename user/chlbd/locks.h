@@ -12,12 +12,12 @@
 
 /*
  * flock(LOCK_EX | LOCK_NB) on PATH.lock (created 0600, never followed
- * through a symlink, never written): the fd, held until exit, or -1 after
- * logging "WHAT 'PATH' is in use by chlbd pid N". `what` names the thing
- * locked ("state file", "control socket"). On a read-only file system,
- * where PATH.lock can't be created, PATH itself is locked (nothing can
- * replace it there); if it does not exist either, -2 after a warning: not
- * locked, carry on.
+ * through a symlink, never written): the fd, held until exit, or a
+ * negative errno after logging why (-EBUSY: "WHAT 'PATH' is in use by
+ * chlbd pid N"). `what` names the thing locked ("state file", "control
+ * socket"). On a read-only file system, where PATH.lock can't be created,
+ * PATH itself is locked (nothing can replace it there); if it does not
+ * exist either, -EROFS after a warning: not locked, carry on.
  */
 int lock_beside(const char *path, const char *what);
 

@@ -46,13 +46,13 @@ int loop_init(void)
 	D.sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	D.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (D.epfd < 0 || D.sig_fd < 0 || D.timer_fd < 0)
-		return -1;
+		return -errno;
 	ev.data.ptr = &sig_ev;
 	if (epoll_ctl(D.epfd, EPOLL_CTL_ADD, D.sig_fd, &ev))
-		return -1;
+		return -errno;
 	ev.data.ptr = &timer_ev;
 	if (epoll_ctl(D.epfd, EPOLL_CTL_ADD, D.timer_fd, &ev))
-		return -1;
+		return -errno;
 	return metrics_watch();
 }
 
@@ -195,7 +195,7 @@ int loop_run(void)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return -1;
+			return -errno;
 		for (int i = 0; i < n && !D.stop; i++) {
 			struct loop_ev *e = evs[i].data.ptr;
 

@@ -35,18 +35,20 @@
 static int join_netns(const char *name)
 {
 	char path[256];
-	int fd;
+	int fd, rc;
 
 	snprintf(path, sizeof(path), "/var/run/netns/%s", name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		pr_err("couldn't open netns '%s' (%s): %s", name, path, chlb_strerror(-errno));
-		return -1;
+		rc = -errno;
+		pr_err("couldn't open netns '%s' (%s): %s", name, path, chlb_strerror(rc));
+		return rc;
 	}
 	if (setns(fd, CLONE_NEWNET)) {
-		pr_err("couldn't join netns '%s': %s", name, chlb_strerror(-errno));
+		rc = -errno;
+		pr_err("couldn't join netns '%s': %s", name, chlb_strerror(rc));
 		close(fd);
-		return -1;
+		return rc;
 	}
 	close(fd);
 	return 0;
@@ -109,12 +111,13 @@ static int lock_pin_dir(const char *dir)
 	fd = chlb_mkdir_p(dir, 0755, 0700);
 	if (fd) {
 		pr_err("couldn't create pin directory '%s': %s", dir, chlb_strerror(fd));
-		return -1;
+		return fd;
 	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
-		pr_err("couldn't open pin directory '%s': %s", dir, chlb_strerror(-errno));
-		return -1;
+		fd = -errno;
+		pr_err("couldn't open pin directory '%s': %s", dir, chlb_strerror(fd));
+		return fd;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		pid_t holder = lock_holder(fd);
@@ -126,7 +129,7 @@ static int lock_pin_dir(const char *dir)
 			pr_err("pin directory '%s' is in use by another chlbd", dir);
 		close(fd);
 		D.made_pin_dir = false;
-		return -1;
+		return -EBUSY;
 	}
 	return fd; /* held until exit */
 }
@@ -138,7 +141,7 @@ static int open_dataplane(struct chlb_state *next)
 	struct chlb_adopt_ops aops;
 	struct chlb_dp_ops ops;
 	char err[CHLB_ERR_MAX * 2];
-	int stale;
+	int stale, rc;
 
 	dopts.conn_max = D.ct_size;
 	dopts.udp_idle_ms = D.udp_timeout_ms;
@@ -146,9 +149,10 @@ static int open_dataplane(struct chlb_state *next)
 	dopts.pin_dir = D.pin_dir;
 	dopts.sync_ring_bytes = sync_configured() ? CHLB_DP_SYNC_RING_BYTES : 0;
 	dopts.verbose = D.verbose > 1;
-	if (chlb_dp_open(&dopts, &D.dp, err, sizeof(err))) {
+	rc = chlb_dp_open(&dopts, &D.dp, err, sizeof(err));
+	if (rc) {
 		pr_err("data plane: %s", err);
-		return -1;
+		return rc;
 	}
 	if (chlb_dp_syn_clock_hz(D.dp))
 		pr_debug("SYN stamps count jiffies (HZ %u)", chlb_dp_syn_clock_hz(D.dp));
@@ -158,7 +162,7 @@ static int open_dataplane(struct chlb_state *next)
 	chlbd_dp_ops(D.dp, &ops, &aops);
 	D.rt = chlb_rt_new(&ops, D.history_ms, D.grace_ms);
 	if (!D.rt)
-		return -1;
+		return -ENOMEM;
 	D.rt->log = chlbd_log;
 	/* a UDP service's history: one UDP idle timeout and a second (apply.c, history_of()) */
 	D.rt->udp_history_ns =
@@ -195,25 +199,27 @@ static int start(struct chlb_state *next)
 {
 	int rc;
 
-	if (chlbd_ifaces_resolve() || lock_check_socket_path())
-		return -1;
-	if (chlbd_state_lock() || chlbd_state_initial(next))
-		return -1;
-	if (metrics_open() || loop_init() || server_open(D.socket_path) ||
-	    chlbd_bpffs_ensure(D.pin_dir))
-		return -1;
+	if ((rc = chlbd_ifaces_resolve()) || (rc = lock_check_socket_path()))
+		return rc;
+	if ((rc = chlbd_state_lock()) || (rc = chlbd_state_initial(next)))
+		return rc;
+	if ((rc = metrics_open()) || (rc = loop_init()) || (rc = server_open(D.socket_path)) ||
+	    (rc = chlbd_bpffs_ensure(D.pin_dir)))
+		return rc;
 	D.lock_fd = lock_pin_dir(D.pin_dir);
-	if (D.lock_fd < 0 || chlbd_ifaces_check() || open_dataplane(next) || chlbd_attach_all())
-		return -1;
+	if (D.lock_fd < 0)
+		return D.lock_fd;
+	if ((rc = chlbd_ifaces_check()) || (rc = open_dataplane(next)) || (rc = chlbd_attach_all()))
+		return rc;
 	finish_resize();
 	/* the peers' entries start coming in now, mapped onto the restored state */
-	if (sync_open())
-		return -1;
+	if ((rc = sync_open()))
+		return rc;
 	if (D.pid_file) {
 		rc = chlbd_pidfile_write(D.pid_file);
 		if (rc) {
 			pr_err("couldn't write pid file '%s': %s", D.pid_file, chlb_strerror(rc));
-			return -1;
+			return rc;
 		}
 	}
 	/* attached and serving: a previous chlbd's routes adopted; new ones once ready (ready.h) */
@@ -224,7 +230,7 @@ static int start(struct chlb_state *next)
 	rc = chlbd_daemon_ready();
 	if (rc) {
 		pr_err("daemonizing: %s", chlb_strerror(rc));
-		return -1;
+		return rc;
 	}
 	/* systemd (Type=notify): started; 0 without NOTIFY_SOCKET */
 	rc = chlbd_ready_notify("READY=1\n");

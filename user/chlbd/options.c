@@ -76,7 +76,7 @@ static int parse_num(const char *opt, const char *s, __u64 max, __u64 *out)
 	if (chlb_parse_u64(s, 10, 0, max, out)) {
 		fprintf(stderr, "chlbd: '%s': bad value for %s (0-%llu)\n", s, opt,
 			(unsigned long long)max);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -148,18 +148,18 @@ int chlbd_options_parse(int argc, char **argv)
 			while (o->name && o->val != c)
 				o++;
 			fprintf(stderr, "chlbd: --%s: empty value\n", o->name ? o->name : "?");
-			return -1;
+			return -EINVAL;
 		}
 		switch (c) {
 		case 'i':
 			if (D.niface == CHLBD_MAX_IFACES) {
 				fprintf(stderr, "chlbd: at most %d interfaces\n", CHLBD_MAX_IFACES);
-				return -1;
+				return -EINVAL;
 			}
 			for (int k = 0; k < D.niface; k++)
 				if (!strcmp(D.iface[k], optarg)) {
 					fprintf(stderr, "chlbd: -i %s given twice\n", optarg);
-					return -1;
+					return -EINVAL;
 				}
 			D.iface[D.niface++] = optarg;
 			break;
@@ -175,7 +175,7 @@ int chlbd_options_parse(int argc, char **argv)
 				    stderr,
 				    "chlbd: '%s': unknown mode (expected xdp, xdp-generic, tc)\n",
 				    optarg);
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case O_NETNS:
@@ -192,7 +192,7 @@ int chlbd_options_parse(int argc, char **argv)
 
 			if (!g) {
 				fprintf(stderr, "chlbd: '%s': no such group\n", optarg);
-				return -1;
+				return -EINVAL;
 			}
 			D.socket_gid = (int)g->gr_gid;
 			break;
@@ -205,27 +205,27 @@ int chlbd_options_parse(int argc, char **argv)
 			break;
 		case O_CT:
 			if (parse_num("--ct-size", optarg, 1u << 28, &v))
-				return -1;
+				return -EINVAL;
 			D.ct_size = (__u32)v;
 			break;
 		case O_UDP:
 			if (parse_num("--udp-timeout-ms", optarg, 86400000, &v))
-				return -1;
+				return -EINVAL;
 			D.udp_timeout_ms = (__u32)v;
 			break;
 		case O_TCP:
 			if (parse_num("--tcp-timeout-ms", optarg, 30ull * 86400000, &v))
-				return -1;
+				return -EINVAL;
 			D.tcp_timeout_ms = (__u32)v;
 			break;
 		case O_HIST:
 			if (parse_num("--history-ms", optarg, 86400000, &v))
-				return -1;
+				return -EINVAL;
 			D.history_ms = v;
 			break;
 		case O_GRACE:
 			if (parse_num("--grace-ms", optarg, 60000, &v))
-				return -1;
+				return -EINVAL;
 			D.grace_ms = v;
 			break;
 		case 'f':
@@ -236,36 +236,36 @@ int chlbd_options_parse(int argc, char **argv)
 			break;
 		case O_METRICS:
 			if (metrics_parse(optarg))
-				return -1;
+				return -EINVAL;
 			break;
 		case O_SYNC_LISTEN:
 			if (sync_parse_listen(optarg))
-				return -1;
+				return -EINVAL;
 			break;
 		case O_SYNC_PEER:
 			if (sync_parse_peer(optarg))
-				return -1;
+				return -EINVAL;
 			break;
 		case O_SYNC_KEY:
 			if (sync_parse_key(optarg))
-				return -1;
+				return -EINVAL;
 			break;
 		case O_ROUTE_TABLE:
 			/* 0 is RT_TABLE_UNSPEC; 253-255 are default, main, local: never ours */
 			if (parse_num("--route-table", optarg, 0xffffffffu, &v))
-				return -1;
+				return -EINVAL;
 			if (v >= 253 && v <= 255) {
 				fprintf(stderr,
 					"chlbd: '%s': --route-table needs a table of its own, not "
 					"default (253), main (254) or local (255)\n",
 					optarg);
-				return -1;
+				return -EINVAL;
 			}
 			D.route_table = (__u32)v;
 			break;
 		case O_READY_SETTLE:
 			if (parse_num("--ready-settle-ms", optarg, CHLBD_READY_SETTLE_MAX, &v))
-				return -1;
+				return -EINVAL;
 			chlbd_ready_set_settle_ms(v);
 			break;
 		case 'v':
@@ -276,7 +276,7 @@ int chlbd_options_parse(int argc, char **argv)
 			if (D.log_level < 0) {
 				fprintf(stderr, "chlbd: '%s': unknown log level (expected %s)\n",
 					optarg, "err, warning, info, debug");
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case O_VERSION:
@@ -287,16 +287,16 @@ int chlbd_options_parse(int argc, char **argv)
 			exit(0);
 		default:
 			usage(stderr);
-			return -1;
+			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "chlbd: '%s': unexpected argument\n", argv[optind]);
-		return -1;
+		return -EINVAL;
 	}
 	if (!D.niface) {
 		fprintf(stderr, "chlbd: no interface (-i IFACE)\n");
-		return -1;
+		return -EINVAL;
 	}
 	return sync_check_options();
 }

@@ -64,7 +64,7 @@ int chlbd_refuse(const struct chlb_state *cur, const struct chlb_state *next, bo
 			 "statement to mean it (chlbctl service add ... --force)",
 			 chlb_fmt_vip(&s->vip, vip, sizeof(vip)),
 			 chlb_fmt_addr(&s->vip.addr, addr, sizeof(addr)), dev);
-		return -1;
+		return -EPERM;
 	}
 	if (!apply || force || !cur->nsvc)
 		return 0;
@@ -76,5 +76,5 @@ int chlbd_refuse(const struct chlb_state *cur, const struct chlb_state *next, bo
 		 "the file would delete every service (all %u of them%s); apply it with "
 		 "--force (chlbctl apply -f FILE --force) if that is what you mean",
 		 cur->nsvc, next->nsvc ? ", adding only others" : ": it has none");
-	return -1;
+	return -EPERM;
 }

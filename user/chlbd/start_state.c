@@ -73,6 +73,7 @@ int chlbd_state_initial(struct chlb_state *st)
 {
 	char err[CHLB_ERR_MAX + 128];
 	bool prev;
+	int rc;
 
 	if (D.config_path) {
 		char *text = chlb_read_file(D.config_path, CHLB_STATE_MAX_BYTES, err, sizeof(err));
@@ -91,9 +92,10 @@ int chlbd_state_initial(struct chlb_state *st)
 		/* nothing from a bad file is applied: keep serving the last state */
 		pr_err("config: %s; nothing from it applied, starting from the state file", err);
 	}
-	if (chlb_state_load_file(st, D.state_path, &prev, err, sizeof(err))) {
+	rc = chlb_state_load_file(st, D.state_path, &prev, err, sizeof(err));
+	if (rc) {
 		pr_err("state: %s; refusing to start (fix it, or remove it to start empty)", err);
-		return -1;
+		return rc;
 	}
 	if (prev)
 		pr_err("state: %s; started from the last good copy %s.prev", err, D.state_path);
@@ -115,15 +117,17 @@ int chlbd_state_lock(void)
 	int fd = mkdir_parent(D.state_path);
 
 	if (fd) {
-		pr_err("couldn't create the directory of '%s': %s", D.state_path, strerror(-fd));
-		return -1;
+		pr_err("couldn't create the directory of '%s': %s", D.state_path,
+		       chlb_strerror(fd));
+		return fd;
 	}
 	fd = chlb_state_dir_open(D.state_path, err, sizeof(err));
 
 	if (fd < 0) {
 		pr_err("state: %s; refusing to start", err);
-		return -1;
+		return fd;
 	}
 	close(fd);
-	return lock_beside(D.state_path, "state file") == -1 ? -1 : 0;
+	fd = lock_beside(D.state_path, "state file");
+	return fd < 0 && fd != -EROFS ? fd : 0; /* -EROFS: not locked, carry on */
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "chlbd.h"
+#include "base/json_out.h"
 #include "conns.h"
 #include "ctl/ctl.h"
 #include "dp/dp_conns.h"
@@ -22,11 +23,6 @@
  * cover the whole table.
  */
 #define CHLBD_CONNS_LIST_MAX 100000
-
-static void add_u64(json_object *o, const char *k, __u64 v)
-{
-	json_object_object_add(o, k, json_object_new_int64((int64_t)v));
-}
 
 /* One walk for `conns`: the tally, and the entries that pass the filters. */
 struct walk {
@@ -108,11 +104,11 @@ static json_object *svc_json(const struct walk *w, __u32 i, const struct chlb_ad
 
 	json_object_object_add(o, "service",
 			       json_object_new_string(chlb_fmt_vip(&s->vip, b, sizeof(b))));
-	add_u64(o, "entries", ts->entries);
-	add_u64(o, "live", ts->live);
-	add_u64(o, "ended", ts->ended);
-	add_u64(o, "stale", ts->stale);
-	add_u64(o, "held", ts->held);
+	chlb_json_add_u64(o, "entries", ts->entries);
+	chlb_json_add_u64(o, "live", ts->live);
+	chlb_json_add_u64(o, "ended", ts->ended);
+	chlb_json_add_u64(o, "stale", ts->stale);
+	chlb_json_add_u64(o, "held", ts->held);
 	for (__u32 j = 0; j < s->nbe; j++) {
 		const struct chlb_ct_be *tb = &ts->be[j];
 		json_object *e;
@@ -123,9 +119,9 @@ static json_object *svc_json(const struct walk *w, __u32 i, const struct chlb_ad
 		json_object_object_add(e, "address", json_object_new_string(s->be[j].name));
 		json_object_object_add(e, "slot", json_object_new_int(tb->slot));
 		if (tb->slot >= 0)
-			add_u64(e, "gen", D.rt->be[tb->slot].gen);
-		add_u64(e, "live", tb->live);
-		add_u64(e, "ended", tb->ended);
+			chlb_json_add_u64(e, "gen", D.rt->be[tb->slot].gen);
+		chlb_json_add_u64(e, "live", tb->live);
+		chlb_json_add_u64(e, "ended", tb->ended);
 		json_object_array_add(arr, e);
 	}
 	json_object_object_add(o, "backends", arr);
@@ -224,10 +220,10 @@ char *reply_conns(const struct chlb_cmd *c)
 	}
 	o = json_object_new_object();
 	arr = json_object_new_array();
-	add_u64(o, "ct_size", size);
-	add_u64(o, "entries", w.t.entries);
+	chlb_json_add_u64(o, "ct_size", size);
+	chlb_json_add_u64(o, "entries", w.t.entries);
 	if (!c->has_vip && !w.by_backend)
-		add_u64(o, "other", w.t.other);
+		chlb_json_add_u64(o, "other", w.t.other);
 	for (__u32 i = 0; i < D.state.nsvc; i++) {
 		if ((w.svc >= 0 && (int)i != w.svc) ||
 		    (w.by_backend && !chlb_svc_find_be(&D.state.svc[i], &c->backend)))
@@ -239,9 +235,9 @@ char *reply_conns(const struct chlb_cmd *c)
 	chlb_ct_tally_free(&w.t);
 	if (!c->list)
 		return chlbd_reply(o);
-	add_u64(o, "listed", w.listed);
+	chlb_json_add_u64(o, "listed", w.listed);
 	json_object_object_add(o, "truncated", json_object_new_boolean(w.truncated));
-	add_u64(o, "list_max", CHLBD_CONNS_LIST_MAX);
+	chlb_json_add_u64(o, "list_max", CHLBD_CONNS_LIST_MAX);
 	reply = splice(o, list, len); /* fclose() left list set, "" when empty */
 	free(list);
 	return reply;

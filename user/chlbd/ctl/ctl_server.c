@@ -45,6 +45,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include "sock.h"
 #include "chlbd.h"
 #include "ctl/ctl.h"
 #include "loop_ev.h"
@@ -94,8 +95,9 @@ static int remove_stale(const char *path, const struct sockaddr_un *sa)
 	if (lstat(path, &st)) {
 		if (errno == ENOENT)
 			return 0;
-		pr_err("socket path '%s': %s", path, chlb_strerror(-errno));
-		return -1;
+		rc = -errno;
+		pr_err("socket path '%s': %s", path, chlb_strerror(rc));
+		return rc;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
 		pr_err("'%s' exists and is not a socket (%s): refusing to remove it; choose "
@@ -105,27 +107,28 @@ static int remove_stale(const char *path, const struct sockaddr_un *sa)
 		       : S_ISDIR(st.st_mode) ? "a directory"
 		       : S_ISLNK(st.st_mode) ? "a symbolic link"
 					     : "another kind of file");
-		return -1;
+		return -EEXIST;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) ? errno : 0;
 	close(fd);
 	/* a live daemon answers (or its backlog is full: EAGAIN) */
 	if (!rc || rc == EAGAIN) {
 		pr_err("another chlbd is listening on '%s'", path);
-		return -1;
+		return -EADDRINUSE;
 	}
 	if (rc != ECONNREFUSED) {
 		pr_err("socket '%s': can't tell whether anyone listens on it (connect: %s): "
 		       "refusing to remove it",
 		       path, strerror(rc));
-		return -1;
+		return -rc;
 	}
 	if (unlink(path) && errno != ENOENT) {
-		pr_err("couldn't remove the stale socket '%s': %s", path, chlb_strerror(-errno));
-		return -1;
+		rc = -errno;
+		pr_err("couldn't remove the stale socket '%s': %s", path, chlb_strerror(rc));
+		return rc;
 	}
 	pr_debug("removed the stale socket '%s'", path);
 	return 0;
@@ -156,37 +159,40 @@ int server_open(const char *path)
 	if (!dup || strlen(path) >= sizeof(sa.sun_path)) {
 		free(dup);
 		pr_err("socket path '%s' too long", path);
-		return -1;
+		return -ENAMETOOLONG;
 	}
 	rc = chlb_mkdir_p(dirname(dup), 0755, 0755);
 	if (rc) {
 		pr_err("couldn't create the directory of '%s': %s", path, chlb_strerror(rc));
 		free(dup);
-		return -1;
+		return rc;
 	}
 	free(dup);
 	strcpy(sa.sun_path, path);
 	/* PATH.lock, held until exit (locks.c) */
-	if (lock_beside(path, "control socket") == -1 || remove_stale(path, &sa))
-		return -1;
+	rc = lock_beside(path, "control socket");
+	if ((rc < 0 && rc != -EROFS) || (rc = remove_stale(path, &sa)))
+		return rc < 0 ? rc : -EEXIST;
 	fd_budget();
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	mode_t old = umask(0177); /* born 0600: no window where others could connect */
-	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	fd = sock_bind((struct sockaddr *)&sa, sizeof(sa)); /* born 0600 */
+	int r = fd < 0 ? fd : 0;
 
-	umask(old);
 	if (!r && D.socket_gid >= 0) /* --socket-group: members may talk to chlbd too */
-		r = chown(path, (uid_t)-1, (gid_t)D.socket_gid) || chmod(path, 0660);
+		r = chown(path, (uid_t)-1, (gid_t)D.socket_gid) || chmod(path, 0660) ? -errno : 0;
 	else if (!r)
-		r = chmod(path, 0600);
-	if (r || listen(fd, 64)) {
-		pr_err("couldn't listen on '%s': %s", path, chlb_strerror(-errno));
-		close(fd);
-		return -1;
+		r = chmod(path, 0600) ? -errno : 0;
+	if (!r)
+		r = sock_listen_start(fd, 64);
+	if (r) {
+		pr_err("couldn't listen on '%s': %s", path, chlb_strerror(r));
+		if (fd >= 0)
+			close(fd);
+		return r;
 	}
 	if (epoll_ctl(D.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		r = -errno;
 		close(fd);
-		return -1;
+		return r;
 	}
 	D.listen_fd = fd;
 	D.answer_readonly = server_poll_readonly;
@@ -374,14 +380,14 @@ static int at_fd_limit(void)
 		return 0;
 	if (spare_fd >= 0) {
 		close(spare_fd);
-		fd = accept4(D.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = sock_accept(D.listen_fd, NULL, NULL);
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
 			fd_warn("refused a client");
 			refuse_busy(fd);
 			return 0;
 		}
-		if (errno == EAGAIN)
+		if (fd == -EAGAIN)
 			return -1; /* nobody left waiting */
 	}
 	fd_warn("not accepting for a second");
@@ -393,13 +399,11 @@ static int at_fd_limit(void)
 void server_accept(void)
 {
 	for (;;) {
-		int fd = accept4(D.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = sock_accept(D.listen_fd, NULL, NULL);
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
 		struct client *c;
 
-		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
-			continue;
-		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+		if (fd == -EMFILE || fd == -ENFILE) {
 			if (at_fd_limit())
 				return;
 			continue;

@@ -18,6 +18,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "sock.h"
 #include "health/health.h"
 #include "dp/nexthop.h"
 
@@ -182,15 +183,31 @@ static int watch(struct hc *h, unsigned int events, int op)
 	return epoll_ctl(D.epfd, op, h->fd, &ev);
 }
 
+/*
+ * A probe's socket: closed with a RST (no TIME_WAIT per probe); via the VIP,
+ * marked with the backend (mark != NULL): the TC egress program steers the
+ * probe to it.
+ */
+static int probe_socket_setup(int fd, void *mark, const char **step)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	*step = "via vip: SO_MARK";
+	if (mark && setsockopt(fd, SOL_SOCKET, SO_MARK, mark, sizeof(__u32)))
+		return -errno;
+	return 0;
+}
+
 void health_probe_start(struct hc *h, __u64 now)
 {
 	struct sockaddr_storage ss;
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	const char *step;
 	char why[HC_TEXT_MAX];
 	__u32 mark = 0;
 	__u16 port;
 	socklen_t sl;
-	int path;
+	int path, fd;
 
 	health_probe_cancel(h);
 	h->sent++;
@@ -208,20 +225,16 @@ void health_probe_start(struct hc *h, __u64 now)
 		return;
 	}
 	sl = sockaddr_of(h->via_vip ? &h->vip.addr : &h->addr, port, &ss);
-	h->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (h->fd < 0) {
-		fail_errno(h, "socket", errno, now);
-		return;
-	}
-	setsockopt(h->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	/* the mark names the backend: the TC egress program steers the probe to it */
-	if (h->via_vip && setsockopt(h->fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark))) {
-		fail_errno(h, "via vip: SO_MARK", errno, now);
+	fd = sock_connect((struct sockaddr *)&ss, sl, NULL, 0, probe_socket_setup,
+			  h->via_vip ? &mark : NULL, &step);
+	if (fd < 0 && strcmp(step, "connect")) {
+		fail_errno(h, step, -fd, now);
 		return;
 	}
 	h->phase = HC_CONNECTING;
-	if (connect(h->fd, (struct sockaddr *)&ss, sl) && errno != EINPROGRESS) {
-		int e = errno;
+	h->fd = fd < 0 ? -1 : fd;
+	if (fd < 0) {
+		int e = -fd;
 
 		if (h->via_vip && (e == ENETUNREACH || e == EHOSTUNREACH)) {
 			/* the route to the VIP went away since the last lookup: look again */

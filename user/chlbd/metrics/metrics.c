@@ -28,6 +28,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "sock.h"
 #include "chlbd.h"
 #include "loop_ev.h"
 #include "metrics/metrics.h"
@@ -63,7 +64,7 @@ static __u64 m_paused; /* accepting again from then on (0: not paused) */
 static int bad(const char *arg, const char *why)
 {
 	fprintf(stderr, "chlbd: '%s': bad value for --metrics: %s\n", arg, why);
-	return -1;
+	return -EINVAL;
 }
 
 int metrics_parse(const char *arg)
@@ -79,17 +80,14 @@ int metrics_parse(const char *arg)
 
 int metrics_open(void)
 {
-	int one = 1, fd;
+	int fd;
 
 	if (!m_addrlen)
 		return 0;
-	fd = socket(m_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&m_addr, m_addrlen) || listen(fd, 64)) {
-		pr_err("metrics: couldn't listen on %s: %s", m_name, chlb_strerror(-errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
+	fd = sock_listen((struct sockaddr *)&m_addr, m_addrlen, 64);
+	if (fd < 0) {
+		pr_err("metrics: couldn't listen on %s: %s", m_name, chlb_strerror(fd));
+		return fd;
 	}
 	m_fd = fd;
 	pr_info("metrics: serving http://%s/metrics", m_name);
@@ -103,8 +101,10 @@ int metrics_watch(void)
 	if (m_fd < 0)
 		return 0;
 	if (epoll_ctl(D.epfd, EPOLL_CTL_ADD, m_fd, &ev)) {
-		pr_err("metrics: epoll: %s", strerror(errno));
-		return -1;
+		int rc = -errno;
+
+		pr_err("metrics: epoll: %s", chlb_strerror(rc));
+		return rc;
 	}
 	return 0;
 }
@@ -144,13 +144,11 @@ static void refuse(int fd)
 void metrics_accept(void)
 {
 	for (;;) {
-		int fd = accept4(m_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = sock_accept(m_fd, NULL, NULL);
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
 		struct mclient *c;
 
-		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
-			continue;
-		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+		if (fd == -EMFILE || fd == -ENFILE) {
 			/* out of descriptors: stop watching for a second, not spin on a readable socket */
 			struct epoll_event ev = { .events = 0, .data.ptr = &m_listen_ev };
 

@@ -95,7 +95,7 @@ static int gather(struct scrape *s)
 	s->svc = calloc(s->nsvc ? s->nsvc : 1, sizeof(*s->svc));
 	s->ps = calloc(s->nsvc ? s->nsvc : 1, sizeof(*s->ps));
 	if (!s->svc || !s->ps)
-		return -1;
+		return -ENOMEM;
 	for (__u32 i = 0; i < s->nsvc; i++) {
 		struct m_svc *m = &s->svc[i];
 		const struct chlb_svc_cfg *cfg = &D.state.svc[i];
@@ -108,7 +108,7 @@ static int gather(struct scrape *s)
 		lbl_add(m->lbl, "vip", chlb_fmt_vip(&cfg->vip, b, sizeof(b)));
 		m->be = calloc(cfg->nbe ? cfg->nbe : 1, sizeof(*m->be));
 		if (!m->be)
-			return -1;
+			return -ENOMEM;
 		for (__u32 j = 0; j < cfg->nbe; j++) {
 			struct m_be *e = &m->be[j];
 

@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include "sock.h"
 #include "sync/sync_int.h"
 
 static const char *const in_names[] = { "down", "connecting", "authenticating", "receiving dump",
@@ -35,7 +36,7 @@ static int parse_addr(const char *opt, const char *arg, struct sockaddr_storage 
 
 	if (chlb_parse_sockaddr(arg, ss, &l, name, nlen, &why)) {
 		fprintf(stderr, "chlbd: '%s': bad value for %s: %s\n", arg, opt, why);
-		return -1;
+		return -EINVAL;
 	}
 	*len = l;
 	return 0;
@@ -48,7 +49,7 @@ int sync_parse_listen(const char *arg)
 
 	if (parse_addr("--sync-listen", arg, &sync_listen.addr, &sync_listen.alen, sync_listen.name,
 		       sizeof(sync_listen.name)))
-		return -1;
+		return -EINVAL;
 	/*
 	 * A wildcard cannot be told from the peers' addresses: this host would
 	 * be its own peer (syncing every entry with itself), and its connections
@@ -61,7 +62,7 @@ int sync_parse_listen(const char *arg)
 			"address, the one its peers name in --sync-peer, not a wildcard\n",
 			arg);
 		sync_listen.alen = 0;
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -72,17 +73,17 @@ int sync_parse_peer(const char *arg)
 
 	if (sync_npeers == SYNC_MAX_PEERS) {
 		fprintf(stderr, "chlbd: at most %d --sync-peer\n", SYNC_MAX_PEERS);
-		return -1;
+		return -EINVAL;
 	}
 	p = &sync_peers[sync_npeers];
 	if (parse_addr("--sync-peer", arg, &p->addr, &p->alen, p->name, sizeof(p->name)))
-		return -1;
+		return -EINVAL;
 	/* twice: two receiving connections, each making the peer drop the other, over and over */
 	for (int i = 0; i < sync_npeers; i++) {
 		if (sync_peers[i].alen == p->alen &&
 		    !memcmp(&sync_peers[i].addr, &p->addr, p->alen)) {
 			fprintf(stderr, "chlbd: '%s': --sync-peer %s given twice\n", arg, p->name);
-			return -1;
+			return -EINVAL;
 		}
 	}
 	p->in.fd = p->out.fd = -1; /* sync_close() after a start that failed early */
@@ -100,21 +101,21 @@ int sync_check_options(void)
 	if (sync_npeers && !sync_key_configured()) {
 		fprintf(stderr, "chlbd: --sync-peer needs --sync-key FILE (the key the peers prove "
 				"to each other; docs/operations.md, \"Entry sync\")\n");
-		return -1;
+		return -EINVAL;
 	}
 	if (sync_key_configured() && !sync_npeers) {
 		fprintf(stderr, "chlbd: --sync-key needs --sync-peer and --sync-listen\n");
-		return -1;
+		return -EINVAL;
 	}
 	if (sync_npeers && !sync_listen.alen) {
 		fprintf(stderr, "chlbd: --sync-peer needs --sync-listen (peers connect to it to "
 				"receive this host's entries)\n");
-		return -1;
+		return -EINVAL;
 	}
 	if (sync_listen.alen && !sync_npeers) {
 		fprintf(stderr, "chlbd: --sync-listen needs --sync-peer (only the peers' addresses "
 				"are accepted: with none, sync would be off)\n");
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -178,7 +179,7 @@ void sync_config_changed(void)
 
 int sync_open(void)
 {
-	int one = 1, fd;
+	int fd;
 
 	if (!sync_npeers) /* sync_check_options(): --sync-listen came with it */
 		return 0;
@@ -204,15 +205,13 @@ int sync_open(void)
 			.ev = { .type = LOOP_EV_SYNC }, .kind = K_OUT, .fd = -1, .peer = p
 		};
 	}
-	if (sync_send_open())
-		return -1;
-	fd = socket(sync_listen.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&sync_listen.addr, sync_listen.alen) || listen(fd, 16)) {
-		pr_err("sync: couldn't listen on %s: %s", sync_listen.name, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
+	fd = sync_send_open();
+	if (fd)
+		return fd;
+	fd = sock_listen((struct sockaddr *)&sync_listen.addr, sync_listen.alen, 16);
+	if (fd < 0) {
+		pr_err("sync: couldn't listen on %s: %s", sync_listen.name, chlb_strerror(fd));
+		return fd;
 	}
 	lconn.fd = fd;
 	sync_conn_watch(&lconn, EPOLLIN, EPOLL_CTL_ADD);

@@ -46,7 +46,7 @@ static size_t pass_left;   /* entries the current retry pass still has to try */
 static bool config_pass;   /* that pass follows a configuration change */
 static __u64 next_pass_at; /* the next periodic pass */
 
-/* Apply e here: 0, or -1 (no_service set) when its service or backend is not here (yet). */
+/* Apply e here: 0, or -ENOENT (no_service set) when its service or backend is not here (yet). */
 static int try_apply(const struct sync_entry *e, __u64 coarse_now, bool *no_service)
 {
 	int id = chlb_rt_svc_id(D.rt, &e->vip), slot, rc;
@@ -54,7 +54,7 @@ static int try_apply(const struct sync_entry *e, __u64 coarse_now, bool *no_serv
 	*no_service = id < 0;
 	slot = id < 0 ? -1 : chlb_rt_be_slot(D.rt, id, &e->backend);
 	if (slot < 0)
-		return -1;
+		return -ENOENT;
 	rc = chlb_dp_sync_apply(D.dp, &e->flow, (__u32)slot, D.rt->be[slot].gen, e->flags,
 				coarse_now);
 	if (rc == CHLB_SYNC_APPLIED)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
+#include "sock.h"
 #include "sync/sync_int.h"
 
 #define IN_CAP	       (2 * SYNC_WIRE_MSG_MAX)
@@ -43,34 +44,42 @@ static void in_down(struct sync_peer *p, const char *why)
 	p->retry_at = chlb_now_ns() + p->backoff_ms * 1000000ull;
 }
 
+/*
+ * From the listening address, the address the peer knows us by (its
+ * accept refuses others); a failed bind is logged and the connect goes
+ * ahead from whatever address the route gives, as the peer will say.
+ */
+static int from_listen_address(int fd, void *peer, const char **step)
+{
+	const struct sync_listen *l = &sync_listen;
+	const struct sync_peer *p = peer;
+	struct sockaddr_storage src = l->addr;
+
+	(void)step;
+	sync_keepalive(fd);
+	if (!l->alen || l->addr.ss_family != p->addr.ss_family)
+		return 0;
+	if (src.ss_family == AF_INET)
+		((struct sockaddr_in *)&src)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&src)->sin6_port = 0;
+	if (bind(fd, (struct sockaddr *)&src, l->alen))
+		pr_debug("sync: %s: bind: %s", p->name, chlb_strerror(-errno));
+	return 0;
+}
+
 void sync_recv_connect(struct sync_peer *p)
 {
-	int fd = socket(p->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	const struct sync_listen *l = &sync_listen;
+	int fd = sock_connect((struct sockaddr *)&p->addr, p->alen, NULL, 0, from_listen_address, p,
+			      NULL);
 
+	p->handshake_until = chlb_now_ns() + SYNC_HANDSHAKE_NS;
 	if (fd < 0) {
-		in_down(p, strerror(errno));
+		in_down(p, strerror(-fd)); /* the peer's error as stats shows it */
 		return;
 	}
-	/* from the listening address: the address the peer knows us by */
-	if (l->alen && l->addr.ss_family == p->addr.ss_family) {
-		struct sockaddr_storage src = l->addr;
-
-		if (src.ss_family == AF_INET)
-			((struct sockaddr_in *)&src)->sin_port = 0;
-		else
-			((struct sockaddr_in6 *)&src)->sin6_port = 0;
-		if (bind(fd, (struct sockaddr *)&src, l->alen))
-			pr_debug("sync: %s: bind: %s", p->name, strerror(errno));
-	}
-	sync_keepalive(fd);
 	p->in.fd = fd;
 	p->in_state = IN_CONNECTING;
-	p->handshake_until = chlb_now_ns() + SYNC_HANDSHAKE_NS;
-	if (connect(fd, (struct sockaddr *)&p->addr, p->alen) && errno != EINPROGRESS) {
-		in_down(p, strerror(errno));
-		return;
-	}
 	sync_conn_watch(&p->in, EPOLLOUT | EPOLLIN | EPOLLRDHUP, EPOLL_CTL_ADD);
 }
 
@@ -83,7 +92,7 @@ static int send_hello(struct sync_peer *p)
 	sync_key_refresh();
 	k = sync_key_own();
 	if (!k)
-		return -1;
+		return -ENOKEY;
 	p->in_key = *k;
 	sync_nonce(p->nonce_c);
 	sync_wire_hdr(m, SYNC_MSG_HELLO, 0);
@@ -111,7 +120,7 @@ static int on_challenge(struct sync_peer *p, const __u8 *m, const char **why)
 	sync_proof(&p->in_key, SYNC_ROLE_CONNECTOR, p->nonce_c, nonce_a, out + SYNC_WIRE_HDR);
 	if (sync_send_now(p->in.fd, out, sizeof(out))) {
 		*why = "couldn't send the handshake";
-		return -1;
+		return -EIO;
 	}
 	sync_session_start(&p->in.ses, &p->in_key, p->nonce_c, nonce_a);
 	p->in_state = IN_DUMP;
@@ -127,7 +136,7 @@ static int on_message(struct sync_peer *p, __u8 *m, int n, enum sync_msg_type ty
 {
 	if (type != SYNC_MSG_RECORDS && type != SYNC_MSG_DUMP_END) {
 		*why = "a handshake message after the handshake";
-		return -1;
+		return -EPROTO;
 	}
 	if (!sync_session_open(&p->in.ses, m, (size_t)n - SYNC_TAG_LEN, m + n - SYNC_TAG_LEN)) {
 		sync_auth_rejected(p, "receiving",
@@ -150,7 +159,7 @@ static int on_message(struct sync_peer *p, __u8 *m, int n, enum sync_msg_type ty
 
 		/* what came before it stays applied: it was the peer's */
 		if (sync_wire_get(m, i, &e, why))
-			return -1;
+			return -EPROTO;
 		p->received++;
 		sync_apply_entry(&e, now);
 		p->dump_entries += p->in_state == IN_DUMP;
@@ -171,12 +180,12 @@ static int in_parse(struct sync_peer *p, const char **why)
 		int n = sync_wire_msg(c->buf + off, c->len - off, &type, &count, why), rc;
 
 		if (n < 0)
-			return -1;
+			return -EPROTO;
 		if (!n)
 			break;
 		if (p->in_state == IN_HANDSHAKE && type != SYNC_MSG_CHALLENGE) {
 			*why = "the peer sent something else than the handshake's challenge";
-			return -1;
+			return -EPROTO;
 		}
 		rc = p->in_state == IN_HANDSHAKE
 			 ? on_challenge(p, c->buf + off, why)

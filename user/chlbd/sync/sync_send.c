@@ -32,6 +32,7 @@
 #include <sys/epoll.h>
 #include <bpf/libbpf.h>
 #include <sodium.h>
+#include "sock.h"
 #include "sync/sync_int.h"
 
 #define OUT_MAX		 (16u << 20) /* bytes queued to a peer */
@@ -83,7 +84,7 @@ static int out_flush(struct sync_peer *p)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		if (n <= 0)
-			return -1;
+			return n < 0 ? -errno : -EPIPE;
 		c->off += (size_t)n;
 	}
 	if (c->off == c->len)
@@ -109,7 +110,7 @@ static int out_room(struct sync_conn *c, size_t n)
 			cap *= 2;
 		nb = realloc(c->buf, cap);
 		if (!nb)
-			return -1;
+			return -ENOMEM;
 		c->buf = nb;
 		c->cap = cap;
 	}
@@ -122,7 +123,7 @@ static int out_msg(struct sync_peer *p, const __u8 *msg, size_t n)
 	struct sync_conn *c = &p->out;
 
 	if (queued(c) + n + SYNC_TAG_LEN > OUT_MAX || out_room(c, n + SYNC_TAG_LEN))
-		return -1;
+		return -ENOBUFS;
 	memcpy(c->buf + c->len, msg, n);
 	sync_session_seal(&c->ses, c->buf + c->len, n, c->buf + c->len + n);
 	c->len += n + SYNC_TAG_LEN;
@@ -216,8 +217,10 @@ int sync_send_open(void)
 		pend[i].c.fd = -1;
 	rb = ring_buffer__new(chlb_dp_sync_ring_fd(D.dp), on_ring_record, NULL, NULL);
 	if (!rb) {
-		pr_err("sync: couldn't open the data plane's ring buffer: %s", strerror(errno));
-		return -1;
+		int rc = -errno;
+
+		pr_err("sync: couldn't open the data plane's ring buffer: %s", chlb_strerror(rc));
+		return rc;
 	}
 	rconn.fd = ring_buffer__epoll_fd(rb);
 	sync_conn_watch(&rconn, EPOLLIN, EPOLL_CTL_ADD);
@@ -239,7 +242,7 @@ static int dump_put(struct sync_peer *p, __u32 n)
 			sync_wire_hdr(msg, SYNC_MSG_RECORDS, k);
 			/* the dump is held to DUMP_LOW queued: OUT_MAX is never in the way */
 			if (out_msg(p, msg, SYNC_WIRE_HDR + (size_t)k * SYNC_WIRE_REC))
-				return -1;
+				return -ENOBUFS;
 			p->dump_sent += k;
 			k = 0;
 		}
@@ -262,7 +265,7 @@ static int dump_end(struct sync_peer *p)
 
 	sync_wire_hdr(end, SYNC_MSG_DUMP_END, 0);
 	if (out_msg(p, end, sizeof(end)))
-		return -1;
+		return -ENOBUFS;
 	p->dumping = false;
 	sync_c.dumps_sent++;
 	sync_c.sent += p->dump_sent;
@@ -375,9 +378,7 @@ void sync_send_accept(int lfd)
 	for (;;) {
 		struct sockaddr_storage from;
 		socklen_t flen = sizeof(from);
-		int fd =
-			accept4(lfd, (struct sockaddr *)&from, &flen, SOCK_NONBLOCK | SOCK_CLOEXEC),
-		    i;
+		int fd = sock_accept(lfd, &from, &flen), i;
 		struct pending *q;
 
 		if (fd < 0)
@@ -411,7 +412,7 @@ static int on_hello(struct pending *q, const __u8 *m)
 	k = sync_key_find(m + SYNC_WIRE_HDR);
 	if (!k) {
 		sync_auth_rejected(q->c.peer, "sending", "its key is not one of ours");
-		return -1;
+		return -EACCES;
 	}
 	q->key = *k;
 	memcpy(q->nonce_c, m + SYNC_WIRE_HDR + SYNC_KEYID_LEN, SYNC_NONCE_LEN);
@@ -421,7 +422,7 @@ static int on_hello(struct pending *q, const __u8 *m)
 	sync_proof(&q->key, SYNC_ROLE_ACCEPTOR, q->nonce_c, q->nonce_a,
 		   out + SYNC_WIRE_HDR + SYNC_NONCE_LEN);
 	if (sync_send_now(q->c.fd, out, sizeof(out)))
-		return -1;
+		return -EIO;
 	q->challenged = true;
 	return 0;
 }
@@ -437,7 +438,7 @@ static int on_proof(struct pending *q, const __u8 *m)
 		sync_auth_rejected(p, "sending",
 				   "it did not prove the key (a replayed or forged "
 				   "handshake)");
-		return -1;
+		return -EACCES;
 	}
 	if (p->out.fd >= 0) {
 		pr_info("sync: %s connected again: the old connection is dropped", p->name);

@@ -131,3 +131,36 @@ json_object *chlb_json_fixed(double v, int decimals)
 	snprintf(buf, sizeof(buf), "%.*f", decimals, v);
 	return json_object_new_double_s(v, buf);
 }
+
+void chlb_json_add_u64(json_object *o, const char *k, unsigned long long v)
+{
+	json_object_object_add(o, k, json_object_new_uint64(v));
+}
+
+void chlb_json_add_fixed(json_object *o, const char *k, double v, int decimals)
+{
+	json_object_object_add(o, k, chlb_json_fixed(v, decimals));
+}
+
+const char *chlb_json_str(json_object *o, const char *k, const char *dflt)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : dflt;
+}
+
+double chlb_json_double(json_object *o, const char *k, double dflt)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_double(v) : dflt;
+}
+
+json_object *chlb_json_array(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_array)
+		   ? v
+		   : NULL;
+}

@@ -26,6 +26,17 @@ char *chlb_json_sanitize(const char *text, size_t len);
 /* A number printed with exactly `decimals` digits after the point ("%.*f"). */
 json_object *chlb_json_fixed(double v, int decimals);
 
+/*
+ * Building and reading replies, the one set of helpers chlbd and chlbctl
+ * share. Adding: o[k] = v. Reading: o[k] if present and not null, else
+ * dflt; chlb_json_array: o[k] if it is an array, else NULL.
+ */
+void chlb_json_add_u64(json_object *o, const char *k, unsigned long long v);
+void chlb_json_add_fixed(json_object *o, const char *k, double v, int decimals);
+const char *chlb_json_str(json_object *o, const char *k, const char *dflt);
+double chlb_json_double(json_object *o, const char *k, double dflt);
+json_object *chlb_json_array(json_object *o, const char *k);
+
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
 size_t chlb_utf8_seq(const unsigned char *s, size_t n);
 
