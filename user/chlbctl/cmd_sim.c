@@ -22,10 +22,11 @@
 
 void sim_usage(void)
 {
-	printf("chlbctl sim --algo ring|jump|maglev|jtable|hrw --backends N [--vnodes K] "
+	printf("chlbctl sim --algo ring|jump|maglev|jtable|hrw --backends N [--vnodes K|auto] "
 	       "[--table-size "
 	       "M]\n"
-	       "            [--flows F] [--samples S] [--seed S] [--weights W1,W2,...]\n"
+	       "            [--target-balance B] [--flows F] [--samples S] [--seed S] [--weights "
+	       "W1,W2,...]\n"
 	       "            [--names A1,A2,...] [--json]\n"
 	       "  (algo A, vnodes K and table M, as service add writes them, work too)\n"
 	       "  Builds the table for N backends (names generated 10.x.y.z, or --names; weights\n"
@@ -37,7 +38,10 @@ void sim_usage(void)
 	       "  balance over max(F, 2^24)). --seed picks the flows. jtable: a jump bucket order\n"
 	       "  compiled into a Maglev-format table (O(1) lookup, jump's disruption). hrw:\n"
 	       "  weighted rendezvous per entry of a Maglev-format table; sim also scores every\n"
-	       "  backend for every entry (O(M N)) and shows where the table differs from that.\n");
+	       "  backend for every entry (O(M N)) and shows where the table differs from that.\n"
+	       "  ring --target-balance B (or vnodes auto [target B], default 1.05): the K\n"
+	       "  `vnodes auto` picks for this set, the smallest power of two 16..4096 whose\n"
+	       "  balance is within B, and the figures with it.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, __u64 min, __u64 max, __u64 *out)
@@ -49,12 +53,19 @@ static int parse_u64(const char *opt, const char *s, __u64 min, __u64 max, __u64
 }
 
 static const struct option opts[] = {
-	{ "algo", required_argument, NULL, 'a' },   { "backends", required_argument, NULL, 'n' },
-	{ "vnodes", required_argument, NULL, 'k' }, { "table-size", required_argument, NULL, 'm' },
-	{ "flows", required_argument, NULL, 'f' },  { "samples", required_argument, NULL, 'S' },
-	{ "seed", required_argument, NULL, 'r' },   { "weights", required_argument, NULL, 'w' },
-	{ "names", required_argument, NULL, 'N' },  { "json", no_argument, NULL, 'j' },
-	{ "help", no_argument, NULL, 'h' },	    { NULL, 0, NULL, 0 },
+	{ "algo", required_argument, NULL, 'a' },
+	{ "backends", required_argument, NULL, 'n' },
+	{ "vnodes", required_argument, NULL, 'k' },
+	{ "table-size", required_argument, NULL, 'm' },
+	{ "flows", required_argument, NULL, 'f' },
+	{ "samples", required_argument, NULL, 'S' },
+	{ "seed", required_argument, NULL, 'r' },
+	{ "weights", required_argument, NULL, 'w' },
+	{ "names", required_argument, NULL, 'N' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "target-balance", required_argument, NULL, 'T' },
+	{ NULL, 0, NULL, 0 },
 };
 static const char shortopts[] = "+a:n:jh";
 
@@ -78,7 +89,8 @@ static bool takes_value(const char *w)
  */
 static void grammar_words_to_flags(int argc, char **argv)
 {
-	static char algo[] = "--algo", vnodes[] = "--vnodes", table[] = "--table-size";
+	static char algo[] = "--algo", vnodes[] = "--vnodes", table[] = "--table-size",
+		    target[] = "--target-balance";
 
 	for (int i = 0; i < argc; i++) {
 		if (argv[i][0] == '-') {
@@ -94,6 +106,8 @@ static void grammar_words_to_flags(int argc, char **argv)
 			argv[i] = vnodes;
 		else if (!strcmp(argv[i], "table"))
 			argv[i] = table;
+		else if (!strcmp(argv[i], "target"))
+			argv[i] = target;
 		else
 			break; /* not an option: getopt reports it */
 		i++;
@@ -134,7 +148,13 @@ static void print_json(const struct chlb_sim_opts *o, const struct chlb_sim_resu
 	json_object_object_add(j, "algo", json_object_new_string(chlb_algo_name((__u8)o->algo)));
 	chlb_json_add_u64(j, "backends", r->nbackends);
 	if (o->algo == CHLB_ALGO_RING)
-		chlb_json_add_u64(j, "vnodes", o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
+		chlb_json_add_u64(j, "vnodes", r->vnodes);
+	if (o->algo == CHLB_ALGO_RING && o->target) {
+		chlb_json_add_fixed(j, "target_balance", o->target / 1000.0, 3);
+		json_object_object_add(j, "target_met", json_object_new_boolean(r->pick.met));
+		chlb_json_add_u64(j, "vnodes_tried", r->pick.tried);
+		chlb_json_add_fixed(j, "vnodes_pick_ms", r->pick.ms, 3);
+	}
 	if (chlb_algo_has_table((__u8)o->algo))
 		chlb_json_add_u64(j, "table_size",
 				  o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
@@ -171,8 +191,8 @@ static void print_plain(const struct chlb_sim_opts *o, const struct chlb_sim_res
 {
 	printf("sim: %s, %u backends", chlb_algo_name((__u8)o->algo), r->nbackends);
 	if (o->algo == CHLB_ALGO_RING)
-		printf(", %u vnodes per backend at weight 100",
-		       o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES);
+		printf(", %u vnodes per backend at weight 100%s", r->vnodes,
+		       o->target ? " (auto)" : "");
 	if (chlb_algo_has_table((__u8)o->algo))
 		printf(", table size %u", o->table_size ? o->table_size : CHLB_MAGLEV_DEFAULT_M);
 	printf(", %llu flows, seed %llu\n\n", (unsigned long long)r->flows,
@@ -198,6 +218,15 @@ static void print_plain(const struct chlb_sim_opts *o, const struct chlb_sim_res
 		       "%.0f ms): the table differs on %.4f%% of the keyspace",
 		       r->hrw_checked, r->table_words - CHLB_TBL_HDR_WORDS, r->hrw_direct_ms,
 		       100 * r->hrw_differ);
+	if (o->algo == CHLB_ALGO_RING && o->target) {
+		char b[16];
+
+		printf("\n  vnodes auto, target %s: K=%u, balance %.4f, %s (%u rungs built in %.1f "
+		       "ms)",
+		       chlb_fmt_milli(o->target, b, sizeof(b)), r->vnodes, r->pick.balance,
+		       r->pick.met ? "met" : "missed: the largest K the ring allows", r->pick.tried,
+		       r->pick.ms);
+	}
 	if (o->algo == CHLB_ALGO_JUMP)
 		printf("\n  jump keyspace: the %s bucket distribution; 'flows' balance over %llu "
 		       "flows",
@@ -240,9 +269,21 @@ int do_sim(int argc, char **argv)
 				goto out;
 			break;
 		case 'k':
+			if (!strcmp(optarg, "auto")) {
+				o.target = o.target ? o.target : CHLB_VNODES_TARGET_DEFAULT;
+				break;
+			}
 			if (parse_u64(name, optarg, 1, CHLB_RING_MAX_VNODES, &v))
 				goto out;
 			o.vnodes = v;
+			break;
+		case 'T':
+			if (chlb_parse_milli(optarg, CHLB_VNODES_TARGET_MIN, CHLB_VNODES_TARGET_MAX,
+					     &o.target)) {
+				p_usage("--target-balance: '%s' is not a decimal in 1.001..2",
+					optarg);
+				goto out;
+			}
 			break;
 		case 'm':
 			if (parse_u64(name, optarg, 3, CHLB_MAGLEV_MAX_M, &v))
@@ -297,6 +338,10 @@ int do_sim(int argc, char **argv)
 	}
 	if (!o.algo) {
 		p_usage("sim: --algo is required (ring, jump, maglev, jtable, hrw)");
+		goto out;
+	}
+	if (o.target && (o.algo != CHLB_ALGO_RING || o.vnodes)) {
+		p_usage("sim: --target-balance (vnodes auto) is for algo ring, without --vnodes K");
 		goto out;
 	}
 	if (!nbackends)

@@ -114,7 +114,8 @@ static bool takes_value(const struct chlbctl_cmd *cmd, const char *w)
 	static const char *const common[] = { "-f", "--file", "-b", "--backend" };
 	static const char *const sim[] = { "-a",       "--algo",       "-n",	  "--backends",
 					   "--vnodes", "--table-size", "--flows", "--samples",
-					   "--seed",   "--weights",    "--names" };
+					   "--seed",   "--weights",    "--names",
+					   "--target-balance" };
 
 	for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)
 		if (!strcmp(w, common[i]))

@@ -20,6 +20,15 @@ int chlb_mkdir_p(const char *path, mode_t parent_mode, mode_t mode);
  */
 int chlb_parse_u64(const char *s, int base, __u64 min, __u64 max, __u64 *out);
 
+/*
+ * A decimal with up to 3 decimals ("1.05", "2", "1.125") in thousandths,
+ * in [min, max] thousandths: digits, an optional '.' and 1-3 digits, nothing
+ * else. 0, -EINVAL or -ERANGE as chlb_parse_u64(). chlb_fmt_milli() writes
+ * it back without trailing zeros ("1.05").
+ */
+int chlb_parse_milli(const char *s, __u32 min, __u32 max, __u32 *out);
+const char *chlb_fmt_milli(__u32 v, char *buf, size_t len);
+
 /* splitmix64: the random generator of every sampled flow (seeded, reproducible). */
 static inline __u64 chlb_splitmix64(__u64 *s)
 {

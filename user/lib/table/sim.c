@@ -275,7 +275,7 @@ static int shares(const struct chlb_sim_opts *o, const struct chlb_table *t, dou
 	memset(share, 0, nslots * sizeof(*share));
 	switch (o->algo) {
 	case CHLB_ALGO_RING:
-		return ring_sweep(t, NULL, share, nslots, NULL);
+		return chlb_ring_shares(t, share, nslots);
 	case CHLB_ALGO_MAGLEV:
 	case CHLB_ALGO_JTABLE: /* a Maglev-format table */
 	case CHLB_ALGO_HRW:
@@ -287,28 +287,9 @@ static int shares(const struct chlb_sim_opts *o, const struct chlb_table *t, dou
 	}
 }
 
-/* max and min of share / target over backends with weight > 0 */
 static void balance(const struct sim_set *s, const double *share, double *mx, double *mn)
 {
-	double total = 0;
-
-	for (__u32 i = 0; i < s->n; i++)
-		total += s->be[i].weight;
-	*mx = 0;
-	*mn = s->n ? 1e300 : 0;
-	for (__u32 i = 0; i < s->n; i++) {
-		double rel;
-
-		if (!s->be[i].weight)
-			continue;
-		rel = share[s->be[i].slot] / (s->be[i].weight / total);
-		if (rel > *mx)
-			*mx = rel;
-		if (rel < *mn)
-			*mn = rel;
-	}
-	if (*mn > 1e299)
-		*mn = 0;
+	chlb_sim_balance(s->be, s->n, share, mx, mn);
 }
 
 static int keyspace_moved(const struct chlb_sim_opts *o, const struct sim_set *a,
@@ -465,8 +446,10 @@ static int measure_flows(const struct chlb_sim_opts *o, struct sim_set *base, st
 	return 0;
 }
 
-int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char *err, size_t errlen)
+int chlb_sim_run(const struct chlb_sim_opts *given, struct chlb_sim_result *r, char *err,
+		 size_t errlen)
 {
+	struct chlb_sim_opts opts = *given, *o = &opts; /* o->vnodes: the K picked, with a target */
 	struct sim_set base = { 0 }, add = { 0 }, rem = { 0 };
 	double *sb = NULL, *sa = NULL, *sr = NULL, t0, wsum = 0;
 	__u32 n = o->nbackends, nslots = n + 1;
@@ -499,6 +482,13 @@ int chlb_sim_run(const struct chlb_sim_opts *o, struct chlb_sim_result *r, char 
 			      r->removed_name);
 		goto out;
 	}
+	if (o->algo == CHLB_ALGO_RING && o->target) {
+		rc = chlb_vnodes_pick(base.be, n, o->target, &r->pick, err, errlen);
+		if (rc)
+			goto out;
+		o->vnodes = r->pick.vnodes;
+	}
+	r->vnodes = o->vnodes ? o->vnodes : CHLB_RING_DEFAULT_VNODES;
 	t0 = now_ms();
 	rc = sim_build(o, &base, err, errlen);
 	r->build_ms = now_ms() - t0;

@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include "table/build.h"
+#include "table/vnodes_auto.h"
 
 #define CHLB_SIM_DEFAULT_FLOWS	  1000000ull
 #define CHLB_SIM_MIN_JUMP_SAMPLES (1ull << 24)
@@ -41,6 +42,8 @@ struct chlb_sim_opts {
 	__u32 algo;		  /* enum chlb_algo or CHLB_ALGO_JTABLE */
 	__u32 nbackends;	  /* N */
 	__u32 vnodes;		  /* ring: 0 = default */
+	__u32 target;		  /* ring: vnodes auto with this balance target, thousandths
+				   * (chlb_vnodes_pick on the base set); 0 = vnodes as given */
 	__u32 table_size;	  /* maglev: 0 = default */
 	__u64 flows;		  /* F; 0 = CHLB_SIM_DEFAULT_FLOWS */
 	__u64 samples;		  /* jump balance flows; 0 = max(F, 2^24) */
@@ -67,6 +70,8 @@ struct chlb_sim_result {
 	double hrw_differ;    /* hrw: keyspace share where the table differs from direct HRW */
 	double hrw_direct_ms; /* hrw: computing direct HRW (N scores per entry checked) */
 	__u32 hrw_checked;    /* hrw: entries checked (all while M N <= 2^25, else evenly spread) */
+	__u32 vnodes;	      /* ring: the K the tables were built with */
+	struct chlb_vnodes_pick pick; /* ring with a target: the picker's answer */
 };
 
 /* Generated backend i: 10.<i/65536>.<i/256%256>.<i%256>, offset so none ends in .0. */
