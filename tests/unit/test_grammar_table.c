@@ -159,6 +159,8 @@ static const char *sample(enum chlb_gval val, const struct chlb_gopt *o, char *b
 		return "/healthz?full=1";
 	case CHLB_GV_HOST:
 		return "www.example.com:8080";
+	case CHLB_GV_MILLI:
+		return "1.05";
 	default:
 		return NULL;
 	}
@@ -202,6 +204,8 @@ static __u32 stored(const struct chlb_cmd *c, __u32 bit)
 		return c->hash;
 	case CHLB_OPT_VNODES:
 		return c->vnodes;
+	case CHLB_OPT_TARGET:
+		return c->vnodes_target;
 	case CHLB_OPT_TABLE:
 		return c->table_size;
 	case CHLB_OPT_MTU:

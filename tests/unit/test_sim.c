@@ -283,10 +283,52 @@ static void test_chlbctl_errors_and_exit_codes(void **state)
 	assert_non_null(strstr(out, "Exit codes"));
 }
 
+/* ring with vnodes auto (the K the picker gives for the base set) */
+static void run_auto(__u32 n, const __u32 *w, __u32 target, double bmax, double bmin, bool met)
+{
+	struct chlb_sim_opts o = { .algo = CHLB_ALGO_RING,
+				   .nbackends = n,
+				   .flows = FLOWS,
+				   .seed = 42,
+				   .weights = w,
+				   .target = target };
+	struct chlb_sim_result r;
+	char err[256] = "";
+
+	assert_int_equal(chlb_sim_run(&o, &r, err, sizeof(err)), 0);
+	print_message("# ring auto N=%u target %u: K=%u balance %.4f..%.4f, add %.3fx, remove "
+		      "%.3fx, %s, pick %.1f ms (%u built)\n",
+		      n, target, r.vnodes, r.balance_min, r.balance_max,
+		      r.disruption_add / r.disruption_add_ideal,
+		      r.disruption_remove / r.disruption_remove_ideal, r.pick.met ? "met" : "missed",
+		      r.pick.ms, r.pick.tried);
+	assert_int_equal(r.vnodes, r.pick.vnodes);
+	assert_true(fabs(r.balance_max - r.pick.balance) < 1e-12); /* the same exact shares */
+	assert_int_equal(r.pick.met, met);
+	assert_true(r.balance_max <= bmax);
+	assert_true(r.balance_min >= bmin);
+	assert_true(r.disruption_add / r.disruption_add_ideal <= 1.15);
+	assert_true(r.disruption_remove / r.disruption_remove_ideal <= 1.15);
+}
+
+static void test_goals_ring_auto(void **state)
+{
+	static const __u32 w4[] = { 100, 149, 50, 25 };
+
+	(void)state;
+	run_auto(100, NULL, 1050, 1.05, 0.9, true);
+	/* N = 1000: the 2^20-vnode ring caps K at 1024, ~1.10; 1.05 is out of reach */
+	run_auto(1000, NULL, 1120, 1.12, 0.85, true);
+	run_auto(1000, NULL, 1050, 1.12, 0.85, false);
+	/* weighted: every backend within 2% of its weight's share */
+	run_auto(4, w4, 1020, 1.02, 0.98, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_goals_ring),
+		cmocka_unit_test(test_goals_ring_auto),
 		cmocka_unit_test(test_goals_jump),
 		cmocka_unit_test(test_goals_maglev),
 		cmocka_unit_test(test_goals_jtable),

@@ -56,6 +56,20 @@ static void show_check(json_object *e)
 	       s(c, "on_down"), s(c, "slow_start_s"), s(c, "panic_pct"), s(c, "backend_overrides"));
 }
 
+/* "  vnodes auto: K 4096 for target 1.05, balance 1.0320 (met)": a ring with vnodes auto */
+static void show_vnodes_auto(json_object *e)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(e, "vnodes_auto", &v) || !json_object_get_boolean(v))
+		return;
+	printf("  vnodes auto: K %s for target %s, balance %s (%s)\n", s(e, "vnodes"),
+	       s(e, "target_balance"), s(e, "vnodes_balance"),
+	       json_object_object_get_ex(e, "target_met", &v) && json_object_get_boolean(v)
+		   ? "met"
+		   : "missed: the largest K the ring's vnode limit allows");
+}
+
 void show_services(json_object *r)
 {
 	json_object *a = arr(r, "services");
@@ -70,6 +84,7 @@ void show_services(json_object *r)
 		       s(e, "algo"), param(e, p, sizeof(p)), s(e, "fwd"), s(e, "hash"),
 		       s(e, "backends"), s(e, "fingerprint"), s(e, "tables"), s(e, "swaps"),
 		       d(e, "last_swap_ms"));
+		show_vnodes_auto(e);
 		show_check(e);
 	}
 }

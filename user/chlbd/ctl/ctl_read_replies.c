@@ -10,6 +10,7 @@
 #include "conns.h"
 #include "health/health.h"
 #include "ready.h"
+#include "base/json_out.h"
 #include "sync/sync.h"
 
 static json_object *no_such_service(const struct chlb_vip *vip)
@@ -78,6 +79,14 @@ static json_object *svc_json(const struct chlb_svc_cfg *s)
 	add_str(o, "algo", chlb_algo_name(s->algo));
 	if (s->algo == CHLB_ALGO_RING)
 		add_int(o, "vnodes", s->vnodes);
+	if (s->algo == CHLB_ALGO_RING && s->vnodes_target) {
+		/* the K above is the one picked for this set */
+		json_object_object_add(o, "vnodes_auto", json_object_new_boolean(1));
+		json_object_object_add(o, "target_balance",
+				       chlb_json_fixed(s->vnodes_target / 1000.0, 3));
+		json_object_object_add(o, "vnodes_balance", chlb_json_fixed(s->vnodes_balance, 4));
+		json_object_object_add(o, "target_met", json_object_new_boolean(s->vnodes_met));
+	}
 	if (chlb_algo_has_table(s->algo))
 		add_int(o, "table", s->table_size);
 	if (chlb_algo_has_order(s->algo))

@@ -291,6 +291,9 @@ static void store_opt(const struct chlb_gopt *o, __u32 v, __u8 n, const struct c
 	case CHLB_OPT_VNODES:
 		c->vnodes = v;
 		break;
+	case CHLB_OPT_TARGET:
+		c->vnodes_target = v;
+		break;
 	case CHLB_OPT_TABLE:
 		c->table_size = v;
 		break;
@@ -338,10 +341,23 @@ static int parse_opt(const struct chlb_gopt *o, const char *val, struct chlb_cmd
 					chlb_gopt_names(o, ", ", " or ", names, sizeof(names)));
 		break;
 	case CHLB_GV_UINT:
+		if (o->zero_word && !strcmp(val, o->zero_word))
+			break; /* v = 0 */
 		if (parse_u32(val, o->zero_off ? 0 : o->lo, o->hi, &v) || (v && v < o->lo))
-			return chlb_err(err, errlen, -EINVAL, "'%s': %s out of range (%s%u-%u)",
-					val, o->what, o->zero_off ? "0 or " : "", o->lo, o->hi);
+			return chlb_err(err, errlen, -EINVAL, "'%s': %s out of range (%s%s%s%u-%u)",
+					val, o->what, o->zero_off ? "0 or " : "",
+					o->zero_word ? o->zero_word : "", o->zero_word ? " or " : "",
+					o->lo, o->hi);
 		break;
+	case CHLB_GV_MILLI: {
+		char lo[16], hi[16];
+
+		if (chlb_parse_milli(val, o->lo, o->hi, &v))
+			return chlb_err(err, errlen, -EINVAL, "'%s': %s out of range (%s-%s)", val,
+					o->what, chlb_fmt_milli(o->lo, lo, sizeof(lo)),
+					chlb_fmt_milli(o->hi, hi, sizeof(hi)));
+		break;
+	}
 	case CHLB_GV_UINT_LIST:
 		if (parse_bucket_list(val, o->lo, o->hi, c))
 			return chlb_err(err, errlen, -EINVAL, "'%s': malformed %s (%s each %u-%u)",

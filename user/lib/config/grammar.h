@@ -69,6 +69,7 @@ enum {
 	CHLB_OPT_BUCKET = 1u << 9,
 	CHLB_OPT_FORCE = 1u << 10,
 	CHLB_OPT_BUCKET_ONE = 1u << 11, /* `bucket N` (CHLB_OPT_BUCKET: an old file's list) */
+	CHLB_OPT_TARGET = 1u << 12,	/* ring, vnodes auto: `target B` */
 	/* health checks: service add/set; the CHLB_OPT_CHECK_ALL ones on backends too */
 	CHLB_OPT_CHECK = 1u << 16, /* check none|tcp|http */
 	CHLB_OPT_CK_PATH = 1u << 17,
@@ -104,7 +105,8 @@ struct chlb_cmd {
 	__u32 set; /* CHLB_OPT_* given */
 	__u8 algo, fwd, hash;
 	__u16 mtu;
-	__u32 vnodes, table_size, buckets;
+	__u32 vnodes, table_size, buckets; /* vnodes 0: `vnodes auto` */
+	__u32 vnodes_target;		   /* `target B`: B in thousandths */
 	struct chlb_addr encap_src;
 	__u32 weight;
 	__u32 nbucket; /* jump: the backend's buckets, as saved (buckets B1,B2,...) */

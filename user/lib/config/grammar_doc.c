@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "config/grammar_table.h"
+#include "base/util.h"
 
 #define WIDTH	  79 /* text lines */
 #define MAN_WIDTH 72 /* .nf lines: a man page indents its text 7 columns of 80 */
@@ -74,6 +75,10 @@ static void put_value(struct piece *p, enum chlb_gval val, const char *meta,
 		put(p, "udp", 'B');
 	} else {
 		put(p, meta, 'I');
+		if (o && o->zero_word) { /* K|auto */
+			put(p, "|", 0);
+			put(p, o->zero_word, 'B');
+		}
 	}
 }
 
@@ -231,7 +236,7 @@ static void roff_text(FILE *f, const char *s)
 /* "(1-65536; default 160)", "(default ring)", "(0 or 576-65535; default 0)", or "". */
 static const char *range_note(const struct chlb_gopt *o, char *buf, size_t len)
 {
-	char dflt[64] = "";
+	char dflt[64] = "", lo[16], hi[16];
 
 	buf[0] = '\0';
 	if (o->dflt_text) {
@@ -245,8 +250,13 @@ static const char *range_note(const struct chlb_gopt *o, char *buf, size_t len)
 	if (o->val == CHLB_GV_RANGE)
 		snprintf(buf, len, "(each %u-%u%s%s)", o->lo, o->hi, *dflt ? "; " : "", dflt);
 	else if (o->val == CHLB_GV_UINT || o->val == CHLB_GV_UINT_LIST)
-		snprintf(buf, len, "(%s%s%u-%u%s%s)", o->val == CHLB_GV_UINT_LIST ? "each " : "",
-			 o->zero_off ? "0 or " : "", o->lo, o->hi, *dflt ? "; " : "", dflt);
+		snprintf(buf, len, "(%s%s%s%s%u-%u%s%s)",
+			 o->val == CHLB_GV_UINT_LIST ? "each " : "", o->zero_off ? "0 or " : "",
+			 o->zero_word ? o->zero_word : "", o->zero_word ? " or " : "", o->lo, o->hi,
+			 *dflt ? "; " : "", dflt);
+	else if (o->val == CHLB_GV_MILLI)
+		snprintf(buf, len, "(%s-%s%s%s)", chlb_fmt_milli(o->lo, lo, sizeof(lo)),
+			 chlb_fmt_milli(o->hi, hi, sizeof(hi)), *dflt ? "; " : "", dflt);
 	else if (*dflt)
 		snprintf(buf, len, "(%s)", dflt);
 	return buf;

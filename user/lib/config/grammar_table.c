@@ -11,6 +11,7 @@
 #include "config/grammar_table.h"
 #include "base/algo.h"
 #include "config/check.h"
+#include "table/vnodes_auto.h"
 
 #define GW_ALL	   (CHLB_GW_GRAMMAR | CHLB_GW_CLI)
 #define GW_REQUEST (CHLB_GW_SOCKET | CHLB_GW_CLI) /* a request, not a file's line */
@@ -149,10 +150,25 @@ static const struct chlb_gopt svc_opts[] = {
 	  .what = "vnodes",
 	  .lo = 1,
 	  .hi = 65536,
+	  .zero_word = "auto",
 	  .has_dflt = true,
 	  .dflt = CHLB_RING_DEFAULT_VNODES,
 	  .bit = CHLB_OPT_VNODES,
-	  .desc = "ring: points on the ring per backend at weight 100" },
+	  .desc = "ring: points on the ring per backend at weight 100; auto: chlbd picks K, the "
+		  "smallest power of two 16-4096 whose balance (max load / fair share, as chlbctl "
+		  "sim computes it) is within target for the backends and weights, a function of "
+		  "them alone so every LB host picks the same (service list shows it)" },
+	{ .word = "target",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_MILLI,
+	  .meta = "B",
+	  .what = "balance target",
+	  .lo = CHLB_VNODES_TARGET_MIN,
+	  .hi = CHLB_VNODES_TARGET_MAX,
+	  .dflt_text = "1.05",
+	  .bit = CHLB_OPT_TARGET,
+	  .desc = "ring with vnodes auto: the balance K is picked for; past what the ring's "
+		  "vnode limit allows, the largest K it allows" },
 	{ .word = "table",
 	  .where = GW_ALL,
 	  .val = CHLB_GV_UINT,
@@ -375,7 +391,7 @@ static const struct chlb_garg
     file_arg[] = { FILE_ARG("FILE"), { 0 } }, batch_arg[] = { FILE_ARG("FILE|-"), { 0 } };
 
 #define SVC_SET_NEED                                                                       \
-	(CHLB_OPT_ALGO | CHLB_OPT_VNODES | CHLB_OPT_TABLE | CHLB_OPT_FWD | CHLB_OPT_HASH | \
+	(CHLB_OPT_ALGO | CHLB_OPT_VNODES | CHLB_OPT_TARGET | CHLB_OPT_TABLE | CHLB_OPT_FWD | CHLB_OPT_HASH | \
 	 CHLB_OPT_MTU | CHLB_OPT_ENCAP_SRC | CHLB_OPT_BUCKETS | CHLB_OPT_FORCE |           \
 	 CHLB_OPT_HEALTH_ALL)
 
@@ -446,6 +462,8 @@ const struct chlb_gkind chlb_gkinds[CHLB_GV_COUNT] = {
 				   "at most 127 bytes: /healthz?full=1." },
 	[CHLB_GV_HOST] = { "HOST", "A host name (letters, digits, '.' and '-'), optionally "
 				   ":PORT, at most 127 bytes: www.example.com:8080." },
+	[CHLB_GV_MILLI] = { "B", "A decimal number with up to 3 decimals, in the option's "
+				 "range: 1.05." },
 	[CHLB_GV_UINT_LIST] = { "B1,B2,...", "Decimal numbers separated by commas, without "
 					     "spaces: 0,7,42." },
 };

@@ -44,6 +44,7 @@ enum chlb_gval {
 	CHLB_GV_RANGE,	   /* LO-HI, both decimal in [lo, hi], LO <= HI (check's expect) */
 	CHLB_GV_PATH,	   /* an HTTP path: '/', then printable ASCII without spaces */
 	CHLB_GV_HOST,	   /* a host name, [A-Za-z0-9.-], with an optional :PORT */
+	CHLB_GV_MILLI,	   /* a decimal with up to 3 decimals in [lo, hi] thousandths (1.05) */
 	CHLB_GV_COUNT
 };
 
@@ -67,6 +68,7 @@ struct chlb_gopt {
 	const char *what;	   /* the value in messages: "table size" */
 	__u32 lo, hi;		   /* UINT, UINT_LIST: the range */
 	bool zero_off;		   /* UINT: 0 too, meaning off */
+	const char *zero_word;	   /* UINT: this word too, stored as 0 ("auto"), or NULL */
 	bool val_optional;	   /* the value may be left out (--watch [SECONDS]) */
 	bool has_dflt;		   /* dflt is the value when the option is not given */
 	__u32 dflt;		   /* NAME: the value (dflt_name() shows it) */

@@ -350,7 +350,9 @@ static void svc_opts(const struct chlb_svc_cfg *s, char *buf, size_t len)
 		if (n >= 0 && (size_t)n < len)                                \
 			n += snprintf(buf + n, len - (size_t)n, __VA_ARGS__); \
 	} while (0)
-	if (s->algo == CHLB_ALGO_RING)
+	if (s->algo == CHLB_ALGO_RING && s->vnodes_target)
+		ADD(" vnodes auto (%u)", s->vnodes);
+	else if (s->algo == CHLB_ALGO_RING)
 		ADD(" vnodes %u", s->vnodes);
 	if (chlb_algo_has_table(s->algo))
 		ADD(" table %u", s->table_size);
@@ -404,7 +406,7 @@ static void svc_changes(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg 
 	if (o->algo != s->algo)
 		ADD("algo %s -> %s", chlb_algo_name(o->algo), chlb_algo_name(s->algo));
 	if (s->algo == CHLB_ALGO_RING && (o->algo != s->algo || o->vnodes != s->vnodes))
-		ADD("vnodes %u", s->vnodes);
+		ADD("vnodes %u%s", s->vnodes, s->vnodes_target ? " (auto)" : "");
 	if (chlb_algo_has_table(s->algo) &&
 	    (!chlb_algo_has_table(o->algo) || o->table_size != s->table_size))
 		ADD("table %u", s->table_size);

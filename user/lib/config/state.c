@@ -269,9 +269,10 @@ static void ht_del_move(struct htab *h, __u32 i, __u32 hash_i, __u32 last, __u32
 	h->n = last;
 }
 
+/* auto: the vnode limit is checked at the smallest K; the picker never goes past the limit */
 static __u64 be_vnodes(const struct chlb_svc_cfg *s, __u32 weight)
 {
-	__u64 k = ((__u64)s->vnodes * weight + 50) / 100;
+	__u64 k = ((__u64)(s->vnodes_target ? CHLB_VNODES_AUTO_MIN : s->vnodes) * weight + 50) / 100;
 
 	return weight && !k ? 1 : k;
 }
@@ -457,7 +458,20 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 		if (s->algo != CHLB_ALGO_RING)
 			return chlb_err(err, errlen, -EINVAL,
 					"'vnodes': applies to algo ring only");
-		s->vnodes = c->vnodes;
+		if (c->vnodes) {
+			s->vnodes = c->vnodes;
+			s->vnodes_target = 0;
+		} else if (!s->vnodes_target) {
+			s->vnodes_target = CHLB_VNODES_TARGET_DEFAULT;
+		}
+		s->vnodes_dirty = true;
+	}
+	if (c->set & CHLB_OPT_TARGET) {
+		if (s->algo != CHLB_ALGO_RING || !s->vnodes_target)
+			return chlb_err(err, errlen, -EINVAL,
+					"'target': applies to algo ring with vnodes auto only");
+		s->vnodes_target = c->vnodes_target;
+		s->vnodes_dirty = true;
 	}
 	if (c->set & CHLB_OPT_TABLE) {
 		if (!chlb_algo_has_table(s->algo))
@@ -493,6 +507,8 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 					"'encap-src': must be IPv6 for an IPv6 VIP");
 		s->encap_src = c->encap_src;
 	}
+	if (s->algo != CHLB_ALGO_RING)
+		s->vnodes_target = 0;
 	if (!chlb_algo_has_order(s->algo) && s->order.n) {
 		chlb_jump_order_free(&s->order);
 		s->order_explicit = false;
@@ -865,7 +881,8 @@ int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	if (c->kind == CHLB_CMD_SERVICE_ADD) {
 		r = service_add(st, ix, c, vip, err, errlen);
 		if (!r)
-			st->svc[st->nsvc - 1].order_dirty = true;
+			st->svc[st->nsvc - 1].order_dirty = st->svc[st->nsvc - 1].vnodes_dirty =
+			    true;
 		return r;
 	}
 	s = ix_find_svc(st, ix, &c->vip);
@@ -912,12 +929,37 @@ int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	if (!r &&
 	    (c->kind != CHLB_CMD_BACKEND_SET || (c->set & (CHLB_OPT_BUCKET | CHLB_OPT_BUCKET_ONE))))
 		s->order_dirty = true;
+	if (!r && c->kind != CHLB_CMD_SERVICE_SET) /* a weight counts for vnodes auto */
+		s->vnodes_dirty = true;
 	return r;
 }
 
 int chlb_state_exec(struct chlb_state *st, const struct chlb_cmd *c, char *err, size_t errlen)
 {
 	return chlb_state_exec_ix(st, NULL, c, err, errlen);
+}
+
+/* `vnodes auto`: K for s's backends and weights (table/vnodes_auto.h) */
+static int pick_vnodes(struct chlb_svc_cfg *s, char *err, size_t errlen)
+{
+	struct chlb_table_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
+	struct chlb_vnodes_pick p;
+	int rc;
+
+	if (!be)
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
+	for (__u32 i = 0; i < s->nbe; i++) {
+		be[i].weight = s->be[i].weight;
+		memcpy(be[i].name, s->be[i].name, sizeof(be[i].name));
+	}
+	rc = chlb_vnodes_pick(be, s->nbe, s->vnodes_target, &p, err, errlen);
+	free(be);
+	if (rc)
+		return rc;
+	s->vnodes = p.vnodes;
+	s->vnodes_balance = p.balance;
+	s->vnodes_met = p.met;
+	return 0;
 }
 
 int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen)
@@ -941,6 +983,13 @@ int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen)
 		for (__u32 j = 0; j < s->nbe; j++)
 			if (s->be[j].weight > s->weight_norm)
 				s->weight_norm = s->be[j].weight;
+		if (s->vnodes_dirty && s->algo == CHLB_ALGO_RING && s->vnodes_target) {
+			rc = pick_vnodes(s, msg, sizeof(msg));
+			if (rc)
+				return chlb_err(err, errlen, rc, "%s: %s",
+						chlb_fmt_vip(&s->vip, vip, sizeof(vip)), msg);
+		}
+		s->vnodes_dirty = false;
 		if (!s->order_dirty && !s->order_explicit)
 			continue;
 		rc = sync_order(s, msg, sizeof(msg));

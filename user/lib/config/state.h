@@ -16,6 +16,7 @@
 #include "config/check.h"
 #include "config/grammar.h"
 #include "table/build.h"
+#include "table/vnodes_auto.h"
 
 #define CHLB_STATE_MAX_BYTES (64u << 20) /* refuse state/config files larger than this */
 
@@ -33,7 +34,11 @@ struct chlb_svc_cfg {
 	struct chlb_vip vip;
 	__u8 algo, fwd, hash;
 	__u16 mtu;
-	__u32 vnodes, table_size;
+	__u32 vnodes, table_size; /* vnodes: the K the ring is built with (auto: the K picked) */
+	__u32 vnodes_target;	  /* `vnodes auto`: its balance target in thousandths; 0: K given */
+	bool vnodes_dirty;	  /* auto: the set may have changed; finalize picks K again */
+	double vnodes_balance;	  /* auto: the balance of the K picked */
+	bool vnodes_met;	  /* auto: it meets the target (else the largest K allowed) */
 	struct chlb_addr encap_src;
 	__u32 nbe, cap;
 	struct chlb_cfg_be *be;
@@ -95,7 +100,9 @@ static inline bool chlb_state_bad_value(int rc)
 
 /*
  * After a batch of statements: brings jump orders in line with the backend
- * sets, checks the limits that span services. 0 or -errno with err.
+ * sets, picks K for `vnodes auto` rings whose set changed
+ * (chlb_vnodes_pick: a function of the set, so the history of statements
+ * plays no part), checks the limits that span services. 0 or -errno with err.
  */
 int chlb_state_finalize(struct chlb_state *st, char *err, size_t errlen);
 

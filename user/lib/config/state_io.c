@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "config/state.h"
 #include "base/err.h"
+#include "base/util.h"
 
 #define TRAILER "# chlb-state end: crc32c "
 
@@ -113,8 +114,16 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 
 	chlb_fmt_vip(&s->vip, vip, sizeof(vip));
 	sb_printf(b, "service add %s algo %s", vip, chlb_algo_name(s->algo));
-	if (s->algo == CHLB_ALGO_RING)
+	if (s->algo == CHLB_ALGO_RING && s->vnodes_target) {
+		char t[16];
+
+		/* the target, not the K picked: K is a function of it and the set */
+		sb_printf(b, " vnodes auto");
+		if (s->vnodes_target != CHLB_VNODES_TARGET_DEFAULT)
+			sb_printf(b, " target %s", chlb_fmt_milli(s->vnodes_target, t, sizeof(t)));
+	} else if (s->algo == CHLB_ALGO_RING) {
 		sb_printf(b, " vnodes %u", s->vnodes);
+	}
 	if (chlb_algo_has_table(s->algo))
 		sb_printf(b, " table %u", s->table_size);
 	if (chlb_algo_has_order(s->algo) && s->order.n)
