@@ -125,18 +125,31 @@ test_which_agrees() {
 	ctl service add 10.0.0.10:82/tcp algo maglev table 251 || return 1
 	ctl service add 10.0.0.10:83/tcp algo jtable table 251 || return 1
 	ctl service add 10.0.0.10:84/tcp algo hrw table 4099 || return 1
+	ctl service add 10.0.0.10:85/tcp vnodes auto target 1.02 || return 1
 	for i in 2 3 4 5 6 7; do
 		ctl backend add 10.0.0.10:81/tcp 10.1.0.$i && ctl backend add 10.0.0.10:82/tcp 10.1.0.$i &&
 			ctl backend add 10.0.0.10:83/tcp 10.1.0.$i weight $((i * 100)) &&
-			ctl backend add 10.0.0.10:84/tcp 10.1.0.$i weight $((i * 37)) || return 1
+			ctl backend add 10.0.0.10:84/tcp 10.1.0.$i weight $((i * 37)) &&
+			ctl backend add 10.0.0.10:85/tcp 10.1.0.$i weight $((i * 37)) || return 1
 	done
+	# vnodes auto: the target is saved, not the K; the K picked is what `sim` picks
+	check "vnodes auto is saved with its target" \
+		saved | grep -q "10.0.0.10:85/tcp algo ring vnodes auto target 1.02 " || return 1
+	local k simk
+	k=$(ctl -j service list 10.0.0.10:85/tcp | jq -r '.services[0] | select(.vnodes_auto and .target_met and .vnodes_balance <= 1.02) | .vnodes')
+	simk=$("$CHLBCTL" -j sim --algo ring --names 10.1.0.2,10.1.0.3,10.1.0.4,10.1.0.5,10.1.0.6,10.1.0.7 \
+		--weights 74,111,148,185,222,259 --target-balance 1.02 --flows 1000 | jq -r .vnodes)
+	check "service list shows the K picked ($k), the one sim picks ($simk)" \
+		[ -n "$k" ] && [ "$k" = "$simk" ] || return 1
+	check "service list (text) shows vnodes auto" \
+		ctl service list 10.0.0.10:85/tcp | grep -q "^  vnodes auto: K $k for target 1.02, balance" || return 1
 	ctl backend del 10.0.0.10:83/tcp 10.1.0.4 || return 1
 	check "jtable keeps its bucket order in the state" \
 		saved | grep -q "10.0.0.10:83/tcp algo jtable table 251 buckets" || return 1
 	check "hrw is saved with its table size" \
 		saved | grep -q "10.0.0.10:84/tcp algo hrw table 4099" || return 1
 	which_matches 80 200 7 && which_matches 81 150 81 && which_matches 82 150 82 &&
-		which_matches 83 150 83 && which_matches 84 150 84
+		which_matches 83 150 83 && which_matches 84 150 84 && which_matches 85 150 85
 }
 
 CV=10.0.0.70:80/tcp

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "show.h"
 #include "base/json_out.h"
+#include "base/util.h"
 
 /* short names for the tables below: a field's text ("-" when absent), number, array */
 static const char *s(json_object *o, const char *k)
@@ -60,11 +61,13 @@ static void show_check(json_object *e)
 static void show_vnodes_auto(json_object *e)
 {
 	json_object *v;
+	char t[16];
 
 	if (!json_object_object_get_ex(e, "vnodes_auto", &v) || !json_object_get_boolean(v))
 		return;
 	printf("  vnodes auto: K %s for target %s, balance %s (%s)\n", s(e, "vnodes"),
-	       s(e, "target_balance"), s(e, "vnodes_balance"),
+	       chlb_fmt_milli((__u32)(d(e, "target_balance") * 1000 + 0.5), t, sizeof(t)),
+	       s(e, "vnodes_balance"),
 	       json_object_object_get_ex(e, "target_met", &v) && json_object_get_boolean(v)
 		   ? "met"
 		   : "missed: the largest K the ring's vnode limit allows");
