@@ -23,7 +23,11 @@
 #   7. more live connections than --ct-size: the recently used keep their
 #      entries; what breaks is the evicted (least recently used) connections
 #      that a change moved, and the evictions are counted;
-#   8. chlbd SIGTERM / SIGKILL and restart, changes by the new daemon: none breaks.
+#   8. chlbd SIGTERM / SIGKILL and restart, changes by the new daemon: none breaks;
+#   9. hrw with uneven weights, a backend added under 200 held connections:
+#      none moves or breaks, the table alone moves some and only to the new
+#      backend, new connections go where the table says and follow the
+#      weights.
 # "Breaks" is a reset or timeout on a held connection; "moves" is an answer
 # from another backend than the connection's first. Every case waits past
 # the history window before it checks, so only connection entries can keep
@@ -431,6 +435,57 @@ settings() {
 	return $rc
 }
 test_settings_changed_live() { run_case settings; }
+
+# ---- 9. hrw: a backend added under held connections ----
+# Rendezvous with weights 100/200/300, b4 added at 150: the table moves only
+# the flows b4 wins (checked on the held connections' own flows), entries
+# keep even those. Then 300 new connections: the first 60 go where the
+# table says (`which`), and each backend's count is its weight's share within 5 sigma
+# (binomial); the table's exact shares for this set (chlbctl sim with the
+# same names and weights) are within 1% of the weights.
+hrw_add() {
+	local h=hrw n=300 rc=0 sport first other=0 off=0 spec i w c j t0=$SECONDS
+	daemon_default || return 1
+	svc_setup 4 hrw l2dsr "" || return 1
+	be add 1 weight 100 && be add 2 weight 200 && be add 3 weight 300 || return 1
+	past_window
+	open_held "$h" 200 || return 1
+	be add 4 weight 150 || return 1
+	past_window
+	table_moves "$h"
+	while read -r _ _ sport first; do
+		[ "${PICK[$sport]}" = "$first" ] || [ "${PICK[$sport]}" = b4 ] || other=$((other + 1))
+	done < <(grep '^conn ' "$LIB_DIR/$h.r0")
+	diag "hrw: the table alone moves $MOVES of the 200 held connections, $other of them elsewhere than b4"
+	check "hrw: the add moves $MOVES of 200 held connections in the table alone" \
+		[ "$MOVES" -gt 0 ] || rc=1
+	check "hrw: ... all of them to b4 ($other elsewhere)" [ "$other" = 0 ] || rc=1
+	expect "$h" "hrw 100/200/300, b4 added at 150" "" || rc=1
+	open_held new "$n" || return 1
+	# the table's pick for the first 60 (a `which` each: the decide tests cover the rest)
+	# shellcheck disable=SC2046
+	table_picks $(awk '$1 == "conn" { print $3 }' "$LIB_DIR/new.r0" | head -60)
+	while read -r _ _ sport first; do
+		[ "${PICK[$sport]}" = "$first" ] || off=$((off + 1))
+	done < <(grep '^conn ' "$LIB_DIR/new.r0" | head -60)
+	check "hrw: 60 new connections went where the table says ($off did not)" [ "$off" = 0 ] ||
+		rc=1
+	for spec in 1:100 2:200 3:300 4:150; do
+		i=${spec%:*} w=${spec#*:}
+		c=$(awk -v b="b$i" '$1 == "conn" && $4 == b' "$LIB_DIR/new.r0" | wc -l)
+		check "hrw: b$i (weight $w of 750) took $c of $n new connections" \
+			awk -v c="$c" -v w="$w" -v n="$n" 'BEGIN { p = w / 750; d = c - n * p
+				exit !(d * d < 25 * n * p * (1 - p)) }' || rc=1
+	done
+	j=$("$CHLBCTL" -j sim --algo hrw --flows 1000 --weights 100,200,300,150 \
+		--names "$(be_addr4 1),$(be_addr4 2),$(be_addr4 3),$(be_addr4 4)") || return 1
+	diag "hrw: the table's exact shares / weight shares: $(jq -c '[.balance_min, .balance_max]' <<<"$j")"
+	check "hrw: exact shares within 1% of the weights" \
+		jq -e '.balance_max <= 1.01 and .balance_min >= 0.99' <<<"$j" >/dev/null || rc=1
+	diag "hrw: the case took $((SECONDS - t0)) s"
+	return $rc
+}
+test_hrw_backend_added_under_held() { run_case hrw_add; }
 
 # ---- 8. restarts (before 6 and 7, which need a data plane of their own) ----
 # chlbd stopped by SIGNAL with idle connections (the pinned program and
