@@ -300,8 +300,8 @@ static void run_auto(__u32 n, const __u32 *w, __u32 target, double bmax, double 
 		      "%.3fx, %s, pick %.1f ms (%u built)\n",
 		      n, target, r.vnodes, r.balance_min, r.balance_max,
 		      r.disruption_add / r.disruption_add_ideal,
-		      r.disruption_remove / r.disruption_remove_ideal, r.pick.met ? "met" : "missed",
-		      r.pick.ms, r.pick.tried);
+		      r.disruption_remove / r.disruption_remove_ideal,
+		      r.pick.met ? "met" : "missed", r.pick.ms, r.pick.tried);
 	assert_int_equal(r.vnodes, r.pick.vnodes);
 	assert_true(fabs(r.balance_max - r.pick.balance) < 1e-12); /* the same exact shares */
 	assert_int_equal(r.pick.met, met);

@@ -99,8 +99,9 @@ static void check_smallest(const struct chlb_table_be *be, __u32 n, __u32 target
 	assert_true(fabs(balance_at(be, n, p.vnodes) - p.balance) < 1e-12);
 	for (__u32 k = CHLB_VNODES_AUTO_MIN; k < p.vnodes; k *= 2)
 		assert_true(balance_at(be, n, k) > target / 1000.0);
-	print_message("# vnodes auto: %u backends, target %u: K=%u balance %.4f, %u built, %.1f ms\n",
-		      n, target, p.vnodes, p.balance, p.tried, p.ms);
+	print_message(
+	    "# vnodes auto: %u backends, target %u: K=%u balance %.4f, %u built, %.1f ms\n", n,
+	    target, p.vnodes, p.balance, p.tried, p.ms);
 }
 
 static void pick_is_the_smallest_passing_rung(void **state)
@@ -241,9 +242,10 @@ static void state_round_trip_and_history(void **state)
 	assert_int_not_equal(chlb_parse_line("service add 10.0.0.11:80/tcp vnodes auto target 1.0",
 					     &cmd, err, sizeof(err)),
 			     0);
-	assert_int_not_equal(chlb_parse_line("service add 10.0.0.11:80/tcp vnodes auto target 1.0501",
-					     &cmd, err, sizeof(err)),
-			     0);
+	assert_int_not_equal(
+	    chlb_parse_line("service add 10.0.0.11:80/tcp vnodes auto target 1.0501", &cmd, err,
+			    sizeof(err)),
+	    0);
 	assert_int_equal(chlb_parse_line("service add 10.0.0.11:80/tcp vnodes auto target 1.125",
 					 &cmd, err, sizeof(err)),
 			 0);

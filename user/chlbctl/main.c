@@ -112,10 +112,10 @@ static const struct chlbctl_cmd *cmd_named(const char *word)
 static bool takes_value(const struct chlbctl_cmd *cmd, const char *w)
 {
 	static const char *const common[] = { "-f", "--file", "-b", "--backend" };
-	static const char *const sim[] = { "-a",       "--algo",       "-n",	  "--backends",
-					   "--vnodes", "--table-size", "--flows", "--samples",
-					   "--seed",   "--weights",    "--names",
-					   "--target-balance" };
+	static const char *const sim[] = {
+		"-a",	   "--algo",	"-n",	  "--backends", "--vnodes", "--table-size",
+		"--flows", "--samples", "--seed", "--weights",	"--names",  "--target-balance"
+	};
 
 	for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)
 		if (!strcmp(w, common[i]))

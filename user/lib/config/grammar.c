@@ -346,8 +346,8 @@ static int parse_opt(const struct chlb_gopt *o, const char *val, struct chlb_cmd
 		if (parse_u32(val, o->zero_off ? 0 : o->lo, o->hi, &v) || (v && v < o->lo))
 			return chlb_err(err, errlen, -EINVAL, "'%s': %s out of range (%s%s%s%u-%u)",
 					val, o->what, o->zero_off ? "0 or " : "",
-					o->zero_word ? o->zero_word : "", o->zero_word ? " or " : "",
-					o->lo, o->hi);
+					o->zero_word ? o->zero_word : "",
+					o->zero_word ? " or " : "", o->lo, o->hi);
 		break;
 	case CHLB_GV_MILLI: {
 		char lo[16], hi[16];

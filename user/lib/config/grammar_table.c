@@ -390,9 +390,9 @@ static const struct chlb_garg
 		     { 0 } },
     file_arg[] = { FILE_ARG("FILE"), { 0 } }, batch_arg[] = { FILE_ARG("FILE|-"), { 0 } };
 
-#define SVC_SET_NEED                                                                       \
-	(CHLB_OPT_ALGO | CHLB_OPT_VNODES | CHLB_OPT_TARGET | CHLB_OPT_TABLE | CHLB_OPT_FWD | CHLB_OPT_HASH | \
-	 CHLB_OPT_MTU | CHLB_OPT_ENCAP_SRC | CHLB_OPT_BUCKETS | CHLB_OPT_FORCE |           \
+#define SVC_SET_NEED                                                                             \
+	(CHLB_OPT_ALGO | CHLB_OPT_VNODES | CHLB_OPT_TARGET | CHLB_OPT_TABLE | CHLB_OPT_FWD |     \
+	 CHLB_OPT_HASH | CHLB_OPT_MTU | CHLB_OPT_ENCAP_SRC | CHLB_OPT_BUCKETS | CHLB_OPT_FORCE | \
 	 CHLB_OPT_HEALTH_ALL)
 
 const struct chlb_gstmt chlb_grammar[] = {

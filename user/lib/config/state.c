@@ -272,7 +272,8 @@ static void ht_del_move(struct htab *h, __u32 i, __u32 hash_i, __u32 last, __u32
 /* auto: the vnode limit is checked at the smallest K; the picker never goes past the limit */
 static __u64 be_vnodes(const struct chlb_svc_cfg *s, __u32 weight)
 {
-	__u64 k = ((__u64)(s->vnodes_target ? CHLB_VNODES_AUTO_MIN : s->vnodes) * weight + 50) / 100;
+	__u64 k =
+	    ((__u64)(s->vnodes_target ? CHLB_VNODES_AUTO_MIN : s->vnodes) * weight + 50) / 100;
 
 	return weight && !k ? 1 : k;
 }
