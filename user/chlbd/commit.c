@@ -88,7 +88,6 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 	struct chlb_state old;
 	int r;
 
-	__u64 T0 = chlb_now_ns(), T1, T2, T3, T4, T5;
 	if (D.rt->defer_adopted)
 		return commit_start(next, err, errlen);
 	if (chlbd_check_capacity(next, perr, sizeof(perr))) {
@@ -96,26 +95,22 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 		snprintf(err, errlen, "%s; nothing changed", perr);
 		return -1;
 	}
-	T1 = chlb_now_ns();
 	if (chlb_state_prepare(next, D.state_path, &pend, perr, sizeof(perr))) {
 		chlb_state_free(next);
 		pr_err("state not persisted: %s; nothing changed", perr);
 		snprintf(err, errlen, "%s: nothing changed", perr);
 		return -1;
 	}
-	T2 = chlb_now_ns();
 	if (chlb_state_copy(&old, &D.state)) {
 		chlb_state_abort(&pend);
 		chlb_state_free(next);
 		snprintf(err, errlen, "out of memory; nothing changed");
 		return -1;
 	}
-	T3 = chlb_now_ns();
 	D.rt->yield =
 	    D.answer_readonly; /* read-only requests are answered meanwhile (ctl/ctl_server.c) */
 	r = serve(next, perr, sizeof(perr));
 	D.rt->yield = NULL;
-	T4 = chlb_now_ns();
 	if (!r && chlb_state_publish(&pend, perr, sizeof(perr))) {
 		pr_err("state not persisted: %s; rolling back", perr);
 		r = -1;
@@ -132,8 +127,6 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 		if (mixed && chlb_state_save_file(&D.state, D.state_path, perr, sizeof(perr)))
 			pr_err("state not persisted after a failed roll back: %s", perr);
 	}
-	T5 = chlb_now_ns();
-	pr_info("TIMING cap %.3f prep %.3f copy %.3f serve %.3f publish %.3f", (T1-T0)/1e6, (T2-T1)/1e6, (T3-T2)/1e6, (T4-T3)/1e6, (T5-T4)/1e6);
 	chlb_state_free(&old);
 	/* whatever serves now (new, old, or a mix): its VIPs are routed, and no other */
 	chlbd_routes_sync();

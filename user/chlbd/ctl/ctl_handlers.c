@@ -67,7 +67,6 @@ static json_object *finish(struct chlb_state *next, bool dry_run, bool apply, bo
 	}
 	if (apply) /* a whole new state: say what it changes */
 		chlbd_log_diff("apply: ", &D.state, next, NULL);
-	pr_info("TIMING pre-commit %.3f", (chlb_now_ns() - t0) / 1e6);
 	if (chlbd_commit(next, err, sizeof(err)))
 		return chlbd_jerr_kind(err, CHLBD_ERR_FAILED);
 	return changed_reply(t0);
