@@ -28,6 +28,11 @@ const volatile __u64 cfg_ct_refresh_ns = 1000ull * 1000 * 1000;
  * when chlbd has sync peers; a host without them pays one predictable branch.
  */
 const volatile __u8 cfg_sync = 0;
+/*
+ * Entries a CPU may write per second for flows whose SYN it did not see and
+ * that the view's tables disagree about (insert_budget below); 0: none.
+ */
+const volatile __u32 cfg_moved_inserts_per_s = CHLB_MOVED_INSERTS_PER_S;
 
 /* vips: {VIP address, port, proto} -> the service view: userspace's registry. */
 struct {
@@ -133,6 +138,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } filter_bank SEC(".maps");
+
+/* insert_budget: per CPU, the token bucket of the inserts only history asks for. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct chlb_insert_budget);
+} insert_budget SEC(".maps");
 
 /* svc_stats: per service id, per CPU: packets, bytes, new flows. */
 struct {

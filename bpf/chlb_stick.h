@@ -21,7 +21,9 @@
  *    before this LB saw it, an evicted one) is decided from the OLDEST table
  *    of the view - right for every entry-less flow that started within the
  *    history window - and gets an entry only when the view's tables
- *    disagree about it. UDP works this way too: UDP has no SYN.
+ *    disagree about it, and then only while this CPU's insert budget lasts
+ *    (budget_take): without one it goes to the same backend and tries
+ *    again with its next packet. UDP works this way too: UDP has no SYN.
  *  - Valid entry (backend LIVE, same generation, not idle): followed. The
  *    client's FIN or RST marks it ENDED. Stale entry: decided from table[0],
  *    rewritten in place (not by an ICMP error: that one is only forwarded).
@@ -93,6 +95,42 @@ static __always_inline __u32 syn_window(void)
 	if (CONFIG_HZ)
 		return CHLB_SYN_FRESH_S * CONFIG_HZ;
 	return (__u32)((CHLB_SYN_FRESH_S * 1000000000ull) >> CHLB_SYN_KTIME_SHIFT);
+}
+
+/*
+ * May this CPU write one more entry that only the table history asks for?
+ * A token bucket on the SYN clock (struct chlb_insert_budget): refilled at
+ * cfg_moved_inserts_per_s, holding at most one second's worth. Per CPU, so
+ * no atomics: the programs of one CPU do not run concurrently, and a race
+ * with a preempted one (not possible for XDP) would cost a token at most.
+ */
+static __always_inline bool budget_take(void)
+{
+	struct chlb_insert_budget *b;
+	__u32 zero = 0, now, ticks;
+	__u64 add;
+
+	b = bpf_map_lookup_elem(&insert_budget, &zero);
+	if (!b)
+		return false;
+	if (!b->tokens) {
+		now = syn_clock();
+		ticks = now - b->tick;
+		/* whole tokens only: the remainder waits for more ticks, not lost */
+		if (ticks >= syn_window())
+			add = cfg_moved_inserts_per_s;
+		else if (CONFIG_HZ)
+			add = (__u64)ticks * cfg_moved_inserts_per_s / CONFIG_HZ;
+		else
+			add = ((__u64)ticks * cfg_moved_inserts_per_s << CHLB_SYN_KTIME_SHIFT) /
+			      1000000000ull;
+		if (!add)
+			return false;
+		b->tick = now;
+		b->tokens = add < cfg_moved_inserts_per_s ? (__u32)add : cfg_moved_inserts_per_s;
+	}
+	b->tokens--;
+	return true;
 }
 
 /* The flow's filter element and the bank readers test now. */
@@ -358,8 +396,12 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	}
 	/* UDP has no SYN and entry-less flows keep no state: new_flows counts TCP SYNs
 	 * and re-decided flows only */
-	if (n > 1 && !p->icmp_err && !p->fin_rst && tables_disagree(svc, n, used, crc, d))
-		conn_insert(&p->flow, &r, d, be, now);
+	if (n > 1 && !p->icmp_err && !p->fin_rst && tables_disagree(svc, n, used, crc, d)) {
+		if (budget_take())
+			conn_insert(&p->flow, &r, d, be, now);
+		else
+			stat_reason(CHLB_R_CT_NO_BUDGET);
+	}
 	*slot = d;
 	return be;
 }

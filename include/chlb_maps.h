@@ -265,6 +265,20 @@ static __always_inline __u32 chlb_syn_index(__u32 fk)
 }
 
 /*
+ * insert_budget (per-CPU array, one element, not pinned): the token bucket
+ * that bounds the entries written for flows whose SYN this host did not see
+ * and that the view's tables disagree about (an ACK or UDP flood after a
+ * change; docs/design.md, "The insert budget"). tokens refill at
+ * cfg_moved_inserts_per_s per CPU up to one second's worth, counted on the
+ * SYN clock (tick).
+ */
+struct chlb_insert_budget {
+	__u32 tick;
+	__u32 tokens;
+};
+#define CHLB_MOVED_INSERTS_PER_S 65536 /* per CPU: ~8% of it at ~1.2 us an insert */
+
+/*
  * Per service and per backend, per CPU. packets, bytes and new_flows count
  * what was forwarded; no_route what was dropped because the backend had no
  * route (CHLB_R_NO_ROUTE). A pinned copy of another size (before no_route)
@@ -325,6 +339,7 @@ enum chlb_reason {
 	CHLB_R_PROBE_DROPPED,	/* dropped: a probe not to a VIP, malformed, or without next hop */
 	CHLB_R_SYNC_DROP,	/* a sync record not written: the ring buffer was full */
 	CHLB_R_HELD,		/* dropped: the flow's entry is held, waiting for a synced one */
+	CHLB_R_CT_NO_BUDGET, /* tables disagree, no SYN seen: the CPU's insert budget was spent */
 	CHLB_R_MAX
 };
 
@@ -362,6 +377,7 @@ static const char *const chlb_reason_names[CHLB_R_MAX] = {
 	[CHLB_R_PROBE_DROPPED] = "probe_dropped",
 	[CHLB_R_SYNC_DROP] = "sync_drop",
 	[CHLB_R_HELD] = "held",
+	[CHLB_R_CT_NO_BUDGET] = "ct_no_budget",
 };
 #endif
 

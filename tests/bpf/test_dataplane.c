@@ -1497,6 +1497,87 @@ static void test_tcp_idle(void **state)
 }
 
 /*
+ * The insert budget (a data plane loaded with 1 entry per second per CPU):
+ * an ACK flood of flows the view's tables disagree about, none of whose
+ * SYN was seen, writes at most the budget's entries, and every packet
+ * still goes where the oldest table says; a flow without one gets its
+ * entry with a packet after the budget refills; a handshake (its SYN seen)
+ * writes its entry whatever the budget.
+ */
+static void test_insert_budget(void **state)
+{
+	struct chlb_dp_opts o = { .moved_inserts_per_s = 1, .conn_max = 1024 };
+	struct fx_pkt f = { .family = CHLB_AF_INET,
+			    .proto = IPPROTO_TCP,
+			    .src = "198.51.100.23",
+			    .dst = "10.0.0.7",
+			    .dport = 80 };
+	struct chlb_service svc = { .id = 1, .fwd = CHLB_FWD_IPIP, .ntables = 2 };
+	struct chlb_global_stats a, b;
+	struct fx_pkt flows[20], h;
+	struct idle_fixture x;
+	struct timespec t0, t1;
+	struct chlb_vip_key key;
+	struct chlb_conn c;
+	__u64 ins, skipped, secs;
+	int i, with = 0;
+	__u8 addr[4];
+
+	idle_fixture_open(&x, &o, &f);
+	svc.table[0] = 7; /* {new, old}: an added backend moved some flows */
+	svc.table[1] = 6;
+	inet_pton(AF_INET, "10.0.0.7", addr);
+	chlb_dp_vip_key(&key, CHLB_AF_INET, addr, 80, IPPROTO_TCP);
+	assert_int_equal(chlb_dp_set_service(dp, &key, &svc), 0);
+	flows[0] = f;
+	for (i = 1; i < 20; i++)
+		flows[i] = moved_flow(&flows[i - 1], &x.t1, &x.t2);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(chlb_dp_read_global(dp, &a), 0);
+	for (i = 0; i < 20; i++) /* each: the oldest table, with or without an entry */
+		assert_int_equal(send_flow(&flows[i], FX_ACK), decide(&x.t1, &flows[i]));
+	assert_int_equal(chlb_dp_read_global(dp, &b), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	for (i = 0; i < 20; i++) {
+		if (entry_of(&flows[i], &c))
+			continue;
+		assert_int_equal(c.backend, decide(&x.t1, &flows[i]));
+		with++;
+	}
+	ins = b.reason[CHLB_R_CT_INSERT] - a.reason[CHLB_R_CT_INSERT];
+	skipped = b.reason[CHLB_R_CT_NO_BUDGET] - a.reason[CHLB_R_CT_NO_BUDGET];
+	secs = (__u64)(t1.tv_sec - t0.tv_sec) + 1;
+	/*
+	 * XDP then TC per send: an insert at XDP makes TC hit, a skip at both
+	 * counts twice, and a refill between the two makes TC insert
+	 */
+	assert_int_equal(ins, (__u64)with);
+	assert_true(skipped >= 2 * (20 - ins) && skipped <= 2 * (20 - ins) + ins);
+	if (ins < 1 || ins > 1 + secs)
+		fail_msg("%llu entries in %llu s at 1 a second", (unsigned long long)ins,
+			 (unsigned long long)secs);
+	/* a flow left without one tries again with each packet: the budget refilled */
+	for (i = 0; !entry_of(&flows[i], &c); i++)
+		;
+	usleep(1100 * 1000);
+	assert_int_equal(send_flow(&flows[i], FX_ACK), decide(&x.t1, &flows[i]));
+	assert_int_equal(entry_of(&flows[i], &c), 0);
+	assert_int_equal(c.backend, decide(&x.t1, &flows[i]));
+	/* the budget spent (the refill above took it), a handshake still writes its entry */
+	h = moved_flow(&flows[19], &x.t1, &x.t2);
+	assert_int_equal(send_flow(&h, FX_ACK), decide(&x.t1, &h)); /* spends any token left */
+	h = moved_flow(&h, &x.t1, &x.t2);
+	stats_mark();
+	assert_int_equal(send_flow(&h, FX_SYN), decide(&x.t2, &h));
+	assert_int_equal(send_flow(&h, FX_ACK), decide(&x.t2, &h));
+	stats_delta(CHLB_R_CT_INSERT, 1);
+	stats_delta(CHLB_R_CT_NO_BUDGET, 0);
+	assert_int_equal(entry_of(&h, &c), 0);
+	assert_int_equal(c.backend, decide(&x.t2, &h));
+	idle_fixture_close(&x);
+}
+
+/*
  * Next hop from the kernel: bpf_fib_lookup without a cached one, and
  * chlb_nh_resolve; a backend without a route: drop_no_route, per backend.
  */
@@ -1626,6 +1707,7 @@ int main(void)
 		cmocka_unit_test(test_icmp_keeps_stale_entries),
 		cmocka_unit_test(test_udp_idle),
 		cmocka_unit_test(test_tcp_idle),
+		cmocka_unit_test(test_insert_budget),
 		cmocka_unit_test(test_fib_and_nexthop),
 		cmocka_unit_test(test_reset_counters), /* last: after every other one's traffic */
 	};

@@ -51,6 +51,12 @@ struct chlb_dp_opts {
 	 */
 	__u32 sync_ring_bytes;
 	/*
+	 * Entries each CPU may write per second for flows whose SYN it did not
+	 * see and that the view's tables disagree about (bpf/chlb_stick.h,
+	 * budget_take); 0 = CHLB_MOVED_INSERTS_PER_S; at most 2^24.
+	 */
+	__u32 moved_inserts_per_s;
+	/*
 	 * Pin directory on a bpffs (e.g. /sys/fs/bpf/chlb/<name>); NULL = no
 	 * pins. When it already holds chlb's pinned maps, they are adopted
 	 * (bpf_map__reuse_fd before load): state, tables and connections

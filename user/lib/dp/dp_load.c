@@ -317,6 +317,11 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 	    (__u64)(opts->udp_idle_ms ? opts->udp_idle_ms : CHLB_DP_DEFAULT_UDP_IDLE_MS) *
 	    1000000ull;
 	dp->skel->rodata->cfg_tcp_idle_ns = (__u64)opts->tcp_idle_ms * 1000000ull;
+	/* at most 2^24: the budget's refill arithmetic stays within 64 bits */
+	dp->skel->rodata->cfg_moved_inserts_per_s = CHLB_MOVED_INSERTS_PER_S;
+	if (opts->moved_inserts_per_s)
+		dp->skel->rodata->cfg_moved_inserts_per_s =
+		    opts->moved_inserts_per_s < 1u << 24 ? opts->moved_inserts_per_s : 1u << 24;
 	rc = dp_sync_configure(dp, opts->sync_ring_bytes);
 	if (rc) {
 		rc = chlb_syserr(err, errlen, rc, "couldn't size the sync ring to %u bytes",
