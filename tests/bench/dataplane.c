@@ -14,7 +14,7 @@
  * share this 2-core machine, and a batch they disturb only ever gets slower.
  *
  * Batch length matters for the fresh-source cases. On this VM a BPF map
- * that fits in L2 (the 1 MiB conn_filter) does not stay there from one
+ * that fits in L2 (1 MiB, one bank of conn_filter's bits) does not stay there from one
  * syscall to the next: the platform_random_read_1mib_* cases show it with
  * a program that does nothing but dependent random reads of a 1 MiB array.
  * A flood is a continuous stream, so the flood cases run FLOOD_BATCH packets
@@ -1063,6 +1063,9 @@ int main(int argc, char **argv)
 		 &e, FLOOD_RUNS, FLOOD_BATCH);
 	run_case("platform_random_read_1mib_short_batches",
 		 bpf_program__fd(bs->progs.bench_probe_read), pkt, 0, &e, RUNS, BATCH);
+	/* ... and of 4 MiB, conn_filter's size: what a fresh flow's first read of it costs */
+	run_case("platform_random_read_4mib", bpf_program__fd(bs->progs.bench_probe_read4), pkt, 0,
+		 &e, FLOOD_RUNS, FLOOD_BATCH);
 
 	/* the machine, not chlb: the kernel's LRU insert alone (first_ack_n1000's floor) */
 	hooks = &lru_probe_hooks;
