@@ -16,6 +16,9 @@ static __always_inline int chlb_tbl_word(const void *t, __u32 i, __u32 *out);
 static __always_inline const __u32 *chlb_tbl_line(const void *t, __u32 i);
 #include "chlb_table.h"
 
+/* One 8-byte load the compiler may neither split nor merge (writers store the word whole). */
+#define READ_ONCE_U64(p) (*(volatile __u64 *)(p))
+
 /* ---- load-time settings (skel->rodata before load) ---- */
 /* A UDP flow with no packet for this long is re-decided from the current table. */
 const volatile __u64 cfg_udp_idle_ns = 30ull * 1000 * 1000 * 1000;

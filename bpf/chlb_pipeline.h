@@ -10,8 +10,6 @@
 #include "chlb_stick.h"
 #include "chlb_icmp.h"
 
-#define READ_ONCE_U64(p) (*(volatile __u64 *)(p))
-
 /*
  * The view of one exact key: a linear probe over vip_index
  * (include/chlb_maps.h), ended by an empty slot; the key is compared with

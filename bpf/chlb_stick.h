@@ -52,13 +52,48 @@
 #include "chlb_parse.h"
 #include "chlb_sync.h"
 
-static __always_inline struct chlb_backend *be_live(__u32 slot)
+/*
+ * Slot's record if it is LIVE (and, with want_gen, of generation gen), else
+ * NULL. State and generation come from one load of the record's check word
+ * (include/chlb_maps.h): never one occupant's state with another's
+ * generation. The barrier keeps the record's other fields (address, next
+ * hop) from being read before it: userspace writes them before it flips the
+ * state to LIVE.
+ */
+static __always_inline struct chlb_backend *be_check(__u32 slot, bool want_gen, __u32 gen)
 {
 	struct chlb_backend *be = bpf_map_lookup_elem(&backends, &slot);
+	union {
+		__u64 word;
+		struct {
+			__u8 family, state;
+			__u16 flags;
+			__u32 gen;
+		};
+	} c;
 
-	if (!be || be->state != CHLB_BE_LIVE)
+	if (!be)
+		return NULL;
+	c.word = READ_ONCE_U64(&be->check);
+	__asm__ volatile("" ::: "memory");
+	if (c.state != CHLB_BE_LIVE || (want_gen && c.gen != gen))
 		return NULL;
 	return be;
+}
+
+static __always_inline struct chlb_backend *be_live(__u32 slot)
+{
+	return be_check(slot, false, 0);
+}
+
+/* An entry's backend, flags and generation: one load (include/chlb_maps.h). */
+static __always_inline struct chlb_conn conn_word(const struct chlb_conn *e)
+{
+	struct chlb_conn c;
+
+	c.word = READ_ONCE_U64(&e->word);
+	c.last_ns = 0;
+	return c;
 }
 
 /* Does any table of the view, except number `skip`, decide differently from d? */
@@ -192,11 +227,13 @@ static __always_inline void conn_insert(const struct chlb_flow *f, const struct 
 static __always_inline void conn_rewrite(struct chlb_conn *e, const struct chlb_flow *f, __u32 d,
 					 const struct chlb_backend *be, __u64 now, __u32 flags)
 {
-	e->backend = (__u16)d;
-	e->gen = be->gen;
-	e->flags = flags;
+	struct chlb_conn c = { .backend = (__u16)d, .flags = (__u16)flags, .gen = be->gen };
+
+	/* the time first: a reader that sees the new backend sees its time */
 	e->last_ns = now;
-	sync_emit(f, d, be->gen, flags);
+	/* backend, flags and generation in one store: a reader sees the old or the new */
+	*(volatile __u64 *)&e->word = c.word;
+	sync_emit(f, d, c.gen, flags);
 }
 
 /* The backend table k of the view picks, LIVE, or NULL. */
@@ -222,20 +259,25 @@ static __always_inline int syn_table(const struct chlb_service *svc, __u32 n, __
  * Is this (not valid) entry held, and not for longer than a chlbd waits?
  * The clock is read here, off the paths that do not need it.
  */
-static __always_inline bool conn_held(const struct chlb_conn *e)
+static __always_inline bool conn_held(const struct chlb_conn *e, const struct chlb_conn *w)
 {
-	return (e->flags & CHLB_CONN_F_HELD) &&
+	return (w->flags & CHLB_CONN_F_HELD) &&
 	       bpf_ktime_get_coarse_ns() - e->last_ns < CHLB_CONN_HELD_MAX_NS;
 }
 
-/* Is this entry still the flow's: backend LIVE, same generation, not idle? */
-static __always_inline struct chlb_backend *entry_valid(const struct chlb_conn *e, bool udp,
+/*
+ * Is this entry still the flow's: backend LIVE, same generation, not idle?
+ * w: the entry's word as read once (conn_word); every decision about the
+ * entry uses that copy, never a second read of e.
+ */
+static __always_inline struct chlb_backend *entry_valid(const struct chlb_conn *e,
+							const struct chlb_conn *w, bool udp,
 							__u64 now)
 {
-	struct chlb_backend *be = be_live(e->backend);
+	struct chlb_backend *be = be_check(w->backend, true, w->gen);
 	__u64 idle = udp ? cfg_udp_idle_ns : cfg_tcp_idle_ns;
 
-	if (!be || be->gen != e->gen)
+	if (!be)
 		return NULL;
 	/* last_ns 0: written by a data plane that kept no TCP time; refreshed below */
 	if (idle && e->last_ns && now - e->last_ns >= idle)
@@ -247,16 +289,18 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
 						      struct chlb_pkt *p, __u32 crc, __u32 *slot,
 						      __u32 *new_flow, __u64 now)
 {
+	struct chlb_conn *e, w = {};
 	struct chlb_fref r;
 	struct chlb_backend *be;
-	struct chlb_conn *e;
 	int d;
 
 	filter_ref(&r, &p->flow);
 	e = conn_find(&p->flow, &r);
-	if (e && !(e->flags & CHLB_CONN_F_ENDED) && (be = entry_valid(e, false, now))) {
+	if (e)
+		w = conn_word(e);
+	if (e && !(w.flags & CHLB_CONN_F_ENDED) && (be = entry_valid(e, &w, false, now))) {
 		stat_reason(CHLB_R_SYN_KEPT);
-		*slot = e->backend;
+		*slot = w.backend;
 		return be;
 	}
 	*new_flow = 1;
@@ -271,7 +315,7 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
 		 * clock read cost a SYN without an entry an instruction (the
 		 * compiler's register allocation; counted by emulation).
 		 */
-		if (conn_held(e)) {
+		if (conn_held(e, &w)) {
 			stat_reason(CHLB_R_HELD);
 			*slot = CHLB_CONN_HELD_SLOT;
 			return NULL;
@@ -315,23 +359,31 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	filter_ref(&r, &p->flow);
 	e = conn_find(&p->flow, &r);
 	if (e) {
+		struct chlb_conn w = conn_word(e);
 		__u32 fl;
 
-		be = entry_valid(e, udp, now);
+		be = entry_valid(e, &w, udp, now);
 		if (be) {
 			/* now is 0 when no timeout applies: then no write per packet */
 			if (now && now - e->last_ns > cfg_ct_refresh_ns)
 				e->last_ns = now;
-			if (p->fin_rst && !p->icmp_err && !(e->flags & CHLB_CONN_F_ENDED)) {
-				e->flags |= CHLB_CONN_F_ENDED;
-				sync_emit(&p->flow, e->backend, e->gen, CHLB_CONN_F_ENDED);
+			if (p->fin_rst && !p->icmp_err && !(w.flags & CHLB_CONN_F_ENDED)) {
+				/*
+				 * Only the flag: an atomic or of the word keeps a
+				 * rewrite by another CPU whole (a 2-byte store
+				 * would put back the flags it read).
+				 */
+				struct chlb_conn ended = { .flags = CHLB_CONN_F_ENDED };
+
+				__sync_fetch_and_or(&e->word, ended.word);
+				sync_emit(&p->flow, w.backend, w.gen, CHLB_CONN_F_ENDED);
 			}
 			stat_reason(CHLB_R_CT_HIT);
-			*slot = e->backend;
+			*slot = w.backend;
 			return be;
 		}
 		/* held: not decided, not written, the packet dropped (a FIN or RST too) */
-		if (conn_held(e)) {
+		if (conn_held(e, &w)) {
 			stat_reason(CHLB_R_HELD);
 			*slot = CHLB_CONN_HELD_SLOT;
 			return NULL;
@@ -360,8 +412,8 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		 * named no backend: nothing says it broke.
 		 */
 		fl = udp ? 0 : CHLB_CONN_F_ENDED;
-		if (((__u32)d == e->backend && be->gen == e->gen) || (e->flags & CHLB_CONN_F_HELD))
-			fl = e->flags & CHLB_CONN_F_ENDED;
+		if (((__u32)d == w.backend && be->gen == w.gen) || (w.flags & CHLB_CONN_F_HELD))
+			fl = w.flags & CHLB_CONN_F_ENDED;
 		if (p->fin_rst)
 			fl = CHLB_CONN_F_ENDED;
 		conn_rewrite(e, &p->flow, d, be, now, fl);

@@ -93,18 +93,35 @@ enum chlb_backend_state {
 #define CHLB_BE_OWNER_SHIFT 8
 _Static_assert(CHLB_MAX_SERVICES <= 256, "a service id fits the owner byte of a backend's flags");
 
-/* backends (array, CHLB_MAX_BACKENDS): value. One slot per (service, backend address). */
+/*
+ * backends (array, CHLB_MAX_BACKENDS): value. One slot per (service, backend address).
+ *
+ * state and gen share one aligned 8-byte word, `check`: the data plane reads
+ * it with one load (chlb_be_check_load), so it never pairs one occupant's
+ * state with another's generation. Userspace writes a record with the
+ * kernel's memcpy, which may store the word in pieces, so chlb_dp_set_backend
+ * (user/lib/dp/dp_state.c) never changes state and the rest at once: a
+ * record that becomes LIVE is written whole while not LIVE, then only its
+ * state byte flips; one that stops being LIVE flips its state byte first.
+ * The layout is the one pinned maps have always had (the union adds no byte).
+ */
 struct chlb_backend {
 	__u8 addr[16]; /* IPv4 in the first 4 bytes */
-	__u8 family;   /* CHLB_AF_INET / CHLB_AF_INET6; 0 = empty */
-	__u8 state;    /* enum chlb_backend_state */
-	__u16 flags;   /* CHLB_BE_F_*; bits 8..15: the owning service id (CHLB_BE_F_OWNER) */
-	__u32 gen;     /* bumped every time the slot gets a new occupant */
+	union {
+		struct {
+			__u8 family; /* CHLB_AF_INET / CHLB_AF_INET6; 0 = empty */
+			__u8 state;  /* enum chlb_backend_state */
+			__u16 flags; /* CHLB_BE_F_*; bits 8..15: the owning service id */
+			__u32 gen;   /* bumped every time the slot gets a new occupant */
+		};
+		__u64 check; /* the four above as one word */
+	};
 	__u8 dmac[6];  /* next hop MAC */
 	__u8 smac[6];  /* our MAC on the egress interface */
 	__u32 ifindex; /* egress interface */
 };
 _Static_assert(sizeof(struct chlb_backend) == 40, "pinned backends maps keep their value size");
+_Static_assert(__builtin_offsetof(struct chlb_backend, check) == 16, "the check word is aligned");
 
 /*
  * conns (LRU hash): key is struct chlb_flow; value below. An entry is
@@ -117,11 +134,23 @@ _Static_assert(sizeof(struct chlb_backend) == 40, "pinned backends maps keep the
  * reads as flags 0 (backend slots are < 2^16).
  */
 struct chlb_conn {
-	__u16 backend; /* backend slot */
-	__u16 flags;   /* CHLB_CONN_F_* */
-	__u32 gen;     /* the slot's generation when the entry was written */
+	union {
+		struct {
+			__u16 backend; /* backend slot */
+			__u16 flags;   /* CHLB_CONN_F_* */
+			__u32 gen;     /* the slot's generation when the entry was written */
+		};
+		/*
+		 * The three above as one word: the data plane rewrites an entry
+		 * with one store of it and reads it with one load
+		 * (bpf/chlb_stick.h), so another CPU never sees one backend with
+		 * another's generation.
+		 */
+		__u64 word;
+	};
 	__u64 last_ns; /* coarse time of the last refresh: UDP, and TCP with a timeout */
 };
+_Static_assert(sizeof(struct chlb_conn) == 16, "pinned conns maps keep their value size");
 
 /* The client sent FIN or RST: a later SYN for this 5-tuple is a reuse, decided afresh. */
 #define CHLB_CONN_F_ENDED     0x1

@@ -26,11 +26,52 @@ static int sys_rc(int rc)
 	return rc < 0 ? -errno : rc;
 }
 
+/*
+ * The kernel copies a record into the array with memcpy, under readers and
+ * in pieces of its choosing: writing state, generation and address at once
+ * could show a reader the new occupant LIVE with the old generation, and
+ * send a replaced backend's entries to its successor (the issue the
+ * generation exists for). So a record is never made LIVE and changed in the
+ * same copy (include/chlb_maps.h, struct chlb_backend):
+ *  1. a LIVE record that changes occupant, address or generation, or stops
+ *     being LIVE, first gets only its state byte changed (one byte: no
+ *     reader sees half of it); the data plane stops using it;
+ *  2. the new record is written with a state that is not LIVE;
+ *  3. its state byte flips to LIVE, alone.
+ * The data plane reads state and generation with one load and the rest
+ * after them (bpf/chlb_stick.h, be_check); each step is one syscall, whose
+ * stores another CPU sees in order (x86-TSO; see docs/design.md for weaker
+ * memory models). A LIVE record that stays LIVE with the same occupant (a
+ * next hop refresh, the owner's flags) is one copy: state and generation
+ * keep their bytes.
+ */
 int chlb_dp_set_backend(struct chlb_dp *dp, __u32 slot, const struct chlb_backend *be)
 {
+	int fd = chlb_dp_map_fd(dp, CHLB_MAP_BACKENDS);
+	struct chlb_backend old, tmp;
+
 	if (slot >= CHLB_MAX_BACKENDS)
 		return -ERANGE;
-	return sys_rc(bpf_map_update_elem(chlb_dp_map_fd(dp, CHLB_MAP_BACKENDS), &slot, be, 0));
+	if (bpf_map_lookup_elem(fd, &slot, &old))
+		return -errno;
+	if (old.state == CHLB_BE_LIVE && be->state == CHLB_BE_LIVE && old.gen == be->gen &&
+	    old.family == be->family && !memcmp(old.addr, be->addr, sizeof(old.addr)))
+		return sys_rc(bpf_map_update_elem(fd, &slot, be, 0));
+	if (old.state == CHLB_BE_LIVE) {
+		tmp = old;
+		tmp.state = be->state == CHLB_BE_LIVE ? CHLB_BE_DEAD : be->state;
+		if (bpf_map_update_elem(fd, &slot, &tmp, 0))
+			return -errno;
+		old = tmp;
+	}
+	tmp = *be;
+	if (be->state == CHLB_BE_LIVE)
+		tmp.state = old.state; /* not LIVE: step 1 saw to it */
+	if (bpf_map_update_elem(fd, &slot, &tmp, 0))
+		return -errno;
+	if (tmp.state == be->state)
+		return 0;
+	return sys_rc(bpf_map_update_elem(fd, &slot, be, 0));
 }
 
 int chlb_dp_get_backend(struct chlb_dp *dp, __u32 slot, struct chlb_backend *be)
