@@ -150,6 +150,13 @@ struct chlb_dp_attachment {
  */
 int chlb_dp_attachments(struct chlb_dp *dp, struct chlb_dp_attachment *out, int max);
 
+/*
+ * Wait for an RCU grace period: every program run that had started has
+ * ended (dp_grace.c). Milliseconds; falls back to a 10 ms sleep (and returns
+ * the error) where the kernel has no map-in-map.
+ */
+int chlb_dp_grace(struct chlb_dp *dp);
+
 /* Pin every map under opts->pin_dir (done by chlb_dp_open when pin_dir is set). */
 int chlb_dp_pin(struct chlb_dp *dp, char *err, size_t errlen);
 

@@ -22,8 +22,6 @@
 
 #define FILTER_BYTES (CHLB_CONN_FILTER_WORDS * sizeof(struct chlb_filter_elem))
 
-/* A program runs for microseconds: one that set bits before the clear is done by then. */
-#define REBUILD_GRACE_NS 10000000L
 
 int dp_filter_open(struct chlb_dp *dp)
 {
@@ -107,7 +105,6 @@ static int rebuild_add(const struct chlb_flow *f, const struct chlb_conn *c, voi
 
 int chlb_dp_filter_rebuild(struct chlb_dp *dp)
 {
-	struct timespec grace = { .tv_nsec = REBUILD_GRACE_NS };
 	struct rebuild r = { .filter = dp->filter };
 	__u32 zero = 0, cur;
 	int rc;
@@ -121,7 +118,7 @@ int chlb_dp_filter_rebuild(struct chlb_dp *dp)
 	for (__u32 i = 0; i < CHLB_CONN_FILTER_WORDS; i++)
 		__atomic_store_n(&dp->filter[i].bank[r.bank], 0, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	nanosleep(&grace, NULL);
+	chlb_dp_grace(dp);
 	rc = chlb_dp_conns_foreach(dp, rebuild_add, &r);
 	if (rc)
 		return rc; /* readers still test the old, complete bank */

@@ -31,6 +31,8 @@ struct chlb_dp {
 	struct chlb_vip_view *views;
 	bool view_used[CHLB_VIEW_SLOTS];
 	__u64 view_free_ns[CHLB_VIEW_SLOTS]; /* rewritable from then on */
+	/* the one-slot map-in-map whose update is an RCU grace period (dp_grace.c); 0: none yet */
+	int grace_outer, grace_inner;
 	/* conn_filter, mapped (dp_filter.c) */
 	struct chlb_filter_elem *filter;
 	/* a connection table resized at open (dp_resize.c) */
@@ -56,6 +58,9 @@ int dp_filter_open(struct chlb_dp *dp);
 void dp_filter_close(struct chlb_dp *dp);
 
 struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m);
+
+/* dp_grace.c: the grace-period maps, closed */
+void dp_grace_close(struct chlb_dp *dp);
 
 /* dp_sync.c: before load: the sync flag and ring size (0: off, one page) */
 int dp_sync_configure(struct chlb_dp *dp, __u32 ring_bytes);

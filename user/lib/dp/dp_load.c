@@ -399,6 +399,7 @@ void chlb_dp_close(struct chlb_dp *dp)
 	dp_conns_resize_free(dp);
 	dp_views_close(dp);
 	dp_filter_close(dp);
+	dp_grace_close(dp);
 	chlb_bpf__destroy(dp->skel);
 	free(dp);
 }

@@ -43,8 +43,6 @@
 #ifndef ENOTSUPP
 #define ENOTSUPP 524 /* the kernel's "operation not supported" for map ops */
 #endif
-/* Old-program runs that started before the swap are over by then (they take microseconds). */
-#define SWAP_GRACE_NS 10000000L
 
 struct entry {
 	struct chlb_flow f;
@@ -216,13 +214,12 @@ static int copy_late(const struct chlb_flow *f, const struct chlb_conn *c, void 
 
 int chlb_dp_conns_resize_finish(struct chlb_dp *dp)
 {
-	struct timespec grace = { .tv_nsec = SWAP_GRACE_NS };
 	struct late l = { .dp = dp };
 	int rc;
 
 	if (dp->rs.old_fd < 0)
 		return 0;
-	nanosleep(&grace, NULL);
+	chlb_dp_grace(dp); /* old program runs that may still write the old table */
 	rc = chlb_dp_conns_walk_fd(dp->rs.old_fd, 0, false, copy_late, &l);
 	dp->rs.late = l.n;
 	dp_conns_resize_free(dp);
