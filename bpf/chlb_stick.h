@@ -270,9 +270,8 @@ static __always_inline bool conn_held(const struct chlb_conn *e, const struct ch
  * w: the entry's word as read once (conn_word); every decision about the
  * entry uses that copy, never a second read of e.
  */
-static __always_inline struct chlb_backend *entry_valid(const struct chlb_conn *e,
-							const struct chlb_conn *w, bool udp,
-							__u64 now)
+static __always_inline struct chlb_backend *
+entry_valid(const struct chlb_conn *e, const struct chlb_conn *w, bool udp, __u64 now)
 {
 	struct chlb_backend *be = be_check(w->backend, true, w->gen);
 	__u64 idle = udp ? cfg_udp_idle_ns : cfg_tcp_idle_ns;

@@ -22,7 +22,6 @@
 
 #define FILTER_BYTES (CHLB_CONN_FILTER_WORDS * sizeof(struct chlb_filter_elem))
 
-
 int dp_filter_open(struct chlb_dp *dp)
 {
 	void *mem = mmap(NULL, FILTER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
