@@ -64,6 +64,18 @@ struct {
 	__type(value, struct chlb_vip_view);
 } views SEC(".maps");
 
+/*
+ * allow: (service id, source prefix) of every service's allow-list
+ * (include/chlb_maps.h); looked up only for views with CHLB_SVC_F_ALLOW.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, CHLB_ALLOW_ENTRIES);
+	__type(key, struct chlb_allow_key);
+	__type(value, __u32);
+} allow SEC(".maps");
+
 /* One table chunk: CHLB_CHUNK_WORDS words of the include/chlb_table.h layout. */
 struct chlb_chunk {
 	__u32 w[CHLB_CHUNK_WORDS];

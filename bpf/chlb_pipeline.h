@@ -76,6 +76,22 @@ static __always_inline struct chlb_service *vip_lookup(const struct chlb_pkt *p)
 }
 
 /*
+ * Is the packet's source in the service's allow-list? One trie lookup keyed
+ * by (service id, source): IPv4 sources are the first word of flow.src,
+ * the rest zero, and their prefixes' lengths count 32 bits of address.
+ */
+static __always_inline bool source_allowed(const struct chlb_service *svc, const struct chlb_pkt *p)
+{
+	struct chlb_allow_key key;
+	chlb_u32_alias *k = (chlb_u32_alias *)key.addr;
+
+	key.prefixlen = CHLB_ALLOW_PLEN(p->family == CHLB_AF_INET ? 32 : 128);
+	key.svc_id = svc->id;
+	copy_words(k, p->flow.src, 16);
+	return bpf_map_lookup_elem(&allow, &key) != NULL;
+}
+
+/*
  * The flow's CRC as the service hashes it (the VIP's CRC precomputed for
  * IPv6 5-tuples): what picks the backend and derives the encap source.
  */
@@ -125,6 +141,11 @@ static __always_inline int chlb_process(void *ctx, bool tc)
 	svc = vip_lookup(&p);
 	if (!svc)
 		return pass(ctx, tc, p.frag ? CHLB_R_PASS_FRAGMENT : CHLB_R_PASS_NOT_VIP);
+	/* before any table or entry work: a flood from outside the list costs the least */
+	if ((svc->flags & CHLB_SVC_F_ALLOW) && !source_allowed(svc, &p)) {
+		stat_drop_source(svc->id);
+		return drop(ctx, tc, CHLB_R_DROP_SOURCE);
+	}
 	if (p.bad_flags)
 		return drop(ctx, tc, CHLB_R_DROP_TCP_FLAGS); /* no backend should see it */
 	if (p.frag) {

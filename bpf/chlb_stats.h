@@ -34,4 +34,13 @@ static __always_inline void stat_no_route(void *map, __u32 idx)
 		c->no_route++;
 }
 
+/* A packet from a source the service's allow-list leaves out. */
+static __always_inline void stat_drop_source(__u32 svc_id)
+{
+	struct chlb_counters *c = bpf_map_lookup_elem(&svc_stats, &svc_id);
+
+	if (c)
+		c->drop_source++;
+}
+
 #endif /* CHLB_STATS_H */

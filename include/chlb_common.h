@@ -24,6 +24,12 @@
 #define CHLB_VIP_SLOTS	       4096			 /* data-plane VIP index: <= 25% full */
 #define CHLB_VIP_PROBES	       8			 /* linear-probe window of one key */
 #define CHLB_VIEW_SLOTS	       (CHLB_MAX_VIPS * 2 + 512) /* views: live + in grace */
+/*
+ * Source prefixes in one service's allow-list (`allow P1,P2,...`): 64 IPv6
+ * prefixes are ~2.8 KB of text, one statement line (CHLB_LINE_MAX) holds them.
+ */
+#define CHLB_ALLOW_MAX	       64
+#define CHLB_ALLOW_ENTRIES     (CHLB_MAX_SERVICES * CHLB_ALLOW_MAX) /* the shared trie */
 
 #define CHLB_RING_DEFAULT_VNODES 160	    /* vnodes per backend at weight 100 */
 #define CHLB_RING_MAX_VNODES	 (1u << 20) /* total vnodes in one ring */

@@ -53,6 +53,29 @@ struct chlb_service {
 	__u32 vip_crc; /* IPv6 VIP: chlb_vip_crc(address), set by chlb_dp_set_service() */
 };
 
+/*
+ * The service has a source allow-list (`allow`): a packet whose source is
+ * in no prefix of the allow trie under the service's id is dropped
+ * (CHLB_R_DROP_SOURCE) before any table or entry work. Without the flag
+ * the trie is not looked up.
+ */
+#define CHLB_SVC_F_ALLOW 0x1
+
+/*
+ * allow (LPM trie, one for every service): key. The data are the service id
+ * then the source address (IPv4 in the first 4 bytes, as struct
+ * chlb_flow holds it), so prefixlen is 32 + the prefix's length: the id is
+ * always matched whole. A service is of one family, and so are the
+ * prefixes of its list (config/state.c refuses the other), so an IPv4 and
+ * an IPv6 prefix never meet under one id.
+ */
+struct chlb_allow_key {
+	__u32 prefixlen;
+	__u32 svc_id;
+	__u8 addr[16];
+};
+#define CHLB_ALLOW_PLEN(plen) (32u + (plen))
+
 #define CHLB_VIP_TOMB	   0xffffffffu
 #define CHLB_VIEW_GRACE_MS 100
 
@@ -310,7 +333,9 @@ struct chlb_insert_budget {
 /*
  * Per service and per backend, per CPU. packets, bytes and new_flows count
  * what was forwarded; no_route what was dropped because the backend had no
- * route (CHLB_R_NO_ROUTE). A pinned copy of another size (before no_route)
+ * route (CHLB_R_NO_ROUTE); drop_source (services only) what came from a
+ * source the service's allow-list leaves out (CHLB_R_DROP_SOURCE). A pinned
+ * copy of another size (before no_route, before drop_source)
  * is recreated at load (user/lib/dp/dp_load.c): its counters restart at zero.
  */
 struct chlb_counters {
@@ -318,6 +343,7 @@ struct chlb_counters {
 	__u64 bytes;
 	__u64 new_flows;
 	__u64 no_route;
+	__u64 drop_source; /* services: dropped, the source is not in the allow-list */
 };
 
 /*
@@ -369,6 +395,7 @@ enum chlb_reason {
 	CHLB_R_SYNC_DROP,	/* a sync record not written: the ring buffer was full */
 	CHLB_R_HELD,		/* dropped: the flow's entry is held, waiting for a synced one */
 	CHLB_R_CT_NO_BUDGET, /* tables disagree, no SYN seen: the CPU's insert budget was spent */
+	CHLB_R_DROP_SOURCE,  /* dropped: the source is not in the service's allow-list */
 	CHLB_R_MAX
 };
 
@@ -407,6 +434,7 @@ static const char *const chlb_reason_names[CHLB_R_MAX] = {
 	[CHLB_R_SYNC_DROP] = "sync_drop",
 	[CHLB_R_HELD] = "held",
 	[CHLB_R_CT_NO_BUDGET] = "ct_no_budget",
+	[CHLB_R_DROP_SOURCE] = "drop_source",
 };
 #endif
 

@@ -41,6 +41,19 @@ static int reset_svc_stats(void *ctx, __u32 id)
 	return chlb_dp_reset_service_stats(ctx, id);
 }
 
+static int set_allow(void *ctx, __u32 id, const struct chlb_prefix *p, __u32 n, bool prune)
+{
+	struct chlb_allow_pfx a[CHLB_ALLOW_MAX];
+
+	if (n > CHLB_ALLOW_MAX)
+		return -E2BIG;
+	for (__u32 i = 0; i < n; i++) {
+		memcpy(a[i].addr, p[i].addr.a, 16);
+		a[i].plen = p[i].plen;
+	}
+	return chlb_dp_set_allow(ctx, id, a, n, prune);
+}
+
 static int prealloc(void *ctx, const __u32 *tslot, const __u32 *nwords, __u32 n, __u64 until_ns)
 {
 	return chlb_dp_prealloc_tables(ctx, tslot, nwords, n, until_ns);
@@ -87,7 +100,8 @@ void chlbd_dp_ops(struct chlb_dp *dp, struct chlb_dp_ops *ops, struct chlb_adopt
 				     .resolve = resolve,
 				     .prealloc = prealloc,
 				     .reset_stats = reset_stats,
-				     .reset_svc_stats = reset_svc_stats };
+				     .reset_svc_stats = reset_svc_stats,
+				     .set_allow = set_allow };
 	*aops = (struct chlb_adopt_ops){ .get_backend = get_backend,
 					 .get_service = get_service,
 					 .get_table_hdr = get_table_hdr };

@@ -97,6 +97,15 @@ static json_object *svc_json(const struct chlb_svc_cfg *s)
 		add_int(o, "mtu", s->mtu);
 	if (s->encap_src.family)
 		add_str(o, "encap_src", chlb_fmt_addr(&s->encap_src, b, sizeof(b)));
+	if (s->nallow) {
+		json_object *al = json_object_new_array();
+		char p[64];
+
+		for (__u32 i = 0; i < s->nallow; i++)
+			json_object_array_add(al, json_object_new_string(chlb_fmt_prefix(
+						      &s->allow[i], p, sizeof(p))));
+		json_object_object_add(o, "allow", al);
+	}
 	add_int(o, "backends", s->nbe);
 	json_object_object_add(o, "check", check_json(s));
 	if (r && r->nview) {
@@ -239,6 +248,7 @@ static json_object *counters_json(const struct chlb_counters *c)
 	add_int(o, "bytes", (int64_t)c->bytes);
 	add_int(o, "new_flows", (int64_t)c->new_flows);
 	add_int(o, "no_route", (int64_t)c->no_route);
+	add_int(o, "drop_source", (int64_t)c->drop_source); /* services' allow-lists */
 	return o;
 }
 

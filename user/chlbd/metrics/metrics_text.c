@@ -131,13 +131,17 @@ static void release(struct scrape *s)
 	free(s->ps);
 }
 
-/* One counter family (what: 0 packets, 1 bytes, 2 new flows, 3 no-route drops). */
+/*
+ * One counter family (what: 0 packets, 1 bytes, 2 new flows, 3 no-route
+ * drops, 4 allow-list drops: services only).
+ */
 static __u64 ctr(const struct chlb_counters *c, int what)
 {
 	static const size_t off[] = { offsetof(struct chlb_counters, packets),
 				      offsetof(struct chlb_counters, bytes),
 				      offsetof(struct chlb_counters, new_flows),
-				      offsetof(struct chlb_counters, no_route) };
+				      offsetof(struct chlb_counters, no_route),
+				      offsetof(struct chlb_counters, drop_source) };
 
 	return *(const __u64 *)((const char *)c + off[what]);
 }
@@ -147,17 +151,20 @@ static void services(struct scrape *s)
 	static const char *const names[] = { "chlb_service_packets_total",
 					     "chlb_service_bytes_total",
 					     "chlb_service_new_flows_total",
-					     "chlb_service_no_route_packets_total" };
+					     "chlb_service_no_route_packets_total",
+					     "chlb_service_drop_source_packets_total" };
 	static const char *const helps[] = {
 		"Packets forwarded to the service's backends.",
 		"Bytes forwarded to the service's backends (the client's packets as received).",
 		"Flows the service decided from its tables (TCP SYNs, flows whose entry went "
 		"stale; not UDP flows without an entry).",
 		"Packets of the service dropped: their backend had no route (drop_no_route).",
+		"Packets to the service dropped: their source is not in its allow-list "
+		"(drop_source).",
 	};
 	FILE *f = s->f;
 
-	for (int w = 0; w < 4; w++) {
+	for (int w = 0; w < 5; w++) {
 		head(f, names[w], "counter", helps[w]);
 		for (__u32 i = 0; i < s->nsvc; i++)
 			if (s->svc[i].ok)

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include "base/addr.h"
@@ -58,6 +59,62 @@ const char *chlb_fmt_vip(const struct chlb_vip *v, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%s:%u/%s", a, v->port, chlb_proto_name(v->proto));
 	return buf;
+}
+
+int chlb_parse_prefix(const char *s, struct chlb_prefix *p, const char **why)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *slash = strchr(s, '/');
+	size_t hlen = slash ? (size_t)(slash - s) : strlen(s);
+	unsigned int max, plen;
+	char *end;
+
+	memset(p, 0, sizeof(*p));
+	*why = "not an address";
+	if (hlen == 0 || hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, hlen);
+	host[hlen] = '\0';
+	if (chlb_parse_addr(host, &p->addr))
+		return -EINVAL;
+	max = p->addr.family == CHLB_AF_INET ? 32 : 128;
+	plen = max;
+	if (slash) {
+		*why = p->addr.family == CHLB_AF_INET ? "bad length (0-32)" : "bad length (0-128)";
+		if (slash[1] < '0' || slash[1] > '9' || strlen(slash + 1) > 3)
+			return -EINVAL;
+		plen = (unsigned int)strtoul(slash + 1, &end, 10);
+		if (*end || plen > max)
+			return -EINVAL;
+	}
+	p->plen = (__u8)plen;
+	for (unsigned int b = plen; b < max; b++)
+		if (p->addr.a[b / 8] & (0x80 >> (b % 8))) {
+			*why = "bits set past the length";
+			return -EINVAL;
+		}
+	return 0;
+}
+
+const char *chlb_fmt_prefix(const struct chlb_prefix *p, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	snprintf(buf, len, "%s/%u", chlb_fmt_addr(&p->addr, a, sizeof(a)), p->plen);
+	return buf;
+}
+
+bool chlb_prefix_contains(const struct chlb_prefix *a, const struct chlb_prefix *b)
+{
+	if (a->addr.family != b->addr.family || a->plen > b->plen)
+		return false;
+	for (unsigned int i = 0; i < a->plen; i++) {
+		__u8 m = 0x80 >> (i % 8);
+
+		if ((a->addr.a[i / 8] & m) != (b->addr.a[i / 8] & m))
+			return false;
+	}
+	return true;
 }
 
 int chlb_addr_cmp(const struct chlb_addr *a, const struct chlb_addr *b)

@@ -8,6 +8,7 @@
 #ifndef CHLB_BASE_ADDR_H
 #define CHLB_BASE_ADDR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
 #include "chlb_common.h"
@@ -26,6 +27,12 @@ struct chlb_vip {
 	__u8 proto; /* IPPROTO_TCP / IPPROTO_UDP */
 };
 
+/* A source prefix (allow-lists): addr with the bits past plen zero. */
+struct chlb_prefix {
+	struct chlb_addr addr;
+	__u8 plen; /* 0..32 (IPv4), 0..128 (IPv6) */
+};
+
 /* "10.1.0.2", "2001:db8::2", "[2001:db8::2]": 0, or -EINVAL (not an address). */
 int chlb_parse_addr(const char *s, struct chlb_addr *a);
 
@@ -38,6 +45,17 @@ struct sockaddr_storage;
  */
 int chlb_parse_sockaddr(const char *arg, struct sockaddr_storage *ss, unsigned int *len, char *name,
 			size_t nlen, const char **why);
+
+/*
+ * "10.0.0.0/8", "2001:db8::/32", a bare address (a host: /32, /128): 0, or
+ * -EINVAL with *why (static text): not an address, a bad length, or bits
+ * set past the length.
+ */
+int chlb_parse_prefix(const char *s, struct chlb_prefix *p, const char **why);
+/* "10.0.0.0/8": always with its length. Returns buf. */
+const char *chlb_fmt_prefix(const struct chlb_prefix *p, char *buf, size_t len);
+/* Does a contain b (a's length <= b's, same bits up to it, same family)? */
+bool chlb_prefix_contains(const struct chlb_prefix *a, const struct chlb_prefix *b);
 
 /* Canonical text (inet_ntop, v6 in brackets for VIPs); return buf. */
 const char *chlb_fmt_addr(const struct chlb_addr *a, char *buf, size_t len);

@@ -168,6 +168,53 @@ static int parse_bucket_list(const char *val, __u32 lo, __u32 hi, struct chlb_cm
 	return c->nbucket ? 0 : -EINVAL;
 }
 
+/*
+ * `any`, or "10.0.0.0/8,192.0.2.7": at most CHLB_ALLOW_MAX prefixes, none
+ * inside another (a duplicate or an overlap is a slip: which one was meant?).
+ */
+static int parse_prefixes(const char *val, struct chlb_cmd *c, char *err, size_t errlen)
+{
+	char buf[CHLB_LINE_MAX], a[64], b[64];
+	char *save = NULL, *t;
+	const char *why;
+
+	c->nallow = 0;
+	if (!strcmp(val, "any"))
+		return 0;
+	if (strlen(val) >= sizeof(buf) || !*val || *val == ',' || val[strlen(val) - 1] == ',' ||
+	    strstr(val, ",,"))
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s': malformed allow-list (any, or PREFIX,PREFIX,... without "
+				"spaces)",
+				val);
+	strcpy(buf, val);
+	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		struct chlb_prefix *p = &c->allow[c->nallow];
+
+		if (c->nallow == CHLB_ALLOW_MAX)
+			return chlb_err(err, errlen, -E2BIG,
+					"'%s': too many prefixes in allow-list (at most %d)", t,
+					CHLB_ALLOW_MAX);
+		if (chlb_parse_prefix(t, p, &why))
+			return chlb_err(err, errlen, -EINVAL, "'%s': malformed prefix: %s", t,
+					why);
+		for (__u32 i = 0; i < c->nallow; i++) {
+			const struct chlb_prefix *q = &c->allow[i];
+
+			if (p->addr.family != q->addr.family)
+				return chlb_err(err, errlen, -EINVAL,
+						"'%s': address family differs from '%s'", t,
+						chlb_fmt_prefix(q, a, sizeof(a)));
+			if (chlb_prefix_contains(q, p) || chlb_prefix_contains(p, q))
+				return chlb_err(err, errlen, -EINVAL,
+						"'%s': overlaps '%s' in the allow-list", t,
+						chlb_fmt_prefix(q, b, sizeof(b)));
+		}
+		c->nallow++;
+	}
+	return 0;
+}
+
 /* "200-399": two numbers in [lo, hi], the first not above the second. */
 static int parse_range(const char *s, __u32 lo, __u32 hi, __u32 *a, __u32 *b)
 {
@@ -313,7 +360,7 @@ static void store_opt(const struct chlb_gopt *o, __u32 v, __u8 n, const struct c
 	case CHLB_OPT_ENCAP_SRC:
 		c->encap_src = *a;
 		break;
-	default: /* CHLB_OPT_FORCE: the bit alone; CHLB_OPT_BUCKET: in c->bucket already */
+	default: /* CHLB_OPT_FORCE: the bit alone; CHLB_OPT_BUCKET, _ALLOW: in c already */
 		break;
 	}
 	c->set |= o->bit;
@@ -378,6 +425,10 @@ static int parse_opt(const struct chlb_gopt *o, const char *val, struct chlb_cmd
 		c->check.expect_hi = (__u16)hi;
 		break;
 	}
+	case CHLB_GV_PREFIXES:
+		if (parse_prefixes(val, c, err, errlen))
+			return -EINVAL;
+		break;
 	case CHLB_GV_PATH:
 		if (!valid_path(val))
 			return chlb_err(err, errlen, -EINVAL,

@@ -70,6 +70,7 @@ enum {
 	CHLB_OPT_FORCE = 1u << 10,
 	CHLB_OPT_BUCKET_ONE = 1u << 11, /* `bucket N` (CHLB_OPT_BUCKET: an old file's list) */
 	CHLB_OPT_TARGET = 1u << 12,	/* ring, vnodes auto: `target B` */
+	CHLB_OPT_ALLOW = 1u << 14,	/* allow P1,P2,... | any: the source allow-list */
 	/* health checks: service add/set; the CHLB_OPT_CHECK_ALL ones on backends too */
 	CHLB_OPT_CHECK = 1u << 16, /* check none|tcp|http */
 	CHLB_OPT_CK_PATH = 1u << 17,
@@ -108,6 +109,8 @@ struct chlb_cmd {
 	__u32 vnodes, table_size, buckets; /* vnodes 0: `vnodes auto` */
 	__u32 vnodes_target;		   /* `target B`: B in thousandths */
 	struct chlb_addr encap_src;
+	__u32 nallow; /* allow: the prefixes (0 with CHLB_OPT_ALLOW: `allow any`) */
+	struct chlb_prefix allow[CHLB_ALLOW_MAX];
 	__u32 weight;
 	__u32 nbucket; /* jump: the backend's buckets, as saved (buckets B1,B2,...) */
 	__u32 bucket[CHLB_BE_BUCKETS_MAX];

@@ -272,6 +272,16 @@ static const struct chlb_gopt svc_opts[] = {
 	  .bit = CHLB_OPT_PANIC,
 	  .desc = "when fewer than PERCENT of the backends are up, health is ignored and all "
 		  "serve" },
+	{ .word = "allow",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_PREFIXES,
+	  .meta = "PREFIX,...|any",
+	  .what = "allow-list",
+	  .dflt_text = "any",
+	  .bit = CHLB_OPT_ALLOW,
+	  .desc = "only these source prefixes reach the service (at most 64, of the VIP's "
+		  "family, none inside another); other sources' packets are dropped and counted "
+		  "(drop_source), established connections too; any: every source" },
 	DRY_RUN_OPT,
 	{ 0 },
 };
@@ -393,7 +403,7 @@ static const struct chlb_garg
 #define SVC_SET_NEED                                                                             \
 	(CHLB_OPT_ALGO | CHLB_OPT_VNODES | CHLB_OPT_TARGET | CHLB_OPT_TABLE | CHLB_OPT_FWD |     \
 	 CHLB_OPT_HASH | CHLB_OPT_MTU | CHLB_OPT_ENCAP_SRC | CHLB_OPT_BUCKETS | CHLB_OPT_FORCE | \
-	 CHLB_OPT_HEALTH_ALL)
+	 CHLB_OPT_HEALTH_ALL | CHLB_OPT_ALLOW)
 
 const struct chlb_gstmt chlb_grammar[] = {
 	{ "service", "add", CHLB_CMD_SERVICE_ADD, GW_ALL, vip_arg, svc_opts, 0, false,
@@ -464,6 +474,10 @@ const struct chlb_gkind chlb_gkinds[CHLB_GV_COUNT] = {
 				   ":PORT, at most 127 bytes: www.example.com:8080." },
 	[CHLB_GV_MILLI] = { "B", "A decimal number with up to 3 decimals, in the option's "
 				 "range: 1.05." },
+	[CHLB_GV_PREFIXES] = { "PREFIX,...",
+			       "any, or source prefixes ADDR/LEN separated by commas, "
+			       "without spaces: 10.0.0.0/8,192.0.2.7 (a bare address is "
+			       "one host); no bits set past LEN." },
 	[CHLB_GV_UINT_LIST] = { "B1,B2,...", "Decimal numbers separated by commas, without "
 					     "spaces: 0,7,42." },
 };

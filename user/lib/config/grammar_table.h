@@ -45,6 +45,7 @@ enum chlb_gval {
 	CHLB_GV_PATH,	   /* an HTTP path: '/', then printable ASCII without spaces */
 	CHLB_GV_HOST,	   /* a host name, [A-Za-z0-9.-], with an optional :PORT */
 	CHLB_GV_MILLI,	   /* a decimal with up to 3 decimals in [lo, hi] thousandths (1.05) */
+	CHLB_GV_PREFIXES,  /* `any`, or ADDR[/LEN] prefixes separated by commas */
 	CHLB_GV_COUNT
 };
 

@@ -363,6 +363,11 @@ static void svc_opts(const struct chlb_svc_cfg *s, char *buf, size_t len)
 		ADD(" encap-src %s", chlb_fmt_addr(&s->encap_src, a, sizeof(a)));
 	if (s->force)
 		ADD(" force");
+	if (s->nallow) {
+		char al[CHLB_ALLOW_TEXT_MAX];
+
+		ADD(" allow %s", chlb_allow_fmt(s->allow, s->nallow, al, sizeof(al)));
+	}
 	{
 		char ck[CHLB_CHECK_TEXT_MAX], h[96];
 
@@ -422,6 +427,13 @@ static void svc_changes(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg 
 		    s->encap_src.family ? chlb_fmt_addr(&s->encap_src, b, sizeof(b)) : "none");
 	if (o->force != s->force)
 		ADD("force %s", s->force ? "on" : "off");
+	if (!chlb_svc_allow_equal(o, s)) {
+		char al[CHLB_ALLOW_TEXT_MAX], bl[CHLB_ALLOW_TEXT_MAX];
+
+		ADD("allow %s -> %s (no table change)",
+		    chlb_allow_fmt(o->allow, o->nallow, al, sizeof(al)),
+		    chlb_allow_fmt(s->allow, s->nallow, bl, sizeof(bl)));
+	}
 	if (!svc_health_same(o, s)) {
 		char ck[CHLB_CHECK_TEXT_MAX], h[96];
 
@@ -435,7 +447,7 @@ static void svc_changes(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg 
 
 static bool svc_opts_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 {
-	char x[2048];
+	char x[8192]; /* two allow-lists fit */
 
 	svc_changes(a, b, x, sizeof(x));
 	return !x[0];
@@ -508,7 +520,7 @@ __u32 chlb_state_diff(const struct chlb_state *cur, const struct chlb_state *nex
 		      struct chlb_diff_count *n)
 {
 	struct diff d = { .fn = fn, .ctx = ctx };
-	char vip[CHLB_ADDRSTR], opts[2048];
+	char vip[CHLB_ADDRSTR], opts[8192]; /* two allow-lists fit */
 
 	for (__u32 i = 0; i < next->nsvc; i++) {
 		const struct chlb_svc_cfg *s = &next->svc[i], *o = chlb_state_find(cur, &s->vip);

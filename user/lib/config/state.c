@@ -510,6 +510,18 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 	}
 	if (s->algo != CHLB_ALGO_RING)
 		s->vnodes_target = 0;
+	if (c->set & CHLB_OPT_ALLOW) {
+		char a[64];
+
+		for (__u32 i = 0; i < c->nallow; i++)
+			if (c->allow[i].addr.family != s->vip.addr.family)
+				return chlb_err(err, errlen, -EINVAL,
+						"'%s': allow-list prefix of another family than "
+						"the VIP's",
+						chlb_fmt_prefix(&c->allow[i], a, sizeof(a)));
+		s->nallow = c->nallow;
+		memcpy(s->allow, c->allow, c->nallow * sizeof(c->allow[0]));
+	}
 	if (!chlb_algo_has_order(s->algo) && s->order.n) {
 		chlb_jump_order_free(&s->order);
 		s->order_explicit = false;
@@ -1029,10 +1041,21 @@ void chlb_state_inherit(struct chlb_state *next, const struct chlb_state *cur)
 	}
 }
 
+bool chlb_svc_allow_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
+{
+	if (a->nallow != b->nallow)
+		return false;
+	for (__u32 i = 0; i < a->nallow; i++)
+		if (a->allow[i].plen != b->allow[i].plen ||
+		    chlb_addr_cmp(&a->allow[i].addr, &b->allow[i].addr))
+			return false;
+	return true;
+}
+
 bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 {
 	return a->fwd == b->fwd && a->hash == b->hash && a->mtu == b->mtu &&
-	       !chlb_addr_cmp(&a->encap_src, &b->encap_src);
+	       !chlb_addr_cmp(&a->encap_src, &b->encap_src) && chlb_svc_allow_equal(a, b);
 }
 
 bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)

@@ -104,6 +104,23 @@ static void format_buckets(struct sbuf *b, const struct bucket_ref *ref, __u32 n
 		sb_printf(b, " bucket %u", ref[lo].k);
 }
 
+const char *chlb_allow_fmt(const struct chlb_prefix *p, __u32 n, char *buf, size_t len)
+{
+	size_t at = 0;
+	char one[64];
+
+	snprintf(buf, len, "%s", n ? "" : "any");
+	for (__u32 i = 0; i < n && at < len; i++) {
+		int w = snprintf(buf + at, len - at, "%s%s", i ? "," : "",
+				 chlb_fmt_prefix(&p[i], one, sizeof(one)));
+
+		if (w < 0)
+			break;
+		at += (size_t)w;
+	}
+	return buf;
+}
+
 static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 {
 	struct bucket_ref *ref = NULL;
@@ -135,6 +152,11 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 		sb_printf(b, " encap-src %s", chlb_fmt_addr(&s->encap_src, a, sizeof(a)));
 	if (s->force)
 		sb_printf(b, " force");
+	if (s->nallow) {
+		char al[CHLB_ALLOW_TEXT_MAX];
+
+		sb_printf(b, " allow %s", chlb_allow_fmt(s->allow, s->nallow, al, sizeof(al)));
+	}
 	/* nothing when no check is configured: files from before checks stay byte-identical */
 	sb_printf(b, "%s", chlb_check_fmt(&s->check, true, ck, sizeof(ck)));
 	sb_printf(b, "%s\n", chlb_health_fmt(&s->health, ck, sizeof(ck)));

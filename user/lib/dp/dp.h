@@ -205,6 +205,21 @@ int chlb_dp_del_service(struct chlb_dp *dp, const struct chlb_vip_key *key);
 int chlb_dp_get_service(struct chlb_dp *dp, const struct chlb_vip_key *key,
 			struct chlb_service *svc);
 
+/*
+ * A service's source allow-list in the allow trie (dp_allow.c): n prefixes
+ * (addr: IPv4 in the first 4 bytes). prune false: adds the missing ones,
+ * touches no other; prune true: also deletes every entry of service id
+ * that is not among them (n = 0: all of them). A change that must not drop
+ * an allowed source calls it without prune, publishes the view, then with
+ * prune. 0 or -errno.
+ */
+struct chlb_allow_pfx {
+	__u8 addr[16];
+	__u8 plen; /* 0..32 (IPv4) or 0..128 (IPv6) */
+};
+int chlb_dp_set_allow(struct chlb_dp *dp, __u32 svc_id, const struct chlb_allow_pfx *p, __u32 n,
+		      bool prune);
+
 /* Build a VIP key: family CHLB_AF_INET (addr = 4 bytes) or CHLB_AF_INET6 (16). */
 void chlb_dp_vip_key(struct chlb_vip_key *key, int family, const void *addr, __u16 port_host,
 		     __u8 proto);
@@ -376,6 +391,7 @@ enum chlb_dp_map {
 	CHLB_MAP_VIP_INDEX,   /* the data plane's VIP index: key slot -> views slot */
 	CHLB_MAP_VIEWS,	      /* the data plane's copies of the views */
 	CHLB_MAP_FILTER_BANK, /* which conn_filter bank readers test */
+	CHLB_MAP_ALLOW,	      /* every service's source allow-list (LPM trie) */
 	CHLB_MAP_COUNT
 };
 /* Map fd (owned by dp), or -1. Names as in bpf/chlb_maps.bpf.h. */

@@ -19,6 +19,7 @@ static const char *const map_names[CHLB_MAP_COUNT] = {
 	[CHLB_MAP_VIP_INDEX] = "vip_index",
 	[CHLB_MAP_VIEWS] = "views",
 	[CHLB_MAP_FILTER_BANK] = "filter_bank",
+	[CHLB_MAP_ALLOW] = "allow",
 };
 
 const char *chlb_dp_map_name(enum chlb_dp_map m)
@@ -51,6 +52,8 @@ struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m)
 		return dp->skel->maps.views;
 	case CHLB_MAP_FILTER_BANK:
 		return dp->skel->maps.filter_bank;
+	case CHLB_MAP_ALLOW:
+		return dp->skel->maps.allow;
 	default:
 		return NULL;
 	}

@@ -181,6 +181,8 @@ static void fill_view(const struct chlb_svc_cfg *c, int id, struct chlb_rt_svc *
 	v->fwd = c->fwd;
 	v->hash_fields = c->hash;
 	v->mtu = c->mtu;
+	if (c->nallow)
+		v->flags |= CHLB_SVC_F_ALLOW;
 	if (c->encap_src.family == CHLB_AF_INET6) {
 		memcpy(v->encap_src, c->encap_src.a, 16);
 	} else if (c->encap_src.family == CHLB_AF_INET) {
@@ -192,13 +194,28 @@ static void fill_view(const struct chlb_svc_cfg *c, int id, struct chlb_rt_svc *
 		v->table[i] = (__u32)id * CHLB_SLOTS_PER_SERVICE + s->view[i];
 }
 
+/*
+ * The view, and the allow-list around it: new prefixes before the view
+ * (a view that turns the list on never meets an empty one), old ones after
+ * it, so a source allowed before and after is never dropped in between.
+ */
 static int publish(struct chlb_rt *rt, struct chlb_rt_svc *s, const struct chlb_svc_cfg *c)
 {
 	struct chlb_vip_key key;
+	__u32 id = (__u32)(s - rt->svc);
+	int rc;
 
-	fill_view(c, (int)(s - rt->svc), s);
+	if (rt->ops.set_allow && c->nallow) {
+		rc = rt->ops.set_allow(rt->ops.ctx, id, c->allow, c->nallow, false);
+		if (rc)
+			return rc;
+	}
+	fill_view(c, (int)id, s);
 	chlb_vip_to_key(&s->vip, &key);
-	return rt->ops.set_service(rt->ops.ctx, &key, &s->sv);
+	rc = rt->ops.set_service(rt->ops.ctx, &key, &s->sv);
+	if (!rc && rt->ops.set_allow)
+		rt->ops.set_allow(rt->ops.ctx, id, c->allow, c->nallow, true);
+	return rc;
 }
 
 static int alloc_id(struct chlb_rt *rt)
@@ -377,6 +394,8 @@ static void delete_service(struct chlb_rt *rt, struct chlb_rt_svc *s)
 
 	chlb_vip_to_key(&s->vip, &key);
 	rt->ops.del_service(rt->ops.ctx, &key);
+	if (rt->ops.set_allow) /* the id's prefixes: a later service of this id starts clean */
+		rt->ops.set_allow(rt->ops.ctx, (__u32)(s - rt->svc), NULL, 0, true);
 	for (__u32 i = 0; i < s->nview; i++)
 		s->slot[s->view[i]].free_at = now + rt->grace_ns;
 	s->nview = 0;
@@ -519,6 +538,8 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 			tmp.fwd = n->fwd;
 			tmp.mtu = n->mtu;
 			tmp.encap_src = n->encap_src;
+			tmp.nallow = n->nallow;
+			memcpy(tmp.allow, n->allow, sizeof(tmp.allow));
 			table_changed = !chlb_svc_equal(&tmp, n);
 		}
 		rc = swap_service(rt, n, table_changed, msg, sizeof(msg));

@@ -47,6 +47,11 @@ struct chlb_dp_ops {
 	int (*reset_stats)(void *ctx, __u32 slot);
 	/* optional: zero a service id's counters (svc_stats, every CPU): a new service */
 	int (*reset_svc_stats)(void *ctx, __u32 id);
+	/*
+	 * optional: service id's source allow-list (chlb_dp_set_allow): the n
+	 * prefixes added; with prune, every other entry of id removed too.
+	 */
+	int (*set_allow)(void *ctx, __u32 id, const struct chlb_prefix *p, __u32 n, bool prune);
 };
 
 #define CHLB_BE_HASH 16384
