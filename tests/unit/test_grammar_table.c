@@ -161,6 +161,8 @@ static const char *sample(enum chlb_gval val, const struct chlb_gopt *o, char *b
 		return "www.example.com:8080";
 	case CHLB_GV_MILLI:
 		return "1.05";
+	case CHLB_GV_PREFIXES:
+		return "10.0.0.0/8,192.0.2.7";
 	default:
 		return NULL;
 	}

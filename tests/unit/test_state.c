@@ -183,6 +183,58 @@ static void text_round_trip(void **unused)
 	chlb_state_free(&b);
 }
 
+/* allow-lists: taken, saved and read back the same; bad ones refused, naming the prefix */
+static void allow_lists(void **unused)
+{
+	struct chlb_state st, back;
+	char err[CHLB_ERR_MAX], line[CHLB_LINE_MAX];
+	char *t, *t2;
+	int n;
+
+	chlb_state_init(&st);
+	chlb_state_init(&back);
+	must(&st, "service add 10.0.0.1:80/tcp allow 198.51.100.0/24,203.0.113.7");
+	must(&st, "service add [2001:db8::1]:80/tcp");
+	must(&st, "service set [2001:db8::1]:80/tcp allow 2001:db8:c::/48,2001:db8:d::1");
+	assert_int_equal(st.svc[0].nallow, 2);
+	t = chlb_state_format(&st, true);
+	assert_non_null(strstr(t, " allow 198.51.100.0/24,203.0.113.7/32"));
+	assert_non_null(strstr(t, " allow 2001:db8:c::/48,2001:db8:d::1/128"));
+	if (chlb_state_exec_text(&back, t, "saved", err, sizeof(err)))
+		fail_msg("%s", err);
+	t2 = chlb_state_format(&back, true);
+	assert_string_equal(t, t2);
+	free(t2);
+	free(t);
+	must_fail(&st, "service set 10.0.0.1:80/tcp allow 10.0.0.0/33", "'10.0.0.0/33': malformed "
+								      "prefix: bad length");
+	must_fail(&st, "service set 10.0.0.1:80/tcp allow 10.0.0.1/8",
+		  "'10.0.0.1/8': malformed prefix: bits set past the length");
+	must_fail(&st, "service set 10.0.0.1:80/tcp allow 10.0.0.0/8,10.1.0.0/16",
+		  "'10.1.0.0/16': overlaps '10.0.0.0/8'");
+	must_fail(&st, "service set 10.0.0.1:80/tcp allow 10.0.0.1,10.0.0.1", "overlaps");
+	must_fail(&st, "service set 10.0.0.1:80/tcp allow 10.0.0.0/8,2001:db8::/32",
+		  "'2001:db8::/32': address family differs");
+	must_fail(&st, "service set 10.0.0.1:80/tcp allow 2001:db8::/32",
+		  "'2001:db8::/32': allow-list prefix of another family");
+	must_fail(&st, "service set 10.0.0.1:80/tcp allow 10.0.0.0/8,", "malformed allow-list");
+	must_fail(&st, "service set 10.0.0.1:80/tcp allow foo", "'foo': malformed prefix");
+	n = snprintf(line, sizeof(line), "service set 10.0.0.1:80/tcp allow ");
+	for (int i = 0; i <= CHLB_ALLOW_MAX; i++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s10.%d.0.0/16", i ? "," : "", i);
+	must_fail(&st, line, "'10.64.0.0/16': too many prefixes in allow-list (at most 64)");
+	line[strlen(line) - strlen(",10.64.0.0/16")] = '\0'; /* 64: the limit itself */
+	must(&st, line);
+	assert_int_equal(st.svc[0].nallow, CHLB_ALLOW_MAX);
+	must(&st, "service set 10.0.0.1:80/tcp allow any");
+	assert_int_equal(st.svc[0].nallow, 0);
+	t = chlb_state_format(&st, false);
+	assert_null(strstr(t, "10.0.0.1:80/tcp algo ring vnodes 160 fwd ipip hash 5tuple allow"));
+	free(t);
+	chlb_state_free(&st);
+	chlb_state_free(&back);
+}
+
 static void bad_line_applies_nothing(void **unused)
 {
 	struct chlb_state st;
@@ -417,6 +469,7 @@ int main(void)
 		cmocka_unit_test(validation),
 		cmocka_unit_test(too_many_services),
 		cmocka_unit_test(text_round_trip),
+		cmocka_unit_test(allow_lists),
 		cmocka_unit_test(bad_line_applies_nothing),
 		cmocka_unit_test(files),
 		cmocka_unit_test(indexed_equals_plain),
