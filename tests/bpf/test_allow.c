@@ -152,7 +152,8 @@ static void expect(int family, const char *src, const char *vip, __u32 id, bool 
 			assert_int_equal(d.reason[CHLB_R_DROP_SOURCE], 0);
 			assert_int_equal(drops_of(id), before);
 		} else {
-			assert_int_equal(v[0], prog == CHLB_PROG_XDP ? XDP_DROP : 2 /* TC_ACT_SHOT */);
+			assert_int_equal(v[0],
+					 prog == CHLB_PROG_XDP ? XDP_DROP : 2 /* TC_ACT_SHOT */);
 			assert_int_equal(d.reason[CHLB_R_DROP_SOURCE], 2);
 			assert_int_equal(d.reason[CHLB_R_FORWARDED], 0);
 			assert_int_equal(d.reason[CHLB_R_CT_MISS] + d.reason[CHLB_R_CT_INSERT], 0);

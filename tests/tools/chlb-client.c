@@ -26,7 +26,8 @@
  * Every round (and once/churn at the end) ends with "backend NAME COUNT"
  * lines and one "summary round R total N ok N fail N moved N" line; failures
  * are also counted by cause ("failcause WHY COUNT"). Every wait has a
- * deadline (-T ms, default 3000): the tool never hangs. -P BYTES pads every
+ * deadline (-T ms, default 3000): the tool never hangs. -b SRC binds every
+ * connection to the source address SRC (allow-list tests). -P BYTES pads every
  * request (and so its echo) to BYTES, up to 8192: full-size packets. -H
  * speaks HTTP/1.1 instead of lines: "GET /req-I-round-R" on a kept-alive
  * connection, the body names the backend and echoes the path.
@@ -91,6 +92,8 @@ struct conn {
 
 static struct sockaddr_storage dst;
 static socklen_t dst_len;
+static struct sockaddr_storage src; /* -b: the source address, else the kernel's choice */
+static socklen_t src_len;
 static int udp, timeout_ms = 3000, ep;
 static long long total, ok, failed, moved, fails[W_MAX];
 static char be_name[MAX_BE][NAME_LEN];
@@ -231,6 +234,10 @@ static void start(struct conn *c, int idx)
 	total++;
 	c->fd = socket(dst.ss_family, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK, 0);
 	if (c->fd < 0) {
+		fail(c, W_SOCKET);
+		return;
+	}
+	if (src_len && bind(c->fd, (struct sockaddr *)&src, src_len) < 0) {
 		fail(c, W_SOCKET);
 		return;
 	}
@@ -524,25 +531,30 @@ static int send_icmp(unsigned sport, unsigned dport)
 	return 0;
 }
 
-static int parse_dst(const char *a, int port)
+static int parse_addr(const char *a, int port, struct sockaddr_storage *ss, socklen_t *len)
 {
-	struct sockaddr_in *s4 = (void *)&dst;
-	struct sockaddr_in6 *s6 = (void *)&dst;
+	struct sockaddr_in *s4 = (void *)ss;
+	struct sockaddr_in6 *s6 = (void *)ss;
 
-	memset(&dst, 0, sizeof(dst));
+	memset(ss, 0, sizeof(*ss));
 	if (inet_pton(AF_INET, a, &s4->sin_addr) == 1) {
 		s4->sin_family = AF_INET;
 		s4->sin_port = htons(port);
-		dst_len = sizeof(*s4);
+		*len = sizeof(*s4);
 		return 0;
 	}
 	if (inet_pton(AF_INET6, a, &s6->sin6_addr) == 1) {
 		s6->sin6_family = AF_INET6;
 		s6->sin6_port = htons(port);
-		dst_len = sizeof(*s6);
+		*len = sizeof(*s6);
 		return 0;
 	}
 	return -1;
+}
+
+static int parse_dst(const char *a, int port)
+{
+	return parse_addr(a, port, &dst, &dst_len);
 }
 
 static void usage(void)
@@ -550,7 +562,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: chlb-client once|hold|churn|icmp -t ADDR [-p PORT] [-n CONNS] "
 		"[-k CONCURRENCY] [-d SECONDS] [-s SPORT] [-T TIMEOUT_MS] [-P BYTES] [-H | -u] "
-		"[-q]\n");
+		"[-q] [-b SRC]\n");
 	exit(2);
 }
 
@@ -564,8 +576,12 @@ int main(int argc, char **argv)
 		usage();
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "t:p:n:k:d:s:T:P:Huq")) != -1) {
+	while ((opt = getopt(argc, argv, "t:p:n:k:d:s:T:P:Huqb:")) != -1) {
 		switch (opt) {
+		case 'b':
+			if (parse_addr(optarg, 0, &src, &src_len) < 0)
+				usage();
+			break;
 		case 't':
 			target = optarg;
 			break;

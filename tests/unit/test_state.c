@@ -206,8 +206,9 @@ static void allow_lists(void **unused)
 	assert_string_equal(t, t2);
 	free(t2);
 	free(t);
-	must_fail(&st, "service set 10.0.0.1:80/tcp allow 10.0.0.0/33", "'10.0.0.0/33': malformed "
-								      "prefix: bad length");
+	must_fail(&st, "service set 10.0.0.1:80/tcp allow 10.0.0.0/33",
+		  "'10.0.0.0/33': malformed "
+		  "prefix: bad length");
 	must_fail(&st, "service set 10.0.0.1:80/tcp allow 10.0.0.1/8",
 		  "'10.0.0.1/8': malformed prefix: bits set past the length");
 	must_fail(&st, "service set 10.0.0.1:80/tcp allow 10.0.0.0/8,10.1.0.0/16",
@@ -221,7 +222,8 @@ static void allow_lists(void **unused)
 	must_fail(&st, "service set 10.0.0.1:80/tcp allow foo", "'foo': malformed prefix");
 	n = snprintf(line, sizeof(line), "service set 10.0.0.1:80/tcp allow ");
 	for (int i = 0; i <= CHLB_ALLOW_MAX; i++)
-		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s10.%d.0.0/16", i ? "," : "", i);
+		n +=
+		    snprintf(line + n, sizeof(line) - (size_t)n, "%s10.%d.0.0/16", i ? "," : "", i);
 	must_fail(&st, line, "'10.64.0.0/16': too many prefixes in allow-list (at most 64)");
 	line[strlen(line) - strlen(",10.64.0.0/16")] = '\0'; /* 64: the limit itself */
 	must(&st, line);

@@ -395,6 +395,8 @@ void show_plan(json_object *r)
 			printf("  table fingerprint after: %s\n", json_object_get_string(est));
 		if (json_object_object_get_ex(e, "health", &est)) /* check settings */
 			printf("  %s\n", json_object_get_string(est));
+		if (json_object_object_get_ex(e, "allow", &est)) /* the source allow-list */
+			printf("  %s\n", json_object_get_string(est));
 		for (size_t j = 0; b && j < json_object_array_length(b); j++) {
 			json_object *x = json_object_array_get_idx(b, j);
 			double bf = d(x, "before"), af = d(x, "after");

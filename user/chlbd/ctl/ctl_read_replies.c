@@ -102,8 +102,8 @@ static json_object *svc_json(const struct chlb_svc_cfg *s)
 		char p[64];
 
 		for (__u32 i = 0; i < s->nallow; i++)
-			json_object_array_add(al, json_object_new_string(chlb_fmt_prefix(
-						      &s->allow[i], p, sizeof(p))));
+			json_object_array_add(al, json_object_new_string(
+						      chlb_fmt_prefix(&s->allow[i], p, sizeof(p))));
 		json_object_object_add(o, "allow", al);
 	}
 	add_int(o, "backends", s->nbe);

@@ -196,8 +196,7 @@ static int parse_prefixes(const char *val, struct chlb_cmd *c, char *err, size_t
 					"'%s': too many prefixes in allow-list (at most %d)", t,
 					CHLB_ALLOW_MAX);
 		if (chlb_parse_prefix(t, p, &why))
-			return chlb_err(err, errlen, -EINVAL, "'%s': malformed prefix: %s", t,
-					why);
+			return chlb_err(err, errlen, -EINVAL, "'%s': malformed prefix: %s", t, why);
 		for (__u32 i = 0; i < c->nallow; i++) {
 			const struct chlb_prefix *q = &c->allow[i];
 

@@ -131,6 +131,23 @@ static json_object *established(const struct chlb_svc_cfg *o, const struct chlb_
 	return json_object_new_string(buf);
 }
 
+/* A changed allow-list, as the dry run says it: "allow A -> B (...)". */
+static json_object *allow_change(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg *s)
+{
+	char a[CHLB_ALLOW_TEXT_MAX], b[CHLB_ALLOW_TEXT_MAX], *t;
+	json_object *j;
+
+	if (asprintf(&t,
+		     "allow %s -> %s (no table change; established connections of a source "
+		     "that leaves the list are dropped)",
+		     chlb_allow_fmt(o->allow, o->nallow, a, sizeof(a)),
+		     chlb_allow_fmt(s->allow, s->nallow, b, sizeof(b))) < 0)
+		return json_object_new_string("allow-list change");
+	j = json_object_new_string(t);
+	free(t);
+	return j;
+}
+
 /*
  * The table's decision fingerprint (table/table_fp.c): by backend address,
  * so it is what `service list` shows once the change is applied, on any
@@ -275,6 +292,8 @@ json_object *chlb_plan(const struct chlb_state *cur, const struct chlb_state *ne
 				json_object_object_add(
 				    e, "health",
 				    json_object_new_string("health check settings change"));
+			if (o && !chlb_svc_allow_equal(o, &next->svc[i]))
+				json_object_object_add(e, "allow", allow_change(o, &next->svc[i]));
 			json_object_array_add(arr, e);
 		} else if (!chlb_svc_health_equal(o, &next->svc[i])) {
 			/* the checker's settings alone: no table is built or swapped */
