@@ -89,6 +89,12 @@ test_bad_lists_change_nothing() {
 		bash -c "'$CHLBCTL' -s '$CHLBD_SOCK' service set '$vip' allow $(seq -s, -f '10.9.%g.0/24' 0 64) 2>&1 | grep -q 'at most 64'" ||
 		rc=1
 	check "state unchanged" [ "$(saved)" = "$before" ] || rc=1
+	# which tells a dropped source from a listed one
+	out=$(ctl which 10.0.1.4:4000 "$VIP4:80" tcp)
+	check "which: an unlisted source is dropped: $out" grep -q '^dropped: .*allow-list' <<<"$out" ||
+		rc=1
+	out=$(ctl which 10.0.1.3:4000 "$VIP4:80" tcp)
+	check "which: a listed source is not: $out" nogrep -q '^dropped:' <<<"$out" || rc=1
 	out=$(ctl service set "$vip" allow any --dry-run 2>&1)
 	check "dry run names the change: $out" grep -q 'allow 10.0.1.3/32 -> any' <<<"$out" || rc=1
 	check "dry run changed nothing" [ "$(saved)" = "$before" ] || rc=1

@@ -327,6 +327,8 @@ void show_which(json_object *r)
 	char b[128], tb[96];
 
 	printf("service:      %s (flow hash crc32c %s)\n", s(r, "service"), s(r, "crc"));
+	if (json_object_object_get_ex(r, "dropped", &c)) /* the source allow-list */
+		printf("dropped:      %s\n", json_object_get_string(c));
 	printf("new flow:     %s%s\n", be(r, "new_flow", b, sizeof(b)),
 	       table_ref(r, t, "new_flow_table", tb, sizeof(tb)));
 	printf("established:  %s, by %s%s\n", be(r, "established", b, sizeof(b)),

@@ -398,6 +398,19 @@ static bool conn_held(const struct chlb_conn *c)
 	       (c->last_ns >= now || now - c->last_ns < CHLB_CONN_HELD_MAX_NS);
 }
 
+/* Is the flow's source in one of the service's allow-list prefixes (bpf/chlb_pipeline.h)? */
+static bool source_listed(const struct chlb_svc_cfg *cfg, const struct chlb_flow *f)
+{
+	struct chlb_prefix host = { .addr.family = f->family,
+				    .plen = f->family == CHLB_AF_INET ? 32 : 128 };
+
+	memcpy(host.addr.a, f->src, 16);
+	for (__u32 i = 0; cfg && i < cfg->nallow; i++)
+		if (chlb_prefix_contains(&cfg->allow[i], &host))
+			return true;
+	return false;
+}
+
 /*
  * Mirrors bpf/chlb_stick.h: what the data plane does with this flow, by the
  * tables its view names now (chlbd's own, or after a restart the pinned ones
@@ -451,6 +464,15 @@ json_object *reply_which(const struct chlb_cmd *c)
 		json_object_array_add(tabs, t);
 	}
 	json_object_object_add(o, "tables", tabs);
+	if ((v.flags & CHLB_SVC_F_ALLOW) && !source_listed(cfg, &c->flow)) {
+		/* dropped before any entry or table is looked at */
+		add_str(o, "dropped", "the source is not in the service's allow-list (drop_source)");
+		json_object_object_add(o, "new_flow", NULL);
+		json_object_object_add(o, "established", NULL);
+		add_str(o, "established_by", "nothing: the source is not in the allow-list");
+		json_object_object_add(o, "conn", NULL);
+		return o;
+	}
 	json_object_object_add(o, "new_flow", d0 == ~0u ? NULL : be_ref(d0));
 	if (d0 != ~0u)
 		add_int(o, "new_flow_table", 0);
