@@ -466,7 +466,8 @@ json_object *reply_which(const struct chlb_cmd *c)
 	json_object_object_add(o, "tables", tabs);
 	if ((v.flags & CHLB_SVC_F_ALLOW) && !source_listed(cfg, &c->flow)) {
 		/* dropped before any entry or table is looked at */
-		add_str(o, "dropped", "the source is not in the service's allow-list (drop_source)");
+		add_str(o, "dropped",
+			"the source is not in the service's allow-list (drop_source)");
 		json_object_object_add(o, "new_flow", NULL);
 		json_object_object_add(o, "established", NULL);
 		add_str(o, "established_by", "nothing: the source is not in the allow-list");
