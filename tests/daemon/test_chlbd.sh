@@ -153,7 +153,7 @@ test_which_agrees() {
 }
 
 CV=10.0.0.70:80/tcp
-CW=10.0.0.71:0/tcp
+CW=10.0.0.71:*/tcp
 
 # nogrep ARGS: grep finds nothing
 # the probed flows of file $1 as "CLIENT BACKEND STATE" ($2), sorted

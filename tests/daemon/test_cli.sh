@@ -275,7 +275,7 @@ test_one_word_per_argument() {
 # `which` once said "no service for destination (VIP:PORT/PROTO)" without one
 test_read_only_errors() {
 	local out req
-	expect 1 "'10.0.0.99:80/tcp': no such service (nor '10.0.0.99:0/tcp')" \
+	expect 1 "'10.0.0.99:80/tcp': no such service (nor '10.0.0.99:*/tcp')" \
 		which 10.9.0.1:4000 10.0.0.99:80 tcp || return 1
 	for req in "which 10.9.0.1:4000 10.0.0.99:80 tcp" "service list 10.0.0.99:80/tcp" \
 		"backend list 10.0.0.99:80/tcp" "conns 10.0.0.99:80/tcp" "conns --backend 10.9.9.9"; do
@@ -389,12 +389,12 @@ test_invalid_utf8() {
 test_vip_without_port() {
 	local before out
 	before=$(saved)
-	expect 2 "'10.0.0.1/tcp': missing ':PORT' in VIP (every port of the address: '10.0.0.1:0/tcp')" \
+	expect 2 "'10.0.0.1/tcp': missing ':PORT' in VIP (every port of the address: '10.0.0.1:*/tcp')" \
 		service add 10.0.0.1/tcp || return 1
-	expect 2 "'[2001:db8::5]:0/udp'" service add '[2001:db8::5]/udp' || return 1
+	expect 2 "'[2001:db8::5]:*/udp'" service add '[2001:db8::5]/udp' || return 1
 	out=$(raw 'service add 10.0.0.1/tcp\n')
 	check "chlbd says the same, kind usage: $out" \
-		[ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] && grep -qF "'10.0.0.1:0/tcp'" <<<"$out" || return 1
+		[ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] && grep -qF "'10.0.0.1:*/tcp'" <<<"$out" || return 1
 	check "nothing changed" [ "$before" = "$(saved)" ] || return 1
 	ctl service add 10.0.0.1:0/tcp && ctl service del 10.0.0.1:0/tcp
 }
@@ -473,7 +473,7 @@ test_health_check_config() {
 	expect 2 "'udp': unknown check type (expected none, tcp or http)" backend set $A 10.1.0.2 check udp || return 1
 	expect 2 "'panic': unknown backend option" backend set $A 10.1.0.2 panic 10 || return 1
 	expect 2 "nothing to set (expected at least one of weight" backend set $A 10.1.0.2 || return 1
-	expect 2 "'check tcp': 10.0.0.30:0/tcp is a VIP of every port" service add 10.0.0.30:0/tcp check tcp || return 1
+	expect 2 "'check tcp': 10.0.0.30:*/tcp is a VIP of every port" service add 10.0.0.30:0/tcp check tcp || return 1
 	out=$(raw "service set $A panic 101\n")
 	check "chlbd: kind usage, names the token: $out" \
 		[ "$(pyjson 'd["kind"]' <<<"$out")" = usage ] && grep -qF "'101': panic threshold" <<<"$out" || return 1
@@ -509,12 +509,12 @@ test_start_refuses_own_address() {
 	chlbd_stop TERM
 	chlbd_start xdp-generic -c "$bad" || return 1
 	check "logged: nothing from the config applied" \
-		grep -qF "'10.1.0.1:0/tcp': 10.1.0.1 is an address of this host (v0)" "$CHLBD_LOG" || return 1
+		grep -qF "'10.1.0.1:*/tcp': 10.1.0.1 is an address of this host (v0)" "$CHLBD_LOG" || return 1
 	check "started from the state file" [ "$before" = "$(saved)" ] || return 1
 	echo "service set 10.1.0.1:0/tcp force" >>"$bad"
 	chlbd_stop TERM
 	chlbd_start xdp-generic -c "$bad" || return 1
-	check "with force it is" saved | grep -q "^service add 10.1.0.1:0/tcp .*force$"
+	check "with force it is" saved | grep -q "^service add 10.1.0.1:\*/tcp .*force$"
 }
 
 lib_run

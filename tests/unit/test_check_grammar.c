@@ -18,7 +18,7 @@
 #include "config/state.h"
 
 #define VIP  "10.0.0.10:80/tcp"
-#define VIP0 "10.0.0.20:0/tcp" /* every port */
+#define VIP0 "10.0.0.20:*/tcp" /* every port */
 #define BE1  "10.1.0.2"
 #define BE2  "10.1.0.3"
 
@@ -262,7 +262,7 @@ static void bad_values_refused(void **unused)
 		{ "backend set " VIP " " BE1, "nothing to set (expected at least one of weight" },
 		/* a VIP of every port: a check needs a port */
 		{ "service set " VIP0 " check tcp",
-		  "'check tcp': 10.0.0.20:0/tcp is a VIP of every "
+		  "'check tcp': 10.0.0.20:*/tcp is a VIP of every "
 		  "port" },
 		{ "service add 10.0.0.21:0/tcp check http", "needs a port (port N)" },
 		{ "backend add " VIP0 " 10.1.0.9 check tcp", "'check tcp'" },
@@ -352,8 +352,8 @@ static void no_checks_unchanged(void **unused)
 	    "# chlb state: 2 services; one statement per line (chlbctl grammar)\n"
 	    "service add 10.0.0.10:80/tcp algo ring vnodes 160 fwd ipip hash 5tuple\n"
 	    "backend add 10.0.0.10:80/tcp 10.1.0.2 weight 100\n"
-	    "service add 10.0.0.20:0/tcp algo maglev table 65537 fwd ipip hash src mtu 1500\n"
-	    "backend add 10.0.0.20:0/tcp 10.1.0.3 weight 5\n";
+	    "service add 10.0.0.20:*/tcp algo maglev table 65537 fwd ipip hash src mtu 1500\n"
+	    "backend add 10.0.0.20:*/tcp 10.1.0.3 weight 5\n";
 	struct chlb_state st, back;
 	char err[CHLB_ERR_MAX], *t;
 

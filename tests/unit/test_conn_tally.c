@@ -18,7 +18,7 @@
 
 #define NS   1000000000ull
 #define WEB  "10.0.0.10:80/tcp"
-#define WILD "10.0.0.10:0/tcp"
+#define WILD "10.0.0.10:*/tcp"
 #define DNS  "10.0.0.20:53/udp"
 #define V6   "[2001:db8::10]:443/tcp"
 
@@ -110,8 +110,8 @@ static int setup(void **state)
 	change("service add 10.0.0.10:80/tcp algo jump\n"
 	       "backend add 10.0.0.10:80/tcp 10.1.0.2\n"
 	       "backend add 10.0.0.10:80/tcp 10.1.0.3\n"
-	       "service add 10.0.0.10:0/tcp algo jump\n"
-	       "backend add 10.0.0.10:0/tcp 10.1.0.4\n"
+	       "service add 10.0.0.10:*/tcp algo jump\n"
+	       "backend add 10.0.0.10:*/tcp 10.1.0.4\n"
 	       "service add 10.0.0.20:53/udp algo jump\n"
 	       "backend add 10.0.0.20:53/udp 10.1.0.2\n"
 	       "service add [2001:db8::10]:443/tcp algo jump\n"
@@ -170,7 +170,7 @@ static void attributes_and_classifies(void **state)
 
 	assert_int_equal(chlb_ct_tally_init(&t, &st, rt, now, 30 * NS, 0), 0);
 	web = svc_index("10.0.0.10:80/tcp");
-	wild = svc_index("10.0.0.10:0/tcp");
+	wild = svc_index("10.0.0.10:*/tcp");
 	dns = svc_index("10.0.0.20:53/udp");
 	v6 = svc_index("[2001:db8::10]:443/tcp");
 	two = be_index(web, "10.1.0.2");
@@ -185,14 +185,14 @@ static void attributes_and_classifies(void **state)
 	       conn(WEB, "10.1.0.3", 0, 0), CHLB_CONN_LIVE, "10.0.0.10:80/tcp", "10.1.0.3");
 	/* no exact service on port 8080: the port-0 wildcard */
 	expect(&t, flow("192.0.2.1", 1003, "10.0.0.10", 8080, IPPROTO_TCP),
-	       conn(WILD, "10.1.0.4", 0, 0), CHLB_CONN_LIVE, "10.0.0.10:0/tcp", "10.1.0.4");
+	       conn(WILD, "10.1.0.4", 0, 0), CHLB_CONN_LIVE, "10.0.0.10:*/tcp", "10.1.0.4");
 	/*
 	 * an entry written under the wildcard before the exact service took port
 	 * 80: the data plane still follows it to the wildcard's backend, so it
 	 * is that (service, backend)'s
 	 */
 	expect(&t, flow("192.0.2.1", 1004, "10.0.0.10", 80, IPPROTO_TCP),
-	       conn(WILD, "10.1.0.4", 0, 0), CHLB_CONN_LIVE, "10.0.0.10:0/tcp", "10.1.0.4");
+	       conn(WILD, "10.1.0.4", 0, 0), CHLB_CONN_LIVE, "10.0.0.10:*/tcp", "10.1.0.4");
 	/* another generation of the slot: a previous occupant's entry */
 	struct chlb_conn old = conn(WEB, "10.1.0.2", 0, 0);
 	old.gen--;

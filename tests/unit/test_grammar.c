@@ -44,6 +44,13 @@ static void service_add_full(void **st)
 	ok("service add [2001:db8::10]:0/tcp", &c);
 	assert_int_equal(c.vip.port, 0);
 	assert_int_equal(c.vip.addr.family, CHLB_AF_INET6);
+	/* the star is port 0, and port 0 is written back as the star */
+	ok("service add 10.0.0.10:*/udp", &c);
+	assert_int_equal(c.vip.port, 0);
+	assert_string_equal(chlb_fmt_vip(&c.vip, buf, sizeof(buf)), "10.0.0.10:*/udp");
+	ok("backend add [2001:db8::10]:*/tcp 2001:db8::2", &c);
+	assert_int_equal(c.vip.port, 0);
+	assert_string_equal(chlb_fmt_vip(&c.vip, buf, sizeof(buf)), "[2001:db8::10]:*/tcp");
 }
 
 /* `force`: a word without a value, anywhere among a service's options, and on apply */
@@ -128,12 +135,18 @@ static const struct {
 	{ "service add 10.0.0.10:99999/tcp", "'99999'" },
 	{ "service add 10.0.0.10:80/sctp", "'sctp'" },
 	{ "service add 10.0.0.10:80", "'10.0.0.10:80'" },
-	/* every port only when asked for: the message names the VIP with :0 */
-	{ "service add 10.0.0.10/tcp", "'10.0.0.10:0/tcp'" },
+	/* every port only when asked for: the message names the VIP with :* */
+	{ "service add 10.0.0.10/tcp", "'10.0.0.10:*/tcp'" },
 	{ "service add 10.0.0.10/tcp", "missing ':PORT'" },
-	{ "service add [2001:db8::1]/udp", "'[2001:db8::1]:0/udp'" },
-	{ "backend add 10.0.0.10/tcp 10.1.0.2", "'10.0.0.10:0/tcp'" },
-	{ "service list 10.0.0.10/tcp", "'10.0.0.10:0/tcp'" },
+	{ "service add [2001:db8::1]/udp", "'[2001:db8::1]:*/udp'" },
+	{ "backend add 10.0.0.10/tcp 10.1.0.2", "'10.0.0.10:*/tcp'" },
+	{ "service list 10.0.0.10/tcp", "'10.0.0.10:*/tcp'" },
+	/* ranges: refused, saying what is taken instead */
+	{ "service add 10.0.0.10:5060-5100/udp", "'10.0.0.10:5060-5100/udp': port ranges are not "
+						   "supported" },
+	{ "service add [2001:db8::1]:1-2/tcp", "':*'" },
+	{ "service add 10.0.0.10:**/tcp", "malformed port '**'" },
+	{ "service add 10.0.0.10:*8/tcp", "malformed port" },
 	{ "service add 10.0.0.10:22/tcp force force", "'force': given twice" },
 	{ "service add 10.0.0.10:22/tcp force yes", "'yes'" },
 	{ "backend add 10.0.0.10:80/tcp 10.1.0.2 force", "'force'" },

@@ -36,7 +36,7 @@ static void collect(void *ctx, const char *line)
 }
 
 #define A "10.0.0.10:80/tcp"
-#define B "10.0.0.20:0/udp"
+#define B "10.0.0.20:*/udp"
 #define BASE                                                                  \
 	"service add " A " algo ring\nbackend add " A " 10.1.0.2\n"           \
 	"backend add " A " 10.1.0.3 weight 50\nservice add " B " algo jump\n" \
@@ -127,12 +127,12 @@ static void force_round_trip(void **unused)
 	chlb_state_init(&b);
 	exec(&a,
 	     "service add 10.1.0.1:22/tcp algo jump force\nbackend add 10.1.0.1:22/tcp 10.1.0.2\n"
-	     "service add 10.0.0.10:0/tcp\nservice set 10.0.0.10:0/tcp force\n"
+	     "service add 10.0.0.10:*/tcp\nservice set 10.0.0.10:*/tcp force\n"
 	     "service add 10.0.0.11:80/tcp\n");
 	ta = chlb_state_format(&a, false);
 	assert_non_null(strstr(ta, "service add 10.1.0.1:22/tcp algo jump buckets 1 fwd ipip hash "
 				   "5tuple force\n"));
-	assert_non_null(strstr(ta, "service add 10.0.0.10:0/tcp algo ring vnodes 160 fwd ipip "
+	assert_non_null(strstr(ta, "service add 10.0.0.10:*/tcp algo ring vnodes 160 fwd ipip "
 				   "hash 5tuple force\n"));
 	assert_non_null(strstr(ta, "service add 10.0.0.11:80/tcp algo ring vnodes 160 fwd ipip "
 				   "hash 5tuple\n"));
@@ -168,7 +168,7 @@ static void error_classes(void **unused)
 		{ "service add 10.0.0.12:80/tcp fwd l2dsr\nbackend add 10.0.0.12:80/tcp "
 		  "2001:db8::9",
 		  -EINVAL, "fwd l2dsr needs an IPv4 backend" },
-		{ "service add 10.0.0.12/tcp", -EINVAL, "'10.0.0.12:0/tcp'" },
+		{ "service add 10.0.0.12/tcp", -EINVAL, "'10.0.0.12:*/tcp'" },
 		{ "service add 10.0.0.12:80/tcp vnodes 0", -EINVAL, "'0'" },
 	};
 

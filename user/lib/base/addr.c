@@ -53,11 +53,15 @@ const char *chlb_fmt_vip(const struct chlb_vip *v, char *buf, size_t len)
 {
 	char a[INET6_ADDRSTRLEN];
 
+	char port[8] = "*"; /* port 0: every port of the address, written as the grammar takes it */
+
 	chlb_fmt_addr(&v->addr, a, sizeof(a));
+	if (v->port)
+		snprintf(port, sizeof(port), "%u", v->port);
 	if (v->addr.family == CHLB_AF_INET6)
-		snprintf(buf, len, "[%s]:%u/%s", a, v->port, chlb_proto_name(v->proto));
+		snprintf(buf, len, "[%s]:%s/%s", a, port, chlb_proto_name(v->proto));
 	else
-		snprintf(buf, len, "%s:%u/%s", a, v->port, chlb_proto_name(v->proto));
+		snprintf(buf, len, "%s:%s/%s", a, port, chlb_proto_name(v->proto));
 	return buf;
 }
 

@@ -57,7 +57,10 @@ const char *chlb_fmt_prefix(const struct chlb_prefix *p, char *buf, size_t len);
 /* Does a contain b (a's length <= b's, same bits up to it, same family)? */
 bool chlb_prefix_contains(const struct chlb_prefix *a, const struct chlb_prefix *b);
 
-/* Canonical text (inet_ntop, v6 in brackets for VIPs); return buf. */
+/*
+ * Canonical text (inet_ntop, v6 in brackets for VIPs; a VIP of every port
+ * with the port written as a star); return buf.
+ */
 const char *chlb_fmt_addr(const struct chlb_addr *a, char *buf, size_t len);
 const char *chlb_fmt_vip(const struct chlb_vip *v, char *buf, size_t len);
 const char *chlb_proto_name(__u8 proto);

@@ -135,6 +135,16 @@ int chlb_parse_vip(const char *s, struct chlb_vip *v, char *err, size_t errlen)
 				"'%s': malformed VIP, expected ADDR:PORT/tcp|udp", s);
 	memcpy(buf, s, len);
 	buf[len] = '\0';
+	/* ":*" is every port of the address: port 0, as the data plane keys it */
+	if (len >= 2 && buf[len - 1] == '*' && buf[len - 2] == ':')
+		buf[len - 1] = '0';
+	/* a range (5060-5100) is no key of the data plane's exact index: say what is */
+	host_end = buf[0] == '[' ? strchr(buf, ']') : buf;
+	if (host_end && strrchr(host_end, ':') && strchr(strrchr(host_end, ':'), '-'))
+		return chlb_err(err, errlen, -EINVAL,
+				"'%s': port ranges are not supported (every port of the address is "
+				"':*'; services of single ports beside it take theirs)",
+				s);
 	if (split_hostport(buf, s, &v->addr, &port, false, err, errlen, "VIP"))
 		return -EINVAL;
 	/* every port must be asked for: "10.0.0.10/tcp" is more likely a slip */
@@ -142,8 +152,9 @@ int chlb_parse_vip(const char *s, struct chlb_vip *v, char *err, size_t errlen)
 	if (host_end && !strchr(host_end, ':'))
 		return chlb_err(
 		    err, errlen, -EINVAL,
-		    "'%s': missing ':PORT' in VIP (every port of the address: '%s:0%s')", s, buf,
+		    "'%s': missing ':PORT' in VIP (every port of the address: '%s:*%s')", s, buf,
 		    slash);
+
 	v->port = (__u16)port;
 	return 0;
 }

@@ -11,11 +11,11 @@
  *
  *   service add 10.0.0.10:80/tcp algo maglev table 65537 fwd ipip
  *   backend add 10.0.0.10:80/tcp 10.1.0.2 weight 100
- *   service add [2001:db8::10]:0/udp force
+ *   service add [2001:db8::10]:0/udp force  (port 0 = star: every port)
  *
- * VIP = ADDR:PORT/PROTO, IPv6 in brackets; port 0 means every port of the
- * address, and must be written: 10.0.0.10/tcp is an error naming
- * 10.0.0.10:0/tcp.
+ * VIP = ADDR:PORT/PROTO, IPv6 in brackets; port * (or 0, as older files
+ * write it) means every port of the address, and must be written:
+ * 10.0.0.10/tcp is an error naming ADDR:* (star), then /tcp. Written back with the star.
  */
 #ifndef CHLB_GRAMMAR_H
 #define CHLB_GRAMMAR_H

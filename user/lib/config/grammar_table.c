@@ -456,8 +456,11 @@ const struct chlb_gstmt chlb_grammar[] = {
 
 const struct chlb_gkind chlb_gkinds[CHLB_GV_COUNT] = {
 	[CHLB_GV_VIP] = { "VIP", "ADDR:PORT/PROTO, IPv6 in brackets: 10.0.0.10:80/tcp, "
-				 "[2001:db8::10]:443/udp. Port 0 is every port of the address and "
-				 "is written: 10.0.0.10/tcp is refused, naming 10.0.0.10:0/tcp." },
+				 "[2001:db8::10]:443/udp. PORT * (or 0) is every port of the "
+				 "address, hashed with the destination port unless hash src; a "
+				 "service of one port of that address takes that port. It is "
+				 "written: 10.0.0.10/tcp is refused, naming 10.0.0.10:*/tcp. "
+				 "Port ranges are not taken." },
 	[CHLB_GV_ADDR] = { "ADDR", "An IPv4 or IPv6 address, IPv6 without brackets: 10.1.0.2, "
 				   "2001:db8::2. A VIP's or a backend's is not unspecified, "
 				   "loopback, multicast or broadcast." },
