@@ -2,9 +2,10 @@
 /*
  * chlb-echo: the backend server of the end-to-end tests.
  *
- *   chlb-echo -n NAME [-p PORT]
+ *   chlb-echo -n NAME [-p PORT | -p LO-HI]
  *
- * Listens on TCP and UDP PORT (default 80) on every address, IPv4 and IPv6.
+ * Listens on TCP and UDP PORT (default 80) on every address, IPv4 and IPv6;
+ * LO-HI: on every port from LO to HI (at most 1024: all-port VIPs' tests).
  * TCP: for every line received it answers "NAME <line>\n", so a client learns
  * which backend serves the connection on every exchange, for as long as the
  * connection lives. An HTTP/1.1 GET gets a 200 whose body is "NAME PATH\n"
@@ -27,7 +28,21 @@
 
 #define LINE_MAX_LEN 16384
 
+#define MAX_PORTS 1024
+
+/* What an epoll event is about: kind first in both, a connection's is 0 (calloc). */
+enum {
+	K_CONN = 0,
+	K_TCP_LISTEN,
+	K_UDP
+};
+struct listener {
+	int kind;
+	int fd;
+};
+
 struct conn {
+	int kind; /* K_CONN */
 	int fd;
 	size_t len;
 	char buf[LINE_MAX_LEN];
@@ -177,8 +192,10 @@ static void serve_udp(int fd)
 
 int main(int argc, char **argv)
 {
+	static struct listener ls[2 * MAX_PORTS];
 	struct epoll_event ev, evs[256];
-	int port = 80, opt, ep, lt, lu;
+	int port = 80, hi = 0, opt, ep, nl = 0;
+	char *dash;
 
 	while ((opt = getopt(argc, argv, "n:p:h")) != -1) {
 		switch (opt) {
@@ -187,37 +204,52 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			port = atoi(optarg);
+			dash = strchr(optarg, '-');
+			hi = dash ? atoi(dash + 1) : 0;
 			break;
 		default:
-			fprintf(stderr, "usage: chlb-echo -n NAME [-p PORT]\n");
+			fprintf(stderr, "usage: chlb-echo -n NAME [-p PORT | -p LO-HI]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
+	if (hi < port)
+		hi = port;
+	if (hi - port >= MAX_PORTS) {
+		fprintf(stderr, "chlb-echo: at most %d ports\n", MAX_PORTS);
+		return 2;
+	}
 	name_len = strlen(name);
 	signal(SIGPIPE, SIG_IGN);
-	lt = listen_sock(SOCK_STREAM, port);
-	lu = listen_sock(SOCK_DGRAM, port);
 	ep = epoll_create1(EPOLL_CLOEXEC);
-	if (lt < 0 || lu < 0 || ep < 0) {
-		fprintf(stderr, "chlb-echo: couldn't listen on port %d: %s\n", port,
-			strerror(errno));
-		return 1;
+	for (int p = port; p <= hi && ep >= 0; p++) {
+		ls[nl] = (struct listener){ K_TCP_LISTEN, listen_sock(SOCK_STREAM, p) };
+		ls[nl + 1] = (struct listener){ K_UDP, listen_sock(SOCK_DGRAM, p) };
+		if (ls[nl].fd < 0 || ls[nl + 1].fd < 0) {
+			fprintf(stderr, "chlb-echo: couldn't listen on port %d: %s\n", p,
+				strerror(errno));
+			return 1;
+		}
+		for (int k = nl; k < nl + 2; k++) {
+			ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &ls[k] };
+			epoll_ctl(ep, EPOLL_CTL_ADD, ls[k].fd, &ev);
+		}
+		nl += 2;
 	}
-	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = NULL };
-	epoll_ctl(ep, EPOLL_CTL_ADD, lt, &ev);
-	ev.data.ptr = &lu;
-	epoll_ctl(ep, EPOLL_CTL_ADD, lu, &ev);
-	fprintf(stderr, "chlb-echo %s: listening on tcp+udp port %d\n", name, port);
+	if (ep < 0)
+		return 1;
+	fprintf(stderr, "chlb-echo %s: listening on tcp+udp port %d%s\n", name, port,
+		hi > port ? " and up" : "");
 	for (;;) {
 		int n = epoll_wait(ep, evs, 256, -1);
 
 		for (int i = 0; i < n; i++) {
+			struct listener *l = evs[i].data.ptr;
 			struct conn *c = evs[i].data.ptr;
 
-			if (!c) {
+			if (l->kind == K_TCP_LISTEN) {
 				int fd;
 
-				while ((fd = accept4(lt, NULL, NULL,
+				while ((fd = accept4(l->fd, NULL, NULL,
 						     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 					c = calloc(1, sizeof(*c));
 					if (!c) {
@@ -229,8 +261,8 @@ int main(int argc, char **argv)
 								   .data.ptr = c };
 					epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 				}
-			} else if ((void *)c == (void *)&lu) {
-				serve_udp(lu);
+			} else if (l->kind == K_UDP) {
+				serve_udp(l->fd);
 			} else if (serve_tcp(c) < 0) {
 				close(c->fd);
 				free(c);

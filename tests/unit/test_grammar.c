@@ -143,7 +143,7 @@ static const struct {
 	{ "service list 10.0.0.10/tcp", "'10.0.0.10:*/tcp'" },
 	/* ranges: refused, saying what is taken instead */
 	{ "service add 10.0.0.10:5060-5100/udp", "'10.0.0.10:5060-5100/udp': port ranges are not "
-						   "supported" },
+						 "supported" },
 	{ "service add [2001:db8::1]:1-2/tcp", "':*'" },
 	{ "service add 10.0.0.10:**/tcp", "malformed port '**'" },
 	{ "service add 10.0.0.10:*8/tcp", "malformed port" },
