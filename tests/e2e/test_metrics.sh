@@ -77,6 +77,8 @@ test_promtool_accepts_a_scrape() {
 	has_line "$f" '^chlb_reason_packets_total{reason="drop_no_route"} ' || rc=1
 	check "the IPv4 VIP forwarded packets" \
 		[ "$(value "$f" chlb_service_packets_total "vip=\"$VIP\"")" -gt 0 ] || rc=1
+	check "no allow-list: no drop_source for the VIP" \
+		[ "$(value "$f" chlb_service_drop_source_packets_total "vip=\"$VIP\"")" = 0 ] || rc=1
 	svcs=$(ctl -j service list) || return 1
 	swaps6=$(jq --arg v "[$VIP6]:80/tcp" '.services[] | select(.service == $v) | .swaps' <<<"$svcs")
 	check "the IPv6 VIP is labelled [ADDR]:PORT/proto, its swaps as in service list ($swaps6)" \
