@@ -3,7 +3,15 @@
 # Control-plane benchmark -> $BUILD/bench/control.json:
 #   swap_{ring_n1000_k160,jump_n1000,maglev_n1000_m65537}_ms: median time from a
 #     membership change request to the pinned view naming the new table
-#     (tests/bench/control.c), 21 changes each;
+#     (tests/bench/control.c), 21 changes each; the data plane serves the new
+#     table from that instant;
+#   durable_{ring,jump,maglev}_ms: the same changes, median time from the request
+#     to chlbd's reply, sent once the change is durable (state file fsynced and
+#     renamed, directory fsynced); durable_ms: the largest of the three;
+#   swap_*_build_ms, swap_*_write_publish_ms: chlbd's own split of the swap (the
+#     table build; the table's write into its map + the view's publication);
+#     swap_*_stage_ms: the state file formatted, written and fsynced on chlbd's
+#     second thread meanwhile;
 #   burst_100_services_ms: one backend shared by 100 services (ring, 80 backends
 #     each) leaves in one `chlbctl batch`: request to reply, one swap per service;
 #   restart_ms: chlbd start (TERM'd before) -> answering its socket, adopting
@@ -50,12 +58,18 @@ lib_wait_for 10 c service list >/dev/null || die "chlbd did not start"
 } >"$LIB_DIR/n1000.conf"
 c apply -f "$LIB_DIR/n1000.conf" || die "apply n1000"
 sleep 0.3 # let the timer preallocate the next table slots
-declare -A R
+declare -A R DUR
 for p in 80:swap_ring_n1000_k160_ms 81:swap_jump_n1000_ms 82:swap_maglev_n1000_m65537_ms; do
 	out=$("$BENCH" "$SOCK" "$PIN" "10.0.0.10:${p%%:*}/tcp" "$(be 500)" 21) || die "$out"
 	echo "  ${p#*:}: $out"
 	R[${p#*:}]=$(awk '{ print $2 }' <<<"$out")
+	DUR[${p%%:*}]=$(awk '{ print $8 }' <<<"$out")
 done
+# the commits' own lines (each follows its swap's): staged on the second thread
+grep -E "service 10.0.0.10:8[012]/tcp: swapped|committed: " "$LIB_DIR/chlbd1.log" |
+	awk '/swapped/ { p = $0; sub(/.*10.0.0.10:/, "", p); sub(/\/.*/, "", p); next }
+	     p != "" { s = $0; sub(/.*staged on a second thread /, "", s); sub(/,.*/, "", s); print p, s; p = "" }' \
+	>"$LIB_DIR/staged"
 
 # the n1000 services go first: their 3,000 backend slots (one per service and
 # backend) are free again once their tables are past the grace period
@@ -99,7 +113,11 @@ split() {
 read -r RB RW <<<"$(split 80)"
 read -r JB JW <<<"$(split 81)"
 read -r MB MW <<<"$(split 82)"
+staged() { awk -v p="$1" '$1 == p { print $2 }' "$LIB_DIR/staged" | tail -20 | median; }
+RS=$(staged 80) JS=$(staged 81) MS=$(staged 82)
+DMAX=$(printf '%s\n' "${DUR[80]}" "${DUR[81]}" "${DUR[82]}" | sort -n | tail -1)
 echo "  build / write+publish medians (ms): ring $RB / $RW, jump $JB / $JW, maglev $MB / $MW"
+echo "  state staged meanwhile (ms): ring $RS, jump $JS, maglev $MS; durable: ring ${DUR[80]}, jump ${DUR[81]}, maglev ${DUR[82]}"
 c shutdown --detach >/dev/null
 
 cat >"$OUT" <<EOF
@@ -113,6 +131,13 @@ cat >"$OUT" <<EOF
   "swap_jump_write_publish_ms": ${JW:-null},
   "swap_maglev_build_ms": ${MB:-null},
   "swap_maglev_write_publish_ms": ${MW:-null},
+  "swap_ring_stage_ms": ${RS:-null},
+  "swap_jump_stage_ms": ${JS:-null},
+  "swap_maglev_stage_ms": ${MS:-null},
+  "durable_ring_n1000_k160_ms": ${DUR[80]},
+  "durable_jump_n1000_ms": ${DUR[81]},
+  "durable_maglev_n1000_m65537_ms": ${DUR[82]},
+  "durable_ms": $DMAX,
   "burst_100_services_ms": $((burst / 1000)).$(printf %03d $((burst % 1000))),
   "burst_100_services_swaps": $((swaps1 - swaps0)),
   "restart_ms": $((restart / 1000)).$(printf %03d $((restart % 1000))),

@@ -10,6 +10,7 @@
 #include "health/health.h"
 #include "ready.h"
 #include "routes.h"
+#include "persist.h"
 
 /*
  * Converges the data plane to x (consumed) and makes it D.state: it describes
@@ -26,25 +27,34 @@ static int serve(struct chlb_state *x, char *err, size_t errlen)
 }
 
 /*
- * Durability and atomicity: a change is written, then applied, then
- * published, so it is durable before it is acknowledged, or not applied at
- * all:
+ * Durability and atomicity: a change is durable before it is acknowledged,
+ * or not applied at all; the swap waits for no disk:
  *   1. capacity: every backend slot and service id the change needs is
  *      counted first (chlb_rt_capacity()): none missing halfway;
- *   2. write: the new state goes to STATE.tmp (page cache). This is the
- *      step that fails in practice (a full or read-only state directory):
- *      it fails before anything is touched, so no flow moves and no backend
- *      slot changes generation, which an apply undone afterwards would do;
- *   3. apply: the data plane converges (the swap does not wait for the disk)
- *      to next's effective form: its weights as health checks have them
- *      (health/health_apply.c), so a commit and the checker never fight;
- *   4. publish: STATE.tmp fsynced and renamed over STATE (STATE kept as
- *      STATE.prev), directory fsynced. Only then is the change acknowledged.
- * If 3 or 4 fails, the data plane is put back to what it was (an apply of
- * the old state) and STATE.tmp removed: the file and the data plane agree
- * on the old state. A crash before 4 leaves STATE as it was: the next
- * chlbd adopts the pinned maps and converges them back to it (the change
- * was never acknowledged); a crash after 4 leaves the new state in both.
+ *   2. check: the state directory can take the new state: not read-only,
+ *      writable, room for an upper bound on its text (chlb_state_check():
+ *      mount flags and the superblock's counters, nothing written, no
+ *      disk waited for). A full or read-only directory, what fails in
+ *      practice, fails here, before anything is touched: no flow moves and
+ *      no backend slot changes generation, as an apply undone afterwards
+ *      would make them;
+ *   3. stage, on a second thread (persist.c), while 4 runs: the new state
+ *      formatted into STATE.tmp, written, fsynced;
+ *   4. apply: the data plane converges to next's effective form: its
+ *      weights as health checks have them (health/health_apply.c), so a
+ *      commit and the checker never fight. The swap happens here: it waits
+ *      neither for the format nor for the disk;
+ *   5. publish, once 3 and 4 are both done: STATE kept as STATE.prev,
+ *      STATE.tmp renamed over STATE, the directory fsynced. Only then is
+ *      the change acknowledged.
+ * If 3, 4 or 5 fails (3 only if the file system fills or fails between
+ * 2 and 3), the data plane is put back to what it was (an apply of the old
+ * state) and STATE.tmp removed: the file and the data plane agree on the
+ * old state. A crash before the rename in 5 leaves STATE as it was, though
+ * the new tables may have served meanwhile: the next chlbd adopts the
+ * pinned maps and converges them back to STATE (the change was never
+ * acknowledged, so its sender knows no more than that it may or may not
+ * have been made); a crash after it leaves the new state in both.
  *
  * At start (main.c, adopted services deferred) the state comes from the
  * state file or -c FILE, which a restart reads again: it is applied even
@@ -83,10 +93,11 @@ int chlbd_check_capacity(const struct chlb_state *next, char *err, size_t errlen
 
 int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 {
-	char perr[CHLB_ERR_MAX * 2];
-	struct chlb_state_pending pend;
+	char perr[CHLB_ERR_MAX * 2], serr[CHLB_ERR_MAX * 2];
+	struct chlbd_persist w;
 	struct chlb_state old;
-	int r;
+	__u64 t0 = chlb_now_ns(), t_served, t_staged;
+	int r, rs;
 
 	if (D.rt->defer_adopted)
 		return commit_start(next, err, errlen);
@@ -95,27 +106,36 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 		snprintf(err, errlen, "%s; nothing changed", perr);
 		return -1;
 	}
-	if (chlb_state_prepare(next, D.state_path, &pend, perr, sizeof(perr))) {
+	if (chlb_state_copy(&old, &D.state)) {
+		chlb_state_free(next);
+		snprintf(err, errlen, "out of memory; nothing changed");
+		return -1;
+	}
+	if (chlbd_persist_start(&w, next, D.state_path, perr, sizeof(perr))) {
+		chlb_state_free(&old);
 		chlb_state_free(next);
 		pr_err("state not persisted: %s; nothing changed", perr);
 		snprintf(err, errlen, "%s: nothing changed", perr);
-		return -1;
-	}
-	if (chlb_state_copy(&old, &D.state)) {
-		chlb_state_abort(&pend);
-		chlb_state_free(next);
-		snprintf(err, errlen, "out of memory; nothing changed");
 		return -1;
 	}
 	D.rt->yield =
 	    D.answer_readonly; /* read-only requests are answered meanwhile (ctl/ctl_server.c) */
 	r = serve(next, perr, sizeof(perr));
 	D.rt->yield = NULL;
-	if (!r && chlb_state_publish(&pend, perr, sizeof(perr))) {
+	t_served = chlb_now_ns();
+	rs = chlbd_persist_wait(&w, serr, sizeof(serr));
+	t_staged = chlb_now_ns();
+	if (rs) {
+		if (!r) {
+			pr_err("state not persisted: %s; rolling back", serr);
+			snprintf(perr, sizeof(perr), "%s", serr);
+		}
+		r = -1;
+	} else if (!r && chlb_state_publish(&w.pend, perr, sizeof(perr))) {
 		pr_err("state not persisted: %s; rolling back", perr);
 		r = -1;
 	} else if (r) {
-		chlb_state_abort(&pend);
+		chlb_state_abort(&w.pend);
 	}
 	if (r) {
 		bool mixed = roll_back(&old) != 0;
@@ -126,6 +146,13 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 		/* neither old nor new serves: the file says what does, if it can */
 		if (mixed && chlb_state_save_file(&D.state, D.state_path, perr, sizeof(perr)))
 			pr_err("state not persisted after a failed roll back: %s", perr);
+	} else {
+		/* tests/bench/control.sh reads this split */
+		pr_info("committed: applied %.3f ms, durable %.3f ms (staged on a second thread "
+			"%.3f, waited for it %.3f, published %.3f)",
+			(double)(t_served - t0) / 1e6, (double)(chlb_now_ns() - t0) / 1e6,
+			(double)w.staged_ns / 1e6, (double)(t_staged - t_served) / 1e6,
+			(double)(chlb_now_ns() - t_staged) / 1e6);
 	}
 	chlb_state_free(&old);
 	/* whatever serves now (new, old, or a mix): its VIPs are routed, and no other */

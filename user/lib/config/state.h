@@ -165,32 +165,43 @@ int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *na
 			 size_t errlen);
 
 /*
- * Persisting in two steps, so a caller can do its own work in between
- * (chlbd: write, apply, then publish; see chlbd_commit()):
- *   chlb_state_prepare(): PATH.tmp written (to the page cache), nothing
- *     else touched. Fails on a full or read-only directory ("state directory
- *     '...' is full (...)"), and refuses a directory that is a symlink, is
- *     writable by group or others, or is owned by neither root nor our uid
- *     (chlb_state_dir_open()). PATH.tmp is created with O_EXCL|O_NOFOLLOW
- *     under a directory fd: whatever is at that name (a crash's leftover,
- *     a planted symlink) is removed, never followed.
- *   chlb_state_publish(): PATH.tmp fsynced, PATH becomes PATH.prev (a
- *     hard link: the last good copy), PATH.tmp is renamed over PATH, the
- *     directory fsynced. Needs no new space (the blocks were reserved by
- *     the write). The fsync is here, not in prepare, so a swap does not
- *     wait for the disk: the apply runs while nothing is yet durable, and
- *     the caller acknowledges only after publish.
+ * Persisting, in steps, so a caller can do its own work in between (chlbd:
+ * check, then apply while another thread stages; publish once both are
+ * done; see user/chlbd/commit.c):
+ *   chlb_state_check(): touches nothing and waits for no disk (the mount's
+ *     flags, an access check, the superblock's free-block counter): fails
+ *     on a read-only or unwritable directory, or one with less room than
+ *     an upper bound on st's text ("state directory '...' is full (...)"),
+ *     and refuses a directory that is a symlink, is writable by group or
+ *     others, or is owned by neither root nor our uid
+ *     (chlb_state_dir_open()). Leaves the directory open in p.
+ *   chlb_state_stage(): st formatted into PATH.tmp, written and fsynced.
+ *     Uses only st and p: it may run on another thread. PATH.tmp is created
+ *     with O_EXCL|O_NOFOLLOW under the directory fd: whatever is at that
+ *     name (a crash's leftover, a planted symlink) is removed, never
+ *     followed.
+ *   chlb_state_prepare(): check, then PATH.tmp written (page cache only),
+ *     not fsynced: the steps of one thread.
+ *   chlb_state_publish(): PATH.tmp fsynced unless staged, PATH becomes
+ *     PATH.prev (a hard link: the last good copy), PATH.tmp is renamed over
+ *     PATH, the directory fsynced. Needs no new space.
  *   chlb_state_abort(): PATH.tmp removed, nothing published.
- * Both close the directory whatever the outcome.
+ * Publish and abort close the directory whatever the outcome; after a
+ * failed check or prepare nothing is left open.
  */
 struct chlb_state_pending {
 	int dirfd;
 	int fd;	      /* PATH.tmp, written, not yet fsynced; -1 when closed */
 	bool created; /* tmp exists and is ours */
+	size_t need;  /* the free space the check asked for (bytes) */
 	char dir[4096];
 	char base[256], tmp[264], prev[264];
 };
 void chlb_state_pending_init(struct chlb_state_pending *p);
+int chlb_state_check(const struct chlb_state *st, const char *path, struct chlb_state_pending *p,
+		     char *err, size_t errlen);
+int chlb_state_stage(const struct chlb_state *st, struct chlb_state_pending *p, char *err,
+		     size_t errlen);
 int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chlb_state_pending *p,
 		       char *err, size_t errlen);
 int chlb_state_publish(struct chlb_state_pending *p, char *err, size_t errlen);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include "config/state.h"
 #include "base/err.h"
@@ -452,11 +453,26 @@ void chlb_state_pending_init(struct chlb_state_pending *p)
 	p->fd = -1;
 }
 
-int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chlb_state_pending *p,
-		       char *err, size_t errlen)
+/*
+ * An upper bound on st's formatted size: a service line with every option,
+ * a backend line with an IPv6 address, buckets and every check option. Only
+ * the free-space check uses it.
+ */
+static size_t size_bound(const struct chlb_state *st)
 {
-	char *text;
-	int fd, e;
+	size_t n = 256;
+
+	for (__u32 i = 0; i < st->nsvc; i++)
+		n += 256 + 2 * CHLB_CHECK_TEXT_MAX +
+		     (size_t)st->svc[i].nbe * (256 + CHLB_CHECK_TEXT_MAX / 4);
+	return n;
+}
+
+int chlb_state_check(const struct chlb_state *st, const char *path, struct chlb_state_pending *p,
+		     char *err, size_t errlen)
+{
+	struct statvfs vfs;
+	unsigned long long room;
 
 	chlb_state_pending_init(p);
 	if (split_path(path, p->dir, sizeof(p->dir), p->base, sizeof(p->base)))
@@ -466,11 +482,41 @@ int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chl
 	p->dirfd = chlb_state_dir_open(path, err, errlen);
 	if (p->dirfd < 0)
 		return p->dirfd;
-	text = chlb_state_format(st, true);
-	if (!text) {
+	/* the superblock's counters and the mount's flags: nothing waits for the disk */
+	if (fstatvfs(p->dirfd, &vfs)) {
+		int e = errno;
+
 		chlb_state_abort(p);
-		return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		return write_error(p->dir, "checking the file system", e, err, errlen);
 	}
+	if (vfs.f_flag & ST_RDONLY) {
+		chlb_state_abort(p);
+		return write_error(p->dir, "checking the file system", EROFS, err, errlen);
+	}
+	if (faccessat(p->dirfd, ".", W_OK, AT_EACCESS)) {
+		int e = errno;
+
+		chlb_state_abort(p);
+		return write_error(p->dir, "checking the directory", e, err, errlen);
+	}
+	room = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+	p->need = size_bound(st);
+	if (room < p->need) {
+		chlb_state_abort(p);
+		return write_error(p->dir, "checking the free space", ENOSPC, err, errlen);
+	}
+	return 0;
+}
+
+/* st formatted into PATH.tmp (page cache), left open in p->fd. */
+static int write_tmp(const struct chlb_state *st, struct chlb_state_pending *p, char *err,
+		     size_t errlen)
+{
+	char *text = chlb_state_format(st, true);
+	int fd, e;
+
+	if (!text)
+		return chlb_err(err, errlen, -ENOMEM, "out of memory");
 	/*
 	 * Never opened through whatever is at the name: O_EXCL fails on anything
 	 * there (a leftover of a crash, or a planted symlink), which is removed
@@ -483,19 +529,43 @@ int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chl
 	if (fd < 0) {
 		e = errno;
 		free(text);
-		chlb_state_abort(p);
 		return write_error(p->dir, "creating a temporary file", e, err, errlen);
 	}
 	p->created = true;
 	p->fd = fd;
-	/* a full filesystem fails here (blocks are reserved at write), before any apply */
-	if (write_all(fd, text, strlen(text))) {
-		e = errno;
-		free(text);
+	/* a full filesystem fails here (blocks are reserved at write) */
+	e = -write_all(fd, text, strlen(text));
+	free(text);
+	if (e)
+		return write_error(p->dir, "writing the temporary file", e, err, errlen);
+	return 0;
+}
+
+int chlb_state_prepare(const struct chlb_state *st, const char *path, struct chlb_state_pending *p,
+		       char *err, size_t errlen)
+{
+	int rc = chlb_state_check(st, path, p, err, errlen);
+
+	if (!rc)
+		rc = write_tmp(st, p, err, errlen);
+	if (rc)
 		chlb_state_abort(p);
+	return rc;
+}
+
+int chlb_state_stage(const struct chlb_state *st, struct chlb_state_pending *p, char *err,
+		     size_t errlen)
+{
+	int rc = write_tmp(st, p, err, errlen), e;
+
+	if (rc)
+		return rc;
+	if (fsync(p->fd) || close(p->fd)) {
+		e = errno;
+		p->fd = -1;
 		return write_error(p->dir, "writing the temporary file", e, err, errlen);
 	}
-	free(text);
+	p->fd = -1;
 	return 0;
 }
 
@@ -504,7 +574,8 @@ int chlb_state_publish(struct chlb_state_pending *p, char *err, size_t errlen)
 	struct stat sb;
 	int e;
 
-	if (fsync(p->fd) || close(p->fd)) {
+	/* not yet durable when chlb_state_prepare() wrote it (chlb_state_stage() synced it) */
+	if (p->fd >= 0 && (fsync(p->fd) || close(p->fd))) {
 		e = errno;
 		p->fd = -1;
 		chlb_state_abort(p);
