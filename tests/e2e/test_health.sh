@@ -123,13 +123,14 @@ tcp_check() { echo tcp port $CKPORT interval $IV timeout $TMO rise 2 fall 2; }
 
 # tcp_down_then_up ALGO
 tcp_down_then_up() {
-	local t0 t1 f reason n0 m0
+	local t0 t1 f reason n0 m0 c0
 	# shellcheck disable=SC2046
 	setup "$1" $(tcp_check) || return 1
 	check "probes counted" [ "$(be_field 2 probes)" -gt 0 ] || return 1
 	n0=$(grep -c 'backend 10.0.2.12: up -> down' "$CHLBD_LOG")
 	saved >"$LIB_DIR/saved.before"
 	m0=$(stat -c %.9Y "$CHLBD_STATE")
+	c0=$(grep -c 'committed: ' "$CHLBD_LOG")
 	t0=$(now_ms)
 	ck_stop 2
 	lib_wait_for 5 health_is 2 down || { diag "b2 never went down"; return 1; }
@@ -145,6 +146,8 @@ tcp_down_then_up() {
 	check "effective weight 0" [ "$(be_field 2 effective_weight)" = 0 ] || return 1
 	check "the state file was not written (health is runtime state)" \
 		[ "$(stat -c %.9Y "$CHLBD_STATE")" = "$m0" ] || return 1
+	check "nor staged: no commit, no fsync (commit.c logs 'committed:' for each)" \
+		[ "$(grep -c 'committed: ' "$CHLBD_LOG")" = "$c0" ] || return 1
 	check "save says what it said before (weight 100, the same bucket order)" \
 		cmp -s "$LIB_DIR/saved.before" <(saved) || return 1
 	diag "swap after the deciding result (chlbd's log): $(grep -o 'applied [0-9.]* ms after' "$CHLBD_LOG" | tail -1)"

@@ -400,6 +400,7 @@ void chlb_dp_close(struct chlb_dp *dp)
 	dp_views_close(dp);
 	dp_filter_close(dp);
 	dp_grace_close(dp);
+	dp_tables_unmap(dp);
 	chlb_bpf__destroy(dp->skel);
 	free(dp);
 }

@@ -207,6 +207,65 @@ static int fill_inner(int fd, __u32 chunks, const __u32 *words, __u32 nwords)
 	return 0;
 }
 
+static void tmap_drop(struct chlb_dp *dp, __u32 slot)
+{
+	if (dp->tmap[slot].mem)
+		munmap(dp->tmap[slot].mem, dp->tmap[slot].size);
+	memset(&dp->tmap[slot], 0, sizeof(dp->tmap[slot]));
+}
+
+void dp_tables_unmap(struct chlb_dp *dp)
+{
+	for (__u32 i = 0; i < CHLB_TABLE_SLOTS; i++)
+		tmap_drop(dp, i);
+}
+
+/*
+ * Table slot `slot`'s inner map, mapped, if it holds `chunks` chunks: the
+ * kept mapping while the slot holds the same map, else a new one (kept).
+ * NULL with *rc = 0 when the slot is missing or too small.
+ */
+static void *tmap_get(struct chlb_dp *dp, __u32 slot, __u32 chunks, int *rc)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 id, len = sizeof(info);
+	void *mem;
+	int fd;
+
+	*rc = 0;
+	if (bpf_map_lookup_elem(chlb_dp_map_fd(dp, CHLB_MAP_TABLES), &slot, &id))
+		return NULL;
+	if (dp->tmap[slot].mem && dp->tmap[slot].id == id)
+		return dp->tmap[slot].size >= (size_t)chunks * CHUNK_BYTES ? dp->tmap[slot].mem
+									   : NULL;
+	tmap_drop(dp, slot);
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0) {
+		*rc = -errno;
+		return NULL;
+	}
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		*rc = -errno;
+		close(fd);
+		return NULL;
+	}
+	if (info.max_entries < chunks) {
+		close(fd);
+		return NULL;
+	}
+	mem = mmap(NULL, (size_t)info.max_entries * CHUNK_BYTES, PROT_READ | PROT_WRITE,
+		   MAP_SHARED, fd, 0);
+	close(fd); /* the mapping holds the map */
+	if (mem == MAP_FAILED) {
+		*rc = -errno;
+		return NULL;
+	}
+	dp->tmap[slot].id = id;
+	dp->tmap[slot].mem = mem;
+	dp->tmap[slot].size = (size_t)info.max_entries * CHUNK_BYTES;
+	return mem;
+}
+
 /* Create an inner map of `chunks` chunks, fill it, and put it into the slot. */
 static int new_inner(struct chlb_dp *dp, __u32 slot, __u32 chunks, const __u32 *words, __u32 nwords)
 {
@@ -218,6 +277,7 @@ static int new_inner(struct chlb_dp *dp, __u32 slot, __u32 chunks, const __u32 *
 			    &opts);
 	if (fd < 0)
 		return -errno;
+	tmap_drop(dp, slot); /* the map it named leaves the slot */
 	rc = fill_inner(fd, chunks, words, nwords);
 	/* the one slow call: the kernel waits for an RCU grace period */
 	if (!rc)
@@ -288,6 +348,7 @@ int chlb_dp_prealloc_tables(struct chlb_dp *dp, const __u32 *slot, const __u32 *
 			close(fd);
 			break;
 		}
+		tmap_drop(dp, slot[done]); /* the map it names leaves the slot */
 		keys[nnew] = slot[done];
 		fds[nnew++] = fd;
 	}
@@ -313,21 +374,23 @@ int chlb_dp_prealloc_tables(struct chlb_dp *dp, const __u32 *slot, const __u32 *
 
 int chlb_dp_write_table(struct chlb_dp *dp, __u32 slot, const __u32 *words, __u32 nwords)
 {
-	__u32 chunks = (nwords + CHLB_CHUNK_WORDS - 1) / CHLB_CHUNK_WORDS, have = 0;
-	int fd, rc;
+	__u32 chunks = (nwords + CHLB_CHUNK_WORDS - 1) / CHLB_CHUNK_WORDS;
+	void *mem;
+	int rc;
 
 	if (slot >= CHLB_TABLE_SLOTS)
 		return -ERANGE;
 	if (nwords < CHLB_TBL_HDR_WORDS)
 		return -EINVAL;
-	fd = inner_fd(dp, slot, &have);
-	if (fd >= 0) {
-		if (have >= chunks) {
-			rc = fill_inner(fd, have, words, nwords);
-			close(fd);
-			return rc;
-		}
-		close(fd);
+	mem = tmap_get(dp, slot, chunks, &rc);
+	if (rc)
+		return rc;
+	if (mem) {
+		size_t len = (size_t)nwords * sizeof(__u32);
+
+		copy_to_map(mem, words, len);
+		memset((char *)mem + len, 0, dp->tmap[slot].size - len);
+		return 0;
 	}
 	return new_inner(dp, slot, chunks, words, nwords);
 }
