@@ -253,8 +253,8 @@ static void *tmap_get(struct chlb_dp *dp, __u32 slot, __u32 chunks, int *rc)
 		close(fd);
 		return NULL;
 	}
-	mem = mmap(NULL, (size_t)info.max_entries * CHUNK_BYTES, PROT_READ | PROT_WRITE,
-		   MAP_SHARED, fd, 0);
+	mem = mmap(NULL, (size_t)info.max_entries * CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
 	close(fd); /* the mapping holds the map */
 	if (mem == MAP_FAILED) {
 		*rc = -errno;
