@@ -24,16 +24,24 @@ passed=0
 failed=0
 failed_names=()
 
-run_suite() {
-	local name=$1
-	shift
-	local out rc ok notok
-	echo "== $name"
-	out=$("$@" 2>&1)
-	rc=$?
-	printf '%s\n' "$out" | sed 's/^/   /'
-	ok=$(printf '%s\n' "$out" | grep -cE '^ok [0-9]+')
-	notok=$(printf '%s\n' "$out" | grep -cE '^not ok [0-9]+')
+# ---- suites, one at a time or several at once ----
+# A suite runs with its output in $RUN_DIR/<n>.out and its exit code in
+# <n>.rc; tally_suite then prints it (indented, under "== NAME (SECONDS s)")
+# and counts it. Suites started with start_suite run in the background, at
+# most $TEST_JOBS at once; each one's block is printed whole when it ends, so
+# two suites' lines never interleave.
+RUN_DIR=$(mktemp -d /tmp/chlb-run.XXXXXX)
+trap 'rm -rf "$RUN_DIR"' EXIT
+TEST_JOBS=${TEST_JOBS:-2}
+declare -A job_name=() job_start=() job_file=()
+n_started=0
+
+tally_suite() { # NAME FILE RC SECONDS
+	local name=$1 file=$2 rc=$3 secs=$4 ok notok
+	echo "== $name ($secs s)"
+	sed 's/^/   /' "$file"
+	ok=$(grep -cE '^ok [0-9]+' "$file")
+	notok=$(grep -cE '^not ok [0-9]+' "$file")
 	passed=$((passed + ok))
 	failed=$((failed + notok))
 	if [ "$notok" -gt 0 ]; then
@@ -43,6 +51,47 @@ run_suite() {
 		failed_names+=("$name (exit $rc, $ok results)")
 	fi
 }
+
+seconds_since() { # EPOCHREALTIME at the start -> "12.3"
+	local now=${EPOCHREALTIME/./} then=${1/./}
+	local ds=$(((now - then) / 100000))
+	echo "$((ds / 10)).$((ds % 10))"
+}
+
+# run_suite NAME CMD...: run it now, in the foreground.
+run_suite() {
+	local name=$1 t0=$EPOCHREALTIME file=$RUN_DIR/fg.out rc
+	shift
+	"$@" >"$file" 2>&1 </dev/null
+	rc=$?
+	tally_suite "$name" "$file" "$rc" "$(seconds_since "$t0")"
+}
+
+# start_suite NAME CMD...: start it in the background once fewer than
+# $TEST_JOBS run; finished ones are tallied meanwhile.
+start_suite() {
+	local name=$1 file
+	shift
+	while [ ${#job_name[@]} -ge "$TEST_JOBS" ]; do reap_one; done
+	n_started=$((n_started + 1))
+	file=$RUN_DIR/$n_started.out
+	("$@" >"$file" 2>&1 </dev/null) &
+	job_name[$!]=$name
+	job_start[$!]=$EPOCHREALTIME
+	job_file[$!]=$file
+}
+
+# reap_one: wait for one background suite to end and tally it.
+reap_one() {
+	local pid rc
+	wait -n -p pid
+	rc=$?
+	[ -n "${job_name[$pid]:-}" ] || return 0
+	tally_suite "${job_name[$pid]}" "${job_file[$pid]}" "$rc" "$(seconds_since "${job_start[$pid]}")"
+	unset "job_name[$pid]" "job_start[$pid]" "job_file[$pid]"
+}
+
+reap_all() { while [ ${#job_name[@]} -gt 0 ]; do reap_one; done; }
 
 # finish: the failed suites, the closing line; exit 0 only if nothing failed.
 finish() {
@@ -108,13 +157,14 @@ check_tools() {
 # ---- the check part: no root, no network ----
 check_part() {
 	local t
-	run_suite lint lint_suite
+	start_suite lint lint_suite
 	for t in "$BUILD"/tests/unit/test_*; do
-		[ -x "$t" ] && run_suite "unit/$(basename "$t")" "$t"
+		[ -x "$t" ] && start_suite "unit/${t##*/}" "$t"
 	done
 	for t in "$BUILD"/asan/tests/unit/test_*; do
-		[ -x "$t" ] && run_suite "asan/$(basename "$t")" "$t"
+		[ -x "$t" ] && start_suite "asan/${t##*/}" "$t"
 	done
+	reap_all
 }
 
 case ${1:-} in
@@ -148,16 +198,29 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 check_part
-# First chlbd on a fresh host (no bpffs at /sys/fs/bpf), in private mount
-# namespaces; then a bpffs for the suites that pin into the host's, mounted
-# as chlbd would mount it (tests/lib/topo.sh).
-run_suite daemon/test_fresh_host.sh bash tests/daemon/test_fresh_host.sh
+# Then every suite that needs root, $TEST_JOBS at a time: they share
+# nothing (each run has its own id, namespaces chlb-<id>-*, pins
+# /sys/fs/bpf/chlb-test-<id>-*, scratch directory and binaries; tests/lib/runner.sh),
+# and most of their time is spent waiting for TCP, timers and daemons, not
+# on a CPU. The longest start first (SLOW_FIRST, by the times in
+# docs/testing.md) so that the run does not end on one long suite alone.
+# test_fresh_host finds no bpffs whatever the host has (a private mount
+# namespace each); every other suite needs one at /sys/fs/bpf, mounted here
+# first as chlbd would mount it (tests/lib/topo.sh).
 bash -c '. tests/lib.sh && lib_require_bpffs'
-for t in "$BUILD"/tests/bpf/test_*; do
-	[ -x "$t" ] && run_suite "bpf/$(basename "$t")" "$t"
+SLOW_FIRST="e2e/test_ecmp_sync.sh e2e/test_ecmp.sh daemon/test_sync.sh e2e/test_guarantee.sh
+	daemon/test_torture.sh e2e/test_churn.sh e2e/test_health.sh daemon/test_cli.sh"
+suites=()
+for t in $SLOW_FIRST; do suites+=("tests/$t"); done
+for t in "$BUILD"/tests/bpf/test_* tests/daemon/test_*.sh tests/e2e/test_*.sh; do
+	case " $SLOW_FIRST " in *" ${t#tests/} "*) continue ;; esac
+	suites+=("$t")
 done
-for t in tests/daemon/test_*.sh tests/e2e/test_*.sh; do
-	[ "$t" = tests/daemon/test_fresh_host.sh ] && continue
-	[ -f "$t" ] && run_suite "${t#tests/}" bash "$t"
+for t in "${suites[@]}"; do
+	case $t in
+	*.sh) [ -f "$t" ] && start_suite "${t#tests/}" bash "$t" ;;
+	*) [ -x "$t" ] && start_suite "bpf/$(basename "$t")" "$t" ;;
+	esac
 done
+reap_all
 finish
