@@ -23,7 +23,7 @@
 #define IN_ROUNDS      1		 /* rounds per event */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
-#define AUTH_FAILED    -2 /* a result: authentication failed (already counted and logged) */
+#define AUTH_FAILED    (-EACCES) /* a result: authentication failed (already counted and logged) */
 
 /* The receiving side lost its connection: open it again after a backoff. */
 static void in_down(struct sync_peer *p, const char *why)
@@ -103,7 +103,7 @@ static int send_hello(struct sync_peer *p)
 
 /*
  * The peer's CHALLENGE: its proof checked, ours sent, the session begun.
- * AUTH_FAILED (counted) or -1 (bad input), and why, if not.
+ * AUTH_FAILED (counted), -EPROTO (bad input) or -EIO (not sent), and why, if not.
  */
 static int on_challenge(struct sync_peer *p, const __u8 *m, const char **why)
 {
@@ -130,7 +130,7 @@ static int on_challenge(struct sync_peer *p, const __u8 *m, const char **why)
 	return 0;
 }
 
-/* One whole message m of n bytes after the handshake: applied. AUTH_FAILED or -1, and why. */
+/* One whole message m of n bytes after the handshake: applied. AUTH_FAILED or -EPROTO, and why. */
 static int on_message(struct sync_peer *p, __u8 *m, int n, enum sync_msg_type type, __u16 count,
 		      __u64 now, const char **why)
 {
@@ -167,7 +167,7 @@ static int on_message(struct sync_peer *p, __u8 *m, int n, enum sync_msg_type ty
 	return 0;
 }
 
-/* Whole messages in p->in.buf: handled; the rest kept. AUTH_FAILED or -1, and why. */
+/* Whole messages in p->in.buf: handled; the rest kept. AUTH_FAILED, -EPROTO or -EIO, and why. */
 static int in_parse(struct sync_peer *p, const char **why)
 {
 	struct sync_conn *c = &p->in;
@@ -265,12 +265,12 @@ void sync_recv_event(struct sync_peer *p, unsigned int events)
 		}
 		c->len += (size_t)n;
 		rc = in_parse(p, &why);
-		if (rc == -1) {
+		if (rc == -EPROTO) {
 			sync_c.bad_input++;
 			pr_warn("sync: %s: bad input (%s): connection dropped", p->name, why);
 		}
 		if (rc) {
-			in_down(p, rc == AUTH_FAILED ? why : "bad input");
+			in_down(p, rc == -EPROTO ? "bad input" : why);
 			return;
 		}
 	}
