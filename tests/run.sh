@@ -208,12 +208,14 @@ check_part
 # namespace each); every other suite needs one at /sys/fs/bpf, mounted here
 # first as chlbd would mount it (tests/lib/topo.sh).
 bash -c '. tests/lib.sh && lib_require_bpffs'
-SLOW_FIRST="e2e/test_ecmp_sync.sh e2e/test_ecmp.sh daemon/test_sync.sh e2e/test_guarantee.sh
-	daemon/test_torture.sh e2e/test_churn.sh e2e/test_health.sh daemon/test_cli.sh"
+SLOW_FIRST="e2e/test_guarantee.sh e2e/test_ecmp_sync.sh e2e/test_churn.sh daemon/test_sync.sh
+	e2e/test_ecmp.sh e2e/test_health.sh daemon/test_torture.sh daemon/test_chlbd.sh
+	daemon/test_cli.sh daemon/test_fingerprint.sh"
 suites=()
+slow=" $(echo $SLOW_FIRST) " # one space between names, none at the ends
 for t in $SLOW_FIRST; do suites+=("tests/$t"); done
 for t in "$BUILD"/tests/bpf/test_* tests/daemon/test_*.sh tests/e2e/test_*.sh; do
-	case " $SLOW_FIRST " in *" ${t#tests/} "*) continue ;; esac
+	case $slow in *" ${t#tests/} "*) continue ;; esac
 	suites+=("$t")
 done
 for t in "${suites[@]}"; do

@@ -71,7 +71,7 @@ static size_t queued(const struct sync_conn *c)
 	return c->len - c->off;
 }
 
-/* Write what is queued; EPOLLOUT while something is left or a dump goes on. -1: gone. */
+/* Write what is queued; EPOLLOUT while something is left or a dump goes on. < 0: gone. */
 static int out_flush(struct sync_peer *p)
 {
 	struct sync_conn *c = &p->out;
