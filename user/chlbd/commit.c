@@ -101,22 +101,24 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 
 	if (D.rt->defer_adopted)
 		return commit_start(next, err, errlen);
-	if (chlbd_check_capacity(next, perr, sizeof(perr))) {
+	r = chlbd_check_capacity(next, perr, sizeof(perr));
+	if (r) {
 		chlb_state_free(next);
 		snprintf(err, errlen, "%s; nothing changed", perr);
-		return -1;
+		return r;
 	}
 	if (chlb_state_copy(&old, &D.state)) {
 		chlb_state_free(next);
 		snprintf(err, errlen, "out of memory; nothing changed");
-		return -1;
+		return -ENOMEM;
 	}
-	if (chlbd_persist_start(&w, next, D.state_path, perr, sizeof(perr))) {
+	r = chlbd_persist_start(&w, next, D.state_path, perr, sizeof(perr));
+	if (r) {
 		chlb_state_free(&old);
 		chlb_state_free(next);
 		pr_err("state not persisted: %s; nothing changed", perr);
 		snprintf(err, errlen, "%s: nothing changed", perr);
-		return -1;
+		return r;
 	}
 	D.rt->yield =
 	    D.answer_readonly; /* read-only requests are answered meanwhile (ctl/ctl_server.c) */

@@ -194,10 +194,12 @@ static int first_stmt(const char *text, struct chlb_cmd *c, const char **rest, c
 		      size_t errlen)
 {
 	const char *p = text;
+	int rc;
 
 	while (*p) {
-		if (chlb_parse_next(&p, c, err, errlen))
-			return -1;
+		rc = chlb_parse_next(&p, c, err, errlen);
+		if (rc)
+			return rc;
 		if (c->kind != CHLB_CMD_NONE) {
 			*rest = p;
 			return 0;

@@ -291,14 +291,14 @@ static bool peer_allowed(int fd)
 	return D.socket_gid >= 0 && pid_in_group(cr.pid, cr.gid, (gid_t)D.socket_gid);
 }
 
-/* Descriptors open now (/proc/self/fd), or -1. */
+/* Descriptors open now (/proc/self/fd), or a negative errno. */
 static int open_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
 	int n = -3; /* ".", "..", and d's own */
 
 	if (!d)
-		return -1;
+		return -errno;
 	while (readdir(d))
 		n++;
 	closedir(d);

@@ -79,13 +79,13 @@ static int parse_keys(const char *text, size_t len, struct sync_key *out, char *
 				 "line %d: more than %d keys (the one to sign with, and one more "
 				 "accepted while a key is rotated)",
 				 line, SYNC_KEYS_MAX);
-			return -1;
+			return -EINVAL;
 		}
 		hex = e - i;
 		if (hex != 2 * SYNC_KEY_LEN) {
 			snprintf(err, errlen, "line %d: a key is %d hex digits, not %zu", line,
 				 2 * SYNC_KEY_LEN, hex);
-			return -1;
+			return -EINVAL;
 		}
 		for (size_t j = 0; j < SYNC_KEY_LEN; j++) {
 			int hi = hexval(text[i + 2 * j]), lo = hexval(text[i + 2 * j + 1]);
@@ -93,7 +93,7 @@ static int parse_keys(const char *text, size_t len, struct sync_key *out, char *
 			if (hi < 0 || lo < 0) {
 				snprintf(err, errlen, "line %d: '%c' is not a hex digit", line,
 					 hi < 0 ? text[i + 2 * j] : text[i + 2 * j + 1]);
-				return -1;
+				return -EINVAL;
 			}
 			out[n].key[j] = (__u8)(hi << 4 | lo);
 		}
@@ -107,12 +107,12 @@ static int parse_keys(const char *text, size_t len, struct sync_key *out, char *
 	}
 	if (!n) {
 		snprintf(err, errlen, "no key in it (a line of %d hex digits)", 2 * SYNC_KEY_LEN);
-		return -1;
+		return -EINVAL;
 	}
 	return n;
 }
 
-/* Read and check the key file: the keys and the file's stat, or -1 and why. */
+/* Read and check the key file: the keys and the file's stat, or a negative errno and why. */
 static int read_keys(struct sync_key *out, struct stat *st, char *err, size_t errlen)
 {
 	char text[KEY_FILE_MAX + 1];
@@ -120,13 +120,14 @@ static int read_keys(struct sync_key *out, struct stat *st, char *err, size_t er
 	int fd = open(key_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), n;
 
 	if (fd < 0) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		return -1;
+		n = -errno;
+		snprintf(err, errlen, "%s", strerror(-n));
+		return n;
 	}
 	if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
 		snprintf(err, errlen, "not a regular file");
 		close(fd);
-		return -1;
+		return -EINVAL;
 	}
 	if (st->st_mode & 077) {
 		snprintf(err, errlen,
@@ -134,17 +135,18 @@ static int read_keys(struct sync_key *out, struct stat *st, char *err, size_t er
 			 "user chlbd runs as)",
 			 (unsigned int)(st->st_mode & 07777));
 		close(fd);
-		return -1;
+		return -EINVAL;
 	}
 	len = read(fd, text, sizeof(text));
+	n = len < 0 ? -errno : 0; /* before close() can change errno */
 	close(fd);
-	if (len < 0) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		return -1;
+	if (n) {
+		snprintf(err, errlen, "%s", strerror(-n));
+		return n;
 	}
 	if (len > KEY_FILE_MAX) {
 		snprintf(err, errlen, "larger than %d bytes: not a key file", KEY_FILE_MAX);
-		return -1;
+		return -EINVAL;
 	}
 	n = parse_keys(text, (size_t)len, out, err, errlen);
 	sodium_memzero(text, sizeof(text));
@@ -157,19 +159,19 @@ int sync_key_option(const char *path)
 
 	if (sodium_init() < 0) {
 		fprintf(stderr, "chlbd: libsodium failed to initialise\n");
-		return -1;
+		return -EIO;
 	}
 	/* absolute: a daemonized chlbd reads it again from another directory */
 	if (!realpath(path, key_path)) {
 		fprintf(stderr, "chlbd: --sync-key '%s': %s\n", path, strerror(errno));
-		return -1;
+		return -EINVAL;
 	}
 	nkeys = read_keys(keys, &key_stat, err, sizeof(err));
 	if (nkeys < 0) {
 		fprintf(stderr, "chlbd: --sync-key '%s': %s\n", path, err);
 		nkeys = 0;
 		key_path[0] = '\0';
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
