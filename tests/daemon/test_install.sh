@@ -244,8 +244,8 @@ test_bash_completion() {
 		check "--timeout" has --timeout "$(complete_words chlbctl --t)" || exit 1
 		check "--timeout 5 ser -> service" \
 			[ "$(complete_words chlbctl --timeout 5 ser)" = service ] || exit 1
-		check "a command's prefix: serv a VIP al -> algo" \
-			[ "$(complete_words chlbctl serv a $VIP al)" = algo ] || exit 1
+		check "a command's prefix: serv a VIP alg -> algo (al: algo and allow)" \
+			[ "$(complete_words chlbctl serv a $VIP alg)" = algo ] || exit 1
 		check "help --man SECTION" has options "$(complete_words chlbctl help --man '')" || exit 1
 		# -f: file names
 		touch "$LIB_DIR/complete-me.conf"
