@@ -189,6 +189,28 @@ static inline int fx_l2(__u8 *b, int vlans, __u16 proto)
 	return off + 2;
 }
 
+/*
+ * The outer IPv4 header of an ICMP error a router (192.0.2.254) sends to
+ * dst about a packet it quotes (ilen bytes follow the 8-byte ICMP header),
+ * after an untagged L2 header. Returns the ICMP header's offset.
+ */
+static inline int fx_icmp4_outer(__u8 *b, const char *dst, int ilen)
+{
+	int l2 = fx_l2(b, 0, ETH_P_IP);
+	struct iphdr *ip = (struct iphdr *)(b + l2);
+
+	memset(ip, 0, 28);
+	ip->version = 4;
+	ip->ihl = 5;
+	ip->tot_len = htons(28 + ilen);
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_ICMP;
+	inet_pton(AF_INET, "192.0.2.254", &ip->saddr);
+	inet_pton(AF_INET, dst, &ip->daddr);
+	ip->check = htons(fx_csum(ip, 20));
+	return l2 + 20;
+}
+
 /* L4 header (+ payload) at b; returns its length. */
 static inline int fx_l4(__u8 *b, const struct fx_pkt *s)
 {

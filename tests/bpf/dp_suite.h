@@ -349,20 +349,7 @@ static int build_icmp_err(__u8 *b, const struct fx_pkt *flow, __u8 type, __u8 co
 	if (ilen > quote)
 		ilen = quote;
 	if (flow->family == CHLB_AF_INET) {
-		struct iphdr *ip;
-
-		l2 = fx_l2(b, 0, ETH_P_IP);
-		ip = (struct iphdr *)(b + l2);
-		memset(ip, 0, 28);
-		ip->version = 4;
-		ip->ihl = 5;
-		ip->tot_len = htons(28 + ilen);
-		ip->ttl = 64;
-		ip->protocol = IPPROTO_ICMP;
-		inet_pton(AF_INET, "192.0.2.254", &ip->saddr);
-		inet_pton(AF_INET, flow->dst, &ip->daddr);
-		ip->check = htons(fx_csum(ip, 20));
-		hl = l2 + 20;
+		hl = fx_icmp4_outer(b, flow->dst, ilen);
 	} else {
 		struct ipv6hdr *ip6;
 

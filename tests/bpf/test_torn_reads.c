@@ -97,8 +97,7 @@ static int icmp_err(__u8 *b, const struct fx_pkt *flow)
 {
 	struct fx_pkt reply = *flow;
 	__u8 inner[256];
-	struct iphdr *ip;
-	int l2, ilen = 28, i;
+	int hl, ilen = 28;
 
 	reply.src = flow->dst;
 	reply.dst = flow->src;
@@ -106,24 +105,13 @@ static int icmp_err(__u8 *b, const struct fx_pkt *flow)
 	reply.dport = flow->sport;
 	reply.flags = FX_ACK;
 	fx_build(inner, &reply);
-	l2 = fx_l2(b, 0, ETH_P_IP);
-	ip = (struct iphdr *)(b + l2);
-	memset(ip, 0, 28);
-	ip->version = 4;
-	ip->ihl = 5;
-	ip->tot_len = htons(28 + ilen);
-	ip->ttl = 64;
-	ip->protocol = IPPROTO_ICMP;
-	inet_pton(AF_INET, "192.0.2.254", &ip->saddr);
-	inet_pton(AF_INET, flow->dst, &ip->daddr);
-	ip->check = htons(fx_csum(ip, 20));
-	b[l2 + 20] = 3; /* destination unreachable, fragmentation needed */
-	b[l2 + 21] = 4;
-	b[l2 + 26] = 0x05;
-	b[l2 + 27] = 0x78;
-	for (i = 0; i < ilen; i++)
-		b[l2 + 28 + i] = inner[14 + i];
-	return l2 + 28 + ilen;
+	hl = fx_icmp4_outer(b, flow->dst, ilen);
+	b[hl] = 3; /* destination unreachable, fragmentation needed, MTU 1400 */
+	b[hl + 1] = 4;
+	b[hl + 6] = 0x05;
+	b[hl + 7] = 0x78;
+	memcpy(b + hl + 8, inner + 14, ilen);
+	return hl + 8 + ilen;
 }
 
 static void backend(__u32 slot, __u8 state, __u32 gen)
