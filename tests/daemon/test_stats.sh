@@ -330,9 +330,12 @@ test_stats_fast_with_full_table_scraped() {
 		lib_wait_for 15 bash -c "'$CHLBCTL' -s '$CHLBD_SOCK' -j stats | jq -e '.ct_entries >= 900000' >/dev/null" || return 1
 	# 8 scrapers, each one curl fetching /metrics back to back (its URL
 	# glob: the query string is ignored), a status line per scrape; niced:
-	# they stand for clients on other hosts, not for load on this one
+	# they stand for clients on other hosts, not for load on this one.
+	# Line-buffered: a scraper killed at the end keeps its status lines
+	# (block-buffered, ~1,000 of them waited in curl's buffer and a loaded
+	# host counted 0 scrapes)
 	for i in $(seq 8); do
-		timeout 30 nice -n 19 nsenter --net="/var/run/netns/$D_NS" curl -s -m 5 -o /dev/null \
+		timeout 30 nice -n 19 nsenter --net="/var/run/netns/$D_NS" stdbuf -oL curl -s -m 5 -o /dev/null \
 			-w '%{http_code}\n' "http://127.0.0.1:$mport/metrics?n=[1-1000000]" \
 			>"$LIB_DIR/scrapes.$i" 2>/dev/null &
 		pids+=($!)

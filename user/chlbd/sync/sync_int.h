@@ -79,6 +79,7 @@ struct sync_peer {
 	bool dumping;			 /* its dump is being sent */
 	__u64 dump_at;			 /* the dump starts then (one per SYNC_DUMP_GAP_NS) */
 	__u64 last_dump_ns;		 /* when the last one started */
+	__u64 prev_dump_ns;		 /* when the one before it started */
 	struct chlb_dp_conns_cursor cur; /* where the dump stands */
 	__u64 dump_sent, dump_t0;
 	struct sync_ratelog auth_log;

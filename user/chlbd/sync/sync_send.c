@@ -13,7 +13,7 @@
  *    resumable cursor only while less than DUMP_LOW bytes are queued to
  *    the peer, so the dump advances as fast as the peer reads and never
  *    fills the queue (nor walks the table in one go in the event loop).
- *    One dump per peer per SYNC_DUMP_GAP_NS: a peer that reconnects in a
+ *    Two dumps per peer per SYNC_DUMP_GAP_NS: a peer that reconnects in a
  *    loop does not make this host walk its table in a loop.
  *  - Live records: the ring's records are turned into entries a peer can
  *    use - the backend slot becomes the backend's address, its owning
@@ -300,18 +300,25 @@ static void out_pump(struct sync_peer *p)
 		out_close(p);
 }
 
-/* p proved the key: its dump begins now, or SYNC_DUMP_GAP_NS after the last one began. */
+/*
+ * p proved the key: its dump begins now, or SYNC_DUMP_GAP_NS after the one
+ * before the last began. Two within the gap: a peer restarted fresh right
+ * after a dump (an upgrade, a wiped host) needs its dump at once - it is
+ * deciding flows without its peers' entries meanwhile - while one that
+ * reconnects in a loop still gets one per gap.
+ */
 static void dump_schedule(struct sync_peer *p, __u64 now)
 {
-	p->dump_at = p->last_dump_ns && now - p->last_dump_ns < SYNC_DUMP_GAP_NS
-			 ? p->last_dump_ns + SYNC_DUMP_GAP_NS
-			 : now;
+	__u64 prev = p->prev_dump_ns;
+
+	p->dump_at = prev && now - prev < SYNC_DUMP_GAP_NS ? prev + SYNC_DUMP_GAP_NS : now;
 }
 
 static void dump_start(struct sync_peer *p, __u64 now)
 {
 	p->dump_at = 0;
 	p->dumping = true;
+	p->prev_dump_ns = p->last_dump_ns;
 	p->last_dump_ns = now;
 	p->dump_t0 = now;
 	p->dump_sent = 0;
