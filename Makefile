@@ -69,7 +69,7 @@ PROGS := $(if $(CHLBD_SRCS),$(BUILD)/chlbd) $(if $(CHLBCTL_SRCS),$(BUILD)/chlbct
 DEB_PACKAGES := gcc libc6-dev clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev \
 	libjson-c-dev linux-libc-dev pkg-config iproute2 ethtool socat procps jq python3 \
 	clang-format cppcheck libclang-rt-14-dev libsystemd-dev prometheus curl \
-	bird2 libsodium-dev python3-cryptography
+	bird2 libsodium-dev python3-cryptography iperf3
 
 .PHONY: all deps test check-root lint bench bench-live demo clean help fuzz install uninstall grammar-docs dist FORCE
 

@@ -95,16 +95,18 @@ int bench_upto_crc(struct xdp_md *ctx)
 SEC("xdp")
 int bench_upto_decide(struct xdp_md *ctx)
 {
+	struct chlb_persist_ref pr;
 	struct chlb_service *svc;
 	struct chlb_pkt p = {};
-	__u32 slot, nf;
+	__u32 slot, nf, crc;
 
 	if (restore(ctx) || chlb_parse(ctx, false, &p) != CHLB_R_MAX)
 		return XDP_ABORTED;
 	svc = vip_lookup(&p);
 	if (!svc)
 		return XDP_ABORTED;
-	if (!chlb_stick(svc, &p, chlb_flow_crc(&p.flow, svc->hash_fields), &slot, &nf))
+	crc = chlb_flow_crc(&p.flow, svc->hash_fields);
+	if (!chlb_stick(svc, &p, persist_ref(svc, &p, &pr) ? pr.crc : crc, &slot, &nf, &pr))
 		return XDP_ABORTED;
 	return XDP_TX;
 }

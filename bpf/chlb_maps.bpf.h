@@ -76,6 +76,25 @@ struct {
 	__type(value, __u32);
 } allow SEC(".maps");
 
+/*
+ * persist_cfg, persist: client persistence (include/chlb_maps.h); looked up
+ * only for views with CHLB_SVC_F_PERSIST. persist's size is a load-time
+ * setting (chlbd --persist-size).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CHLB_MAX_SERVICES);
+	__type(key, __u32);
+	__type(value, struct chlb_persist_cfg);
+} persist_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, CHLB_PERSIST_DEFAULT_MAX);
+	__type(key, struct chlb_persist_key);
+	__type(value, struct chlb_conn);
+} persist SEC(".maps");
+
 /* One table chunk: CHLB_CHUNK_WORDS words of the include/chlb_table.h layout. */
 struct chlb_chunk {
 	__u32 w[CHLB_CHUNK_WORDS];

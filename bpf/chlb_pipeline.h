@@ -131,6 +131,7 @@ static __always_inline int chlb_process(void *ctx, bool tc)
 	struct chlb_pkt p = {};
 	struct chlb_service *svc;
 	struct chlb_backend *be;
+	struct chlb_persist_ref pr;
 	struct chlb_nexthop nh;
 	__u32 slot = 0, new_flow = 0, crc;
 	int r;
@@ -161,7 +162,8 @@ static __always_inline int chlb_process(void *ctx, bool tc)
 	}
 
 	crc = svc_flow_crc(svc, &p);
-	be = chlb_stick(svc, &p, crc, &slot, &new_flow);
+	/* a persistent service decides by the client, its encapsulation still by the flow */
+	be = chlb_stick(svc, &p, persist_ref(svc, &p, &pr) ? pr.crc : crc, &slot, &new_flow, &pr);
 	if (!be) {
 		/* a held flow (chlb_stick counted it), or no usable backend */
 		if (slot != CHLB_CONN_HELD_SLOT)

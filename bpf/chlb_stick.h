@@ -35,6 +35,10 @@
  *    so the check sits on the stale-entry path and the SYN-with-entry path
  *    only: a valid hit and a SYN without an entry pay nothing for it.
  *
+ * A service with client persistence (chlb_persist.h) decides every flow
+ * without a valid entry by its client's affinity entry first, and its
+ * tables by the client's masked source (decide_new).
+ *
  * Every entry inserted, rewritten or marked ENDED also goes to sync_ring
  * when the program is loaded for entry sync (chlb_sync.h; off by default).
  *
@@ -51,50 +55,8 @@
 #include "chlb_stats.h"
 #include "chlb_parse.h"
 #include "chlb_sync.h"
-
-/*
- * Slot's record if it is LIVE (and, with want_gen, of generation gen), else
- * NULL. State and generation come from one load of the record's check word
- * (include/chlb_maps.h): never one occupant's state with another's
- * generation. The barrier keeps the record's other fields (address, next
- * hop) from being read before it: userspace writes them before it flips the
- * state to LIVE.
- */
-static __always_inline struct chlb_backend *be_check(__u32 slot, bool want_gen, __u32 gen)
-{
-	struct chlb_backend *be = bpf_map_lookup_elem(&backends, &slot);
-	union {
-		__u64 word;
-		struct {
-			__u8 family, state;
-			__u16 flags;
-			__u32 gen;
-		};
-	} c;
-
-	if (!be)
-		return NULL;
-	c.word = READ_ONCE_U64(&be->check);
-	__asm__ volatile("" ::: "memory");
-	if (c.state != CHLB_BE_LIVE || (want_gen && c.gen != gen))
-		return NULL;
-	return be;
-}
-
-static __always_inline struct chlb_backend *be_live(__u32 slot)
-{
-	return be_check(slot, false, 0);
-}
-
-/* An entry's backend, flags and generation: one load (include/chlb_maps.h). */
-static __always_inline struct chlb_conn conn_word(const struct chlb_conn *e)
-{
-	struct chlb_conn c;
-
-	c.word = READ_ONCE_U64(&e->word);
-	c.last_ns = 0;
-	return c;
-}
+#include "chlb_entry.h"
+#include "chlb_persist.h"
 
 /* Does any table of the view, except number `skip`, decide differently from d? */
 static __always_inline bool tables_disagree(const struct chlb_service *svc, __u32 n, __u32 skip,
@@ -244,6 +206,28 @@ static __always_inline struct chlb_backend *decide_live(const struct chlb_servic
 	return *d >= 0 ? be_live(*d) : NULL;
 }
 
+/*
+ * A flow without a valid entry: the client's affinity entry when the service
+ * persists and the entry holds (chlb_persist.h), else table k's pick - then
+ * the client's from now on when record is set (a SYN, a re-decided entry).
+ */
+static __always_inline struct chlb_backend *decide_new(const struct chlb_service *svc,
+						       struct chlb_persist_ref *pr, __u32 k,
+						       __u32 crc, int *d, bool record)
+{
+	struct chlb_backend *be;
+
+	if (!pr->cfg)
+		return decide_live(svc, k, crc, d);
+	be = persist_follow(pr, d);
+	if (be)
+		return be;
+	be = decide_live(svc, k, crc, d);
+	if (be && record)
+		be = persist_record(pr, d, be);
+	return be;
+}
+
 /* Which table of the view decided the SYN stamped `stamp`, or -1. */
 static __always_inline int syn_table(const struct chlb_service *svc, __u32 n, __u32 stamp)
 {
@@ -273,7 +257,7 @@ static __always_inline bool conn_held(const struct chlb_conn *e, const struct ch
 static __always_inline struct chlb_backend *
 entry_valid(const struct chlb_conn *e, const struct chlb_conn *w, bool udp, __u64 now)
 {
-	struct chlb_backend *be = be_check(w->backend, true, w->gen);
+	struct chlb_backend *be = be_check(w->backend, true, w->gen, 0);
 	__u64 idle = udp ? cfg_udp_idle_ns : cfg_tcp_idle_ns;
 
 	if (!be)
@@ -286,7 +270,8 @@ entry_valid(const struct chlb_conn *e, const struct chlb_conn *w, bool udp, __u6
 
 static __always_inline struct chlb_backend *stick_syn(const struct chlb_service *svc,
 						      struct chlb_pkt *p, __u32 crc, __u32 *slot,
-						      __u32 *new_flow, __u64 now)
+						      __u32 *new_flow, __u64 now,
+						      struct chlb_persist_ref *pr)
 {
 	struct chlb_conn *e, w = {};
 	struct chlb_fref r;
@@ -303,7 +288,7 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
 		return be;
 	}
 	*new_flow = 1;
-	be = decide_live(svc, 0, crc, &d);
+	be = decide_new(svc, pr, 0, crc, &d, true);
 	if (!be)
 		return NULL;
 	if (e) {
@@ -332,11 +317,12 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
  * Pick the backend slot for p's flow. Returns the backend (LIVE) or NULL;
  * *slot and *new_flow are set on success. NULL with *slot
  * CHLB_CONN_HELD_SLOT: the flow is held (counted; drop it); other NULLs:
- * no usable backend.
+ * no usable backend. crc decides the flow in the tables: the masked
+ * source's (pr->crc) when the service persists (pr->cfg set by persist_ref).
  */
 static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service *svc,
 						       struct chlb_pkt *p, __u32 crc, __u32 *slot,
-						       __u32 *new_flow)
+						       __u32 *new_flow, struct chlb_persist_ref *pr)
 {
 	__u32 n = svc->ntables, used;
 	bool udp = p->flow.proto == IPPROTO_UDP;
@@ -353,7 +339,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	if (udp || cfg_tcp_idle_ns)
 		now = bpf_ktime_get_coarse_ns();
 	if (p->syn && !udp)
-		return stick_syn(svc, p, crc, slot, new_flow, now);
+		return stick_syn(svc, p, crc, slot, new_flow, now, pr);
 
 	filter_ref(&r, &p->flow);
 	e = conn_find(&p->flow, &r);
@@ -377,6 +363,8 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 				__sync_fetch_and_or(&e->word, ended.word);
 				sync_emit(&p->flow, w.backend, w.gen, CHLB_CONN_F_ENDED);
 			}
+			if (pr->cfg)
+				persist_touch(pr, w.backend);
 			stat_reason(CHLB_R_CT_HIT);
 			*slot = w.backend;
 			return be;
@@ -389,7 +377,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		}
 		/* backend gone, slot reoccupied, idle, or held too long: decide afresh */
 		stat_reason(CHLB_R_CT_STALE);
-		be = decide_live(svc, 0, crc, &d);
+		be = decide_new(svc, pr, 0, crc, &d, !p->icmp_err);
 		if (!be)
 			return NULL;
 		*slot = d;
@@ -430,13 +418,18 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 			 * falls back to the oldest; the entry is written either way.
 			 */
 			k = syn_table(svc, n, r.el->syn[chlb_syn_index(r.fk)]);
-			be = decide_live(svc, k >= 0 ? (__u32)k : n - 1, crc, &d);
+			be = decide_new(svc, pr, k >= 0 ? (__u32)k : n - 1, crc, &d, false);
 			if (!be && !(be = decide_live(svc, 0, crc, &d)))
 				return NULL;
 			conn_insert(&p->flow, &r, d, be, now);
 			*slot = d;
 			return be;
 		}
+	}
+	/* a persistent client's flow without an entry: its affinity first (an ACK, UDP) */
+	if (pr->cfg && (be = persist_follow(pr, &d))) {
+		*slot = d;
+		return be;
 	}
 	used = n - 1;
 	be = decide_live(svc, used, crc, &d);
@@ -445,6 +438,9 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		if (!(be = decide_live(svc, 0, crc, &d)))
 			return NULL;
 	}
+	/* UDP has no SYN: its first datagram makes the client's entry */
+	if (pr->cfg && udp && !p->icmp_err)
+		be = persist_record(pr, &d, be);
 	/* UDP has no SYN and entry-less flows keep no state: new_flows counts TCP SYNs
 	 * and re-decided flows only */
 	if (n > 1 && !p->icmp_err && !p->fin_rst && tables_disagree(svc, n, used, crc, d)) {

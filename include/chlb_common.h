@@ -14,22 +14,24 @@
 #endif
 
 /* ---- limits (sizes of the BPF maps; userspace validates against them) ---- */
-#define CHLB_MAX_SERVICES      256  /* service ids 0..255 */
-#define CHLB_MAX_BACKENDS      8192 /* global backend slots */
-#define CHLB_MAX_SVC_BACKENDS  4096 /* backends in one service */
-#define CHLB_HISTORY_MAX       4    /* tables per service view: current + 3 recent */
-#define CHLB_SLOTS_PER_SERVICE 6    /* table slots per service: history + spares */
-#define CHLB_TABLE_SLOTS       (CHLB_MAX_SERVICES * CHLB_SLOTS_PER_SERVICE)
-#define CHLB_MAX_VIPS	       (CHLB_MAX_SERVICES * 4)	 /* {address, port, proto} keys */
-#define CHLB_VIP_SLOTS	       4096			 /* data-plane VIP index: <= 25% full */
-#define CHLB_VIP_PROBES	       8			 /* linear-probe window of one key */
-#define CHLB_VIEW_SLOTS	       (CHLB_MAX_VIPS * 2 + 512) /* views: live + in grace */
+#define CHLB_MAX_SERVICES	 256  /* service ids 0..255 */
+#define CHLB_MAX_BACKENDS	 8192 /* global backend slots */
+#define CHLB_MAX_SVC_BACKENDS	 4096 /* backends in one service */
+#define CHLB_HISTORY_MAX	 4    /* tables per service view: current + 3 recent */
+#define CHLB_SLOTS_PER_SERVICE	 6    /* table slots per service: history + spares */
+#define CHLB_TABLE_SLOTS	 (CHLB_MAX_SERVICES * CHLB_SLOTS_PER_SERVICE)
+#define CHLB_MAX_VIPS		 (CHLB_MAX_SERVICES * 4)   /* {address, port, proto} keys */
+#define CHLB_VIP_SLOTS		 4096			   /* data-plane VIP index: <= 25% full */
+#define CHLB_VIP_PROBES		 8			   /* linear-probe window of one key */
+#define CHLB_VIEW_SLOTS		 (CHLB_MAX_VIPS * 2 + 512) /* views: live + in grace */
 /*
  * Source prefixes in one service's allow-list (`allow P1,P2,...`): 64 IPv6
  * prefixes are ~2.8 KB of text, one statement line (CHLB_LINE_MAX) holds them.
  */
-#define CHLB_ALLOW_MAX	       64
-#define CHLB_ALLOW_ENTRIES     (CHLB_MAX_SERVICES * CHLB_ALLOW_MAX) /* the shared trie */
+#define CHLB_ALLOW_MAX		 64
+#define CHLB_ALLOW_ENTRIES	 (CHLB_MAX_SERVICES * CHLB_ALLOW_MAX) /* the shared trie */
+#define CHLB_PERSIST_DEFAULT_MAX 65536 /* client affinity entries (chlbd --persist-size) */
+#define CHLB_PERSIST_MAX_S	 86400 /* longest `persist SECONDS`: a day */
 
 #define CHLB_RING_DEFAULT_VNODES 160	    /* vnodes per backend at weight 100 */
 #define CHLB_RING_MAX_VNODES	 (1u << 20) /* total vnodes in one ring */

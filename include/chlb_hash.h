@@ -151,6 +151,18 @@ static __always_inline __u32 chlb_crc32c_16(__u32 crc, const __u8 *p)
  * a time straight from the struct: in BPF, byte-assembled words cost ~10
  * instructions each, and the result is the same CRC of the same bytes.
  */
+/*
+ * The CRC of a source address alone (16 bytes, IPv4 in the first 4): what
+ * `hash src` hashes, and what decides a persistent service's new client by
+ * its masked address (bpf/chlb_persist.h).
+ */
+static __always_inline __u32 chlb_src_crc(const __u8 *src, __u8 family)
+{
+	if (family == CHLB_AF_INET6)
+		return chlb_crc32c_16(CHLB_CRC32C_INIT, src) ^ 0xffffffffu;
+	return chlb_crc32c_word(CHLB_CRC32C_INIT, chlb_le32_aligned(src)) ^ 0xffffffffu;
+}
+
 static __always_inline __u32 chlb_flow_crc(const struct chlb_flow *f, __u32 fields)
 {
 	__u32 crc = CHLB_CRC32C_INIT;

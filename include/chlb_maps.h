@@ -59,7 +59,36 @@ struct chlb_service {
  * (CHLB_R_DROP_SOURCE) before any table or entry work. Without the flag
  * the trie is not looked up.
  */
-#define CHLB_SVC_F_ALLOW 0x1
+#define CHLB_SVC_F_ALLOW   0x1
+/*
+ * The service keeps clients on their backend (`persist SECONDS`): new flows
+ * look up the client's affinity entry (persist, below) first. Without the
+ * flag neither persist map is looked up.
+ */
+#define CHLB_SVC_F_PERSIST 0x2
+
+/*
+ * Client persistence (IPVS -p, Cilium session affinity; docs/design.md,
+ * "Client persistence"). persist_cfg (array, per service id): how long an
+ * affinity entry holds and which source bits name a client (a netmask, as
+ * four big-endian words; IPv4 in the first). persist (LRU hash): key
+ * (service id, masked source) -> struct chlb_conn: the backend slot and
+ * generation the client's first flow went to, last_ns its last use. A new
+ * flow of a persist service follows the entry while it is younger than
+ * timeout_ns and its backend LIVE, of that generation and taking new flows
+ * (not CHLB_BE_F_NO_NEW); else the tables decide it by the hash of the
+ * masked source - the same on every LB host - and the entry names that.
+ */
+struct chlb_persist_cfg {
+	__u64 timeout_ns;
+	__u32 mask[4];
+};
+
+struct chlb_persist_key {
+	__u32 svc_id;
+	__u8 addr[16]; /* the source & mask */
+};
+#define CHLB_PERSIST_REFRESH_NS (1000ull * 1000 * 1000) /* last_ns rewritten at most this often */
 
 /*
  * allow (LPM trie, one for every service): key. The data are the service id
@@ -114,6 +143,13 @@ enum chlb_backend_state {
  */
 #define CHLB_BE_F_OWNER	    0x2
 #define CHLB_BE_OWNER_SHIFT 8
+/*
+ * The backend takes no new flows: its effective weight is 0 (drained, or
+ * down by its health check). Written with the table that leaves it out; the
+ * data plane reads it only for client persistence, whose affinity entries
+ * must not send new connections to such a backend.
+ */
+#define CHLB_BE_F_NO_NEW    0x4
 _Static_assert(CHLB_MAX_SERVICES <= 256, "a service id fits the owner byte of a backend's flags");
 
 /*
@@ -394,8 +430,10 @@ enum chlb_reason {
 	CHLB_R_PROBE_DROPPED,	/* dropped: a probe not to a VIP, malformed, or without next hop */
 	CHLB_R_SYNC_DROP,	/* a sync record not written: the ring buffer was full */
 	CHLB_R_HELD,		/* dropped: the flow's entry is held, waiting for a synced one */
-	CHLB_R_CT_NO_BUDGET, /* tables disagree, no SYN seen: the CPU's insert budget was spent */
-	CHLB_R_DROP_SOURCE,  /* dropped: the source is not in the service's allow-list */
+	CHLB_R_CT_NO_BUDGET,   /* tables disagree, no SYN seen: the CPU's insert budget was spent */
+	CHLB_R_DROP_SOURCE,    /* dropped: the source is not in the service's allow-list */
+	CHLB_R_PERSIST_HIT,    /* a new flow sent to its client's backend by the affinity entry */
+	CHLB_R_PERSIST_INSERT, /* an affinity entry created (evictions = these - entries) */
 	CHLB_R_MAX
 };
 
@@ -435,6 +473,8 @@ static const char *const chlb_reason_names[CHLB_R_MAX] = {
 	[CHLB_R_HELD] = "held",
 	[CHLB_R_CT_NO_BUDGET] = "ct_no_budget",
 	[CHLB_R_DROP_SOURCE] = "drop_source",
+	[CHLB_R_PERSIST_HIT] = "persist_hit",
+	[CHLB_R_PERSIST_INSERT] = "persist_insert",
 };
 #endif
 

@@ -212,6 +212,10 @@ static __u32 stored(const struct chlb_cmd *c, __u32 bit)
 		return c->table_size;
 	case CHLB_OPT_MTU:
 		return c->mtu;
+	case CHLB_OPT_PERSIST:
+		return c->persist_s;
+	case CHLB_OPT_NETMASK:
+		return c->netmask;
 	case CHLB_OPT_BUCKETS:
 		return c->buckets;
 	case CHLB_OPT_WEIGHT:

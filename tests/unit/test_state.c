@@ -237,6 +237,49 @@ static void allow_lists(void **unused)
 	chlb_state_free(&back);
 }
 
+/* persistence: taken, saved and read back the same; a netmask kept across a timeout change */
+static void persistence(void **unused)
+{
+	struct chlb_state st, back;
+	char err[CHLB_ERR_MAX];
+	char *t, *t2;
+
+	chlb_state_init(&st);
+	chlb_state_init(&back);
+	must(&st, "service add 10.0.0.1:80/tcp persist 300");
+	assert_int_equal(st.svc[0].persist_s, 300);
+	assert_int_equal(st.svc[0].persist_plen, 32); /* one address per client */
+	must(&st, "service add [2001:db8::1]:80/tcp persist 60 netmask /64");
+	must(&st, "service set 10.0.0.1:80/tcp netmask /24");
+	must(&st, "service set 10.0.0.1:80/tcp persist 600"); /* the netmask stays */
+	assert_int_equal(st.svc[0].persist_plen, 24);
+	t = chlb_state_format(&st, true);
+	assert_non_null(strstr(t, " persist 600 netmask /24"));
+	assert_non_null(strstr(t, " persist 60 netmask /64"));
+	if (chlb_state_exec_text(&back, t, "saved", err, sizeof(err)))
+		fail_msg("%s", err);
+	t2 = chlb_state_format(&back, true);
+	assert_string_equal(t, t2);
+	free(t2);
+	free(t);
+	must_fail(&st, "service set 10.0.0.1:80/tcp hash src", "'persist': not with hash src");
+	must_fail(&st, "service set 10.0.0.1:80/tcp netmask /33",
+		  "'/33': netmask longer than an IPv4 address (/32)");
+	must_fail(&st, "service set 10.0.0.1:80/tcp persist 86401",
+		  "persistence timeout out of range");
+	must(&st, "service set 10.0.0.1:80/tcp persist off");
+	assert_int_equal(st.svc[0].persist_s, 0);
+	t = chlb_state_format(&st, false);
+	assert_null(strstr(t, "10.0.0.1:80/tcp algo ring vnodes 160 fwd ipip hash 5tuple persist"));
+	free(t);
+	must_fail(&st, "service set 10.0.0.1:80/tcp netmask /24",
+		  "applies to services with persist only");
+	must(&st, "service set 10.0.0.1:80/tcp hash src");
+	must_fail(&st, "service set 10.0.0.1:80/tcp persist 30", "'persist': not with hash src");
+	chlb_state_free(&st);
+	chlb_state_free(&back);
+}
+
 static void bad_line_applies_nothing(void **unused)
 {
 	struct chlb_state st;
@@ -472,6 +515,7 @@ int main(void)
 		cmocka_unit_test(too_many_services),
 		cmocka_unit_test(text_round_trip),
 		cmocka_unit_test(allow_lists),
+		cmocka_unit_test(persistence),
 		cmocka_unit_test(bad_line_applies_nothing),
 		cmocka_unit_test(files),
 		cmocka_unit_test(indexed_equals_plain),

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * chlbctl conns [VIP] [--backend ADDR] [--json]: the connection table, the
- * analogue of `ipvsadm -Lnc`. Text: the entries per service (live, ended,
+ * chlbctl conns [VIP] [--backend ADDR] [--persist] [--json]: the connection
+ * table, the analogue of `ipvsadm -Lnc`; with --persist, the client affinity
+ * entries of persist services instead. Text: the entries per service (live, ended,
  * stale, held) and per backend. JSON: the same counts plus the entries
  * themselves, each with its state (at most chlbd's CHLBD_CONNS_LIST_MAX,
  * then "truncated": true).
@@ -60,15 +61,43 @@ static void show_conns(json_object *r)
 		printf("entries of no configured service: %lld\n", num(r, "other"));
 }
 
+/* conns --persist: the client affinity entries, one line each */
+static void show_persist(json_object *r)
+{
+	json_object *a;
+	long long size = num(r, "persist_size"), n = num(r, "entries");
+
+	printf("client affinity table: %lld of %lld entries (%.2f%%), %lld inserts, %lld "
+	       "evictions\n",
+	       n, size, size ? 100.0 * (double)n / (double)size : 0.0, num(r, "inserts"),
+	       num(r, "evictions"));
+	printf("%-44s %-28s %-40s %8s %s\n", "CLIENT", "SERVICE", "BACKEND", "AGE_S", "HOLDS");
+	if (!json_object_object_get_ex(r, "persist", &a))
+		return;
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *e = json_object_array_get_idx(a, i), *h;
+
+		printf("%-44s %-28s %-40s %8s %s\n", str(e, "client"), str(e, "service"),
+		       str(e, "backend"), str(e, "age_s"),
+		       json_object_object_get_ex(e, "holds", &h) && json_object_get_boolean(h)
+			   ? "yes"
+			   : "no");
+	}
+	if (json_object_get_boolean(json_object_object_get(r, "truncated")))
+		printf("(%lld listed: the list stops there)\n", num(r, "listed"));
+}
+
 int do_conns(int argc, char **argv)
 {
 	const char *vip = NULL, *backend = NULL;
 	json_object *r;
 	char *line;
+	bool persist;
 	int rc;
 
 	if (ctl_take_flag(&argc, argv, "--json", "-j"))
 		ctl.json = true;
+	persist = ctl_take_flag(&argc, argv, "--persist", NULL);
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--backend") || !strcmp(argv[i], "-b")) {
 			if (i + 1 >= argc)
@@ -77,9 +106,9 @@ int do_conns(int argc, char **argv)
 				return p_usage("conns: '%s' given twice", argv[i]);
 			backend = argv[++i];
 		} else if (argv[i][0] == '-') {
-			return p_usage(
-			    "conns: unknown option '%s' (expected --backend ADDR, --json)",
-			    argv[i]);
+			return p_usage("conns: unknown option '%s' (expected --backend ADDR, "
+				       "--persist, --json)",
+				       argv[i]);
 		} else if (!vip) {
 			vip = argv[i];
 		} else {
@@ -89,7 +118,9 @@ int do_conns(int argc, char **argv)
 	/* the entries themselves only for JSON: text shows the counts */
 	if (asprintf(&line, "conns%s%s%s%s%s", vip ? " " : "", vip ? vip : "",
 		     backend ? " backend " : "", backend ? backend : "",
-		     ctl.json ? " list" : "") < 0)
+		     persist	? " persist"
+		     : ctl.json ? " list"
+				: "") < 0)
 		return CHLBCTL_EXIT_FAIL;
 	rc = ctl_check_statement(line);
 	if (!rc)
@@ -99,6 +130,8 @@ int do_conns(int argc, char **argv)
 		return rc;
 	if (ctl.json)
 		ctl_print_json(r);
+	else if (persist)
+		show_persist(r);
 	else
 		show_conns(r);
 	json_object_put(r);

@@ -73,6 +73,16 @@ static void show_vnodes_auto(json_object *e)
 		   : "missed: the largest K the ring's vnode limit allows");
 }
 
+/* "  persist: 300 s, netmask /24": a service with client persistence */
+static void show_persist(json_object *e)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(e, "persist_s", &v))
+		return;
+	printf("  persist: %s s, netmask /%s\n", json_object_get_string(v), s(e, "netmask"));
+}
+
 void show_services(json_object *r)
 {
 	json_object *a = arr(r, "services");
@@ -88,6 +98,7 @@ void show_services(json_object *r)
 		       s(e, "backends"), s(e, "fingerprint"), s(e, "tables"), s(e, "swaps"),
 		       d(e, "last_swap_ms"));
 		show_vnodes_auto(e);
+		show_persist(e);
 		show_check(e);
 	}
 }
@@ -321,6 +332,23 @@ static const char *table_ref(json_object *r, json_object *tables, const char *k,
 	return buf;
 }
 
+/* "persist:      client 10.0.1.0/24, timeout 300 s, entry 10.0.2.2 (slot 3), 1200 ms ago, valid" */
+static void show_which_persist(json_object *r)
+{
+	json_object *p, *e;
+	char b[128];
+
+	if (!json_object_object_get_ex(r, "persist", &p))
+		return;
+	printf("persist:      client %s, timeout %s s, ", s(p, "client"), s(p, "timeout_s"));
+	if (!json_object_object_get_ex(p, "entry", &e) || !e) {
+		printf("no affinity entry\n");
+		return;
+	}
+	printf("entry %s, %s ms ago, %s\n", be(p, "entry", b, sizeof(b)), s(e, "age_ms"),
+	       json_object_get_boolean(json_object_object_get(e, "valid")) ? "valid" : "stale");
+}
+
 void show_which(json_object *r)
 {
 	json_object *t = arr(r, "tables"), *c;
@@ -329,8 +357,11 @@ void show_which(json_object *r)
 	printf("service:      %s (flow hash crc32c %s)\n", s(r, "service"), s(r, "crc"));
 	if (json_object_object_get_ex(r, "dropped", &c)) /* the source allow-list */
 		printf("dropped:      %s\n", json_object_get_string(c));
-	printf("new flow:     %s%s\n", be(r, "new_flow", b, sizeof(b)),
-	       table_ref(r, t, "new_flow_table", tb, sizeof(tb)));
+	printf("new flow:     %s%s%s\n", be(r, "new_flow", b, sizeof(b)),
+	       table_ref(r, t, "new_flow_table", tb, sizeof(tb)),
+	       json_object_object_get_ex(r, "new_flow_by", &c) ? ", by the client affinity entry"
+							       : "");
+	show_which_persist(r);
 	printf("established:  %s, by %s%s\n", be(r, "established", b, sizeof(b)),
 	       s(r, "established_by"), table_ref(r, t, "established_table", tb, sizeof(tb)));
 	if (json_object_object_get_ex(r, "conn", &c) && c &&
@@ -398,6 +429,8 @@ void show_plan(json_object *r)
 		if (json_object_object_get_ex(e, "health", &est)) /* check settings */
 			printf("  %s\n", json_object_get_string(est));
 		if (json_object_object_get_ex(e, "allow", &est)) /* the source allow-list */
+			printf("  %s\n", json_object_get_string(est));
+		if (json_object_object_get_ex(e, "persist", &est)) /* client persistence */
 			printf("  %s\n", json_object_get_string(est));
 		for (size_t j = 0; b && j < json_object_array_length(b); j++) {
 			json_object *x = json_object_array_get_idx(b, j);

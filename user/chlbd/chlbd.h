@@ -33,6 +33,7 @@ struct chlbd {
 	const char *netns, *socket_path, *pin_dir, *state_path, *config_path, *pid_file;
 	enum chlb_attach_mode mode;
 	__u32 ct_size, udp_timeout_ms, tcp_timeout_ms;
+	__u32 persist_size; /* --persist-size: client affinity entries (0: pinned or default) */
 	__u64 history_ms, grace_ms;
 	bool foreground;
 	int verbose;

@@ -54,6 +54,16 @@ static int set_allow(void *ctx, __u32 id, const struct chlb_prefix *p, __u32 n, 
 	return chlb_dp_set_allow(ctx, id, a, n, prune);
 }
 
+static int set_persist(void *ctx, __u32 id, __u32 timeout_s, int family, __u8 plen)
+{
+	return chlb_dp_set_persist(ctx, id, timeout_s, family, plen);
+}
+
+static int flush_persist(void *ctx, __u32 id)
+{
+	return chlb_dp_persist_flush(ctx, id);
+}
+
 static int prealloc(void *ctx, const __u32 *tslot, const __u32 *nwords, __u32 n, __u64 until_ns)
 {
 	return chlb_dp_prealloc_tables(ctx, tslot, nwords, n, until_ns);
@@ -101,7 +111,9 @@ void chlbd_dp_ops(struct chlb_dp *dp, struct chlb_dp_ops *ops, struct chlb_adopt
 				     .prealloc = prealloc,
 				     .reset_stats = reset_stats,
 				     .reset_svc_stats = reset_svc_stats,
-				     .set_allow = set_allow };
+				     .set_allow = set_allow,
+				     .set_persist = set_persist,
+				     .flush_persist = flush_persist };
 	*aops = (struct chlb_adopt_ops){ .get_backend = get_backend,
 					 .get_service = get_service,
 					 .get_table_hdr = get_table_hdr };

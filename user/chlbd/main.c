@@ -144,6 +144,7 @@ static int open_dataplane(struct chlb_state *next)
 	int stale, rc;
 
 	dopts.conn_max = D.ct_size;
+	dopts.persist_max = D.persist_size;
 	dopts.udp_idle_ms = D.udp_timeout_ms;
 	dopts.tcp_idle_ms = D.tcp_timeout_ms;
 	dopts.pin_dir = D.pin_dir;
@@ -177,6 +178,10 @@ static int open_dataplane(struct chlb_state *next)
 		}
 		pr_info("adopted pinned maps in %s: %d services", D.pin_dir,
 			chlb_rt_adopt(D.rt, &aops, next));
+		if (chlb_dp_persist_restarted(D.dp))
+			pr_warn("client affinity entries start afresh: the pinned table had "
+				"another size (--persist-size %u)",
+				D.persist_size);
 		if (chlb_dp_counters_restarted(D.dp))
 			pr_warn("counters restart at zero: the pinned ones had another layout "
 				"(a chlbd of another release pinned them)");

@@ -36,6 +36,9 @@ static void usage(FILE *f)
 	    "                          file) and on SIGHUP / `chlbctl apply`\n"
 	    "      --ct-size N         connection-table entries, 120 bytes each (default\n"
 	    "                          %u; a restart resizes a pinned table, entries kept)\n"
+	    "      --persist-size N    client affinity entries of `persist` services, 80\n"
+	    "                          bytes each (default %u; another size at a restart\n"
+	    "                          starts them afresh)\n"
 	    "      --udp-timeout-ms N  UDP flow idle timeout (default %u)\n"
 	    "      --tcp-timeout-ms N  TCP connection idle timeout (default 0: none; an\n"
 	    "                          entry lives until its connection's backend leaves\n"
@@ -66,9 +69,9 @@ static void usage(FILE *f)
 	    "  -h, --help              this text\n"
 	    "Signals: TERM/INT stop (program stays attached), HUP re-reads the config file.\n",
 	    CHLBD_DEFAULT_SOCKET, CHLBD_DEFAULT_PIN_DIR, CHLBD_DEFAULT_STATE,
-	    (unsigned int)CHLB_DP_DEFAULT_CONN_MAX, (unsigned int)CHLB_DP_DEFAULT_UDP_IDLE_MS,
-	    (unsigned int)CHLBD_DEFAULT_HISTORY, (unsigned int)CHLBD_DEFAULT_GRACE,
-	    (unsigned int)CHLBD_READY_SETTLE_MS);
+	    (unsigned int)CHLB_DP_DEFAULT_CONN_MAX, (unsigned int)CHLB_PERSIST_DEFAULT_MAX,
+	    (unsigned int)CHLB_DP_DEFAULT_UDP_IDLE_MS, (unsigned int)CHLBD_DEFAULT_HISTORY,
+	    (unsigned int)CHLBD_DEFAULT_GRACE, (unsigned int)CHLBD_READY_SETTLE_MS);
 }
 
 static int parse_num(const char *opt, const char *s, __u64 max, __u64 *out)
@@ -101,7 +104,8 @@ int chlbd_options_parse(int argc, char **argv)
 		O_SYNC_LISTEN,
 		O_SYNC_PEER,
 		O_SYNC_KEY,
-		O_READY_SETTLE
+		O_READY_SETTLE,
+		O_PERSIST_SIZE
 	};
 	static const struct option opts[] = {
 		{ "interface", required_argument, NULL, 'i' },
@@ -113,6 +117,7 @@ int chlbd_options_parse(int argc, char **argv)
 		{ "state", required_argument, NULL, O_STATE },
 		{ "config", required_argument, NULL, 'c' },
 		{ "ct-size", required_argument, NULL, O_CT },
+		{ "persist-size", required_argument, NULL, O_PERSIST_SIZE },
 		{ "udp-timeout-ms", required_argument, NULL, O_UDP },
 		{ "tcp-timeout-ms", required_argument, NULL, O_TCP },
 		{ "history-ms", required_argument, NULL, O_HIST },
@@ -207,6 +212,11 @@ int chlbd_options_parse(int argc, char **argv)
 			if (parse_num("--ct-size", optarg, 1u << 28, &v))
 				return -EINVAL;
 			D.ct_size = (__u32)v;
+			break;
+		case O_PERSIST_SIZE:
+			if (parse_num("--persist-size", optarg, 1u << 24, &v))
+				return -EINVAL;
+			D.persist_size = (__u32)v;
 			break;
 		case O_UDP:
 			if (parse_num("--udp-timeout-ms", optarg, 86400000, &v))

@@ -55,6 +55,8 @@ json_object *chlbd_jerr(const char *msg);
 json_object *chlbd_jerr_kind(const char *msg, const char *kind);
 /* o as one line of JSON text (malloc'd); consumes o */
 char *chlbd_reply(json_object *o);
+/* o as reply text with LIST, len bytes of JSON values, spliced in as "KEY":[LIST]; frees o. */
+char *chlbd_reply_splice(json_object *o, const char *key, const char *list, size_t len);
 /* chlbd_jerr_kind() as text (malloc'd) */
 char *chlbd_error_reply(const char *msg, const char *kind);
 /* "too many clients" as text, for a client refused without an allocation */
@@ -68,5 +70,7 @@ json_object *reply_which(const struct chlb_cmd *c);
 
 /* ctl_conns_reply.c: `conns [VIP] [backend ADDR] [list]`, the reply text (malloc'd) */
 char *reply_conns(const struct chlb_cmd *c);
+/* conns ... persist: the client affinity entries (ctl_persist_reply.c) */
+char *reply_persist(const struct chlb_cmd *c);
 
 #endif /* CHLBD_CTL_H */

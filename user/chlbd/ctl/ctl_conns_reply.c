@@ -171,23 +171,6 @@ static json_object *resolve(const struct chlb_cmd *c, struct walk *w)
 	return NULL;
 }
 
-/* o as text with the list spliced in before its closing brace. */
-static char *splice(json_object *o, const char *list, size_t len)
-{
-	const char *head = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	size_t hlen = strlen(head);
-	char *s = malloc(hlen + len + 16);
-
-	if (s) {
-		memcpy(s, head, hlen - 1); /* without the final '}' */
-		memcpy(s + hlen - 1, ",\"conns\":[", 10);
-		memcpy(s + hlen + 9, list, len);
-		memcpy(s + hlen + 9 + len, "]}", 3);
-	}
-	json_object_put(o);
-	return s;
-}
-
 char *reply_conns(const struct chlb_cmd *c)
 {
 	struct walk w = { .svc = -1 };
@@ -198,6 +181,8 @@ char *reply_conns(const struct chlb_cmd *c)
 	__u64 t0;
 	int rc;
 
+	if (c->persist_list)
+		return reply_persist(c);
 	e = resolve(c, &w);
 	if (e)
 		return chlbd_reply(e);
@@ -238,7 +223,8 @@ char *reply_conns(const struct chlb_cmd *c)
 	chlb_json_add_u64(o, "listed", w.listed);
 	json_object_object_add(o, "truncated", json_object_new_boolean(w.truncated));
 	chlb_json_add_u64(o, "list_max", CHLBD_CONNS_LIST_MAX);
-	reply = splice(o, list, len); /* fclose() left list set, "" when empty */
+	reply =
+	    chlbd_reply_splice(o, "conns", list, len); /* fclose() left list set, "" when empty */
 	free(list);
 	return reply;
 }

@@ -106,6 +106,10 @@ static json_object *svc_json(const struct chlb_svc_cfg *s)
 						      chlb_fmt_prefix(&s->allow[i], p, sizeof(p))));
 		json_object_object_add(o, "allow", al);
 	}
+	if (s->persist_s) {
+		add_int(o, "persist_s", s->persist_s);
+		add_int(o, "netmask", s->persist_plen);
+	}
 	add_int(o, "backends", s->nbe);
 	json_object_object_add(o, "check", check_json(s));
 	if (r && r->nview) {
@@ -412,6 +416,49 @@ static bool source_listed(const struct chlb_svc_cfg *cfg, const struct chlb_flow
 }
 
 /*
+ * The client's affinity entry (bpf/chlb_persist.h) as JSON in *out, and its
+ * backend slot when it holds (LIVE, its generation, not drained or down,
+ * seen within the timeout), else ~0u. *crc: what the tables decide the
+ * client by (its masked source's CRC).
+ */
+static __u32 persist_entry(const struct chlb_svc_cfg *cfg, __u32 id, const struct chlb_flow *f,
+			   json_object **out, __u32 *crc)
+{
+	struct chlb_persist_key key = { .svc_id = id };
+	struct chlb_prefix client = { .addr.family = f->family, .plen = cfg->persist_plen };
+	json_object *o = json_object_new_object(), *e;
+	struct chlb_conn c;
+	char b[64];
+	__u32 slot = ~0u;
+
+	memcpy(key.addr, f->src, 16);
+	chlb_persist_mask(key.addr, f->family, cfg->persist_plen);
+	memcpy(client.addr.a, key.addr, 16);
+	*crc = chlb_src_crc(key.addr, f->family);
+	add_str(o, "client", chlb_fmt_prefix(&client, b, sizeof(b)));
+	add_int(o, "timeout_s", cfg->persist_s);
+	if (chlb_dp_persist_lookup(D.dp, &key, &c)) {
+		json_object_object_add(o, "entry", NULL);
+	} else {
+		__u64 now = chlb_coarse_now_ns(), age = now > c.last_ns ? now - c.last_ns : 0;
+		const struct chlb_rt_be *rb =
+		    c.backend < CHLB_MAX_BACKENDS ? &D.rt->be[c.backend] : NULL;
+		bool valid = rb && rb->state == CHLB_BE_LIVE && rb->gen == c.gen && !rb->no_new &&
+			     age < (__u64)cfg->persist_s * 1000000000ull;
+
+		e = be_ref(c.backend);
+		add_int(e, "gen", c.gen);
+		add_int(e, "age_ms", (int64_t)(age / 1000000));
+		json_object_object_add(e, "valid", json_object_new_boolean(valid));
+		json_object_object_add(o, "entry", e);
+		if (valid)
+			slot = c.backend;
+	}
+	*out = o;
+	return slot;
+}
+
+/*
  * Mirrors bpf/chlb_stick.h: what the data plane does with this flow, by the
  * tables its view names now (chlbd's own, or after a restart the pinned ones
  * it has not rebuilt yet: "adopted") and the hash fields of that view.
@@ -423,7 +470,8 @@ json_object *reply_which(const struct chlb_cmd *c)
 	json_object *o, *tabs;
 	struct chlb_service v;
 	struct chlb_conn conn;
-	__u32 crc, d0 = ~0u, dold = ~0u, old = 0;
+	__u32 crc, d0 = ~0u, dold = ~0u, old = 0, affine = ~0u;
+	json_object *persist = NULL;
 	char b[CHLB_ADDRSTR];
 	const char *why;
 	bool held;
@@ -436,6 +484,9 @@ json_object *reply_which(const struct chlb_cmd *c)
 	o = json_object_new_object();
 	tabs = json_object_new_array();
 	crc = chlb_flow_crc(&c->flow, v.hash_fields);
+	/* a persistent service: its tables decide a client by its masked source */
+	if ((v.flags & CHLB_SVC_F_PERSIST) && cfg && cfg->persist_s)
+		affine = persist_entry(cfg, (__u32)(s - D.rt->svc), &c->flow, &persist, &crc);
 	add_str(o, "service", chlb_fmt_vip(&s->vip, b, sizeof(b)));
 	add_hex(o, "crc", crc);
 	for (__u32 i = 0; i < v.ntables; i++) {
@@ -464,6 +515,8 @@ json_object *reply_which(const struct chlb_cmd *c)
 		json_object_array_add(tabs, t);
 	}
 	json_object_object_add(o, "tables", tabs);
+	if (persist)
+		json_object_object_add(o, "persist", persist);
 	if ((v.flags & CHLB_SVC_F_ALLOW) && !source_listed(cfg, &c->flow)) {
 		/* dropped before any entry or table is looked at */
 		add_str(o, "dropped",
@@ -474,9 +527,15 @@ json_object *reply_which(const struct chlb_cmd *c)
 		json_object_object_add(o, "conn", NULL);
 		return o;
 	}
-	json_object_object_add(o, "new_flow", d0 == ~0u ? NULL : be_ref(d0));
-	if (d0 != ~0u)
-		add_int(o, "new_flow_table", 0);
+	if (affine != ~0u) {
+		/* the client's affinity entry holds: new flows follow it, not a table */
+		json_object_object_add(o, "new_flow", be_ref(affine));
+		add_str(o, "new_flow_by", "client affinity entry");
+	} else {
+		json_object_object_add(o, "new_flow", d0 == ~0u ? NULL : be_ref(d0));
+		if (d0 != ~0u)
+			add_int(o, "new_flow_table", 0);
+	}
 	if (!chlb_dp_conn_lookup(D.dp, &c->flow, &conn)) {
 		json_object *e = be_ref(conn.backend);
 		bool valid = conn.backend < CHLB_MAX_BACKENDS &&
@@ -519,6 +578,12 @@ json_object *reply_which(const struct chlb_cmd *c)
 		}
 	} else {
 		json_object_object_add(o, "conn", NULL);
+	}
+	if (affine != ~0u) {
+		/* an entry-less packet of a persistent client follows its affinity entry first */
+		json_object_object_add(o, "established", be_ref(affine));
+		add_str(o, "established_by", "client affinity entry");
+		return o;
 	}
 	why = "oldest table in the view";
 	if (dold == ~0u || D.rt->be[dold].state != CHLB_BE_LIVE) {

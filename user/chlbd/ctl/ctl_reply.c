@@ -5,6 +5,9 @@
  * {"error": msg, "kind": kind} says what failed (chlbd.h, CHLBD_ERR_*).
  */
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "chlbd.h"
 #include "ctl/ctl.h"
 #include "base/json_out.h"
@@ -18,6 +21,21 @@ char *chlbd_reply(json_object *o)
 	if (!fixed)
 		fixed = !json_c_set_serialization_double_format("%.6f", JSON_C_OPTION_GLOBAL);
 	s = chlb_json_dump(o);
+	json_object_put(o);
+	return s;
+}
+
+char *chlbd_reply_splice(json_object *o, const char *key, const char *list, size_t len)
+{
+	const char *head = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	size_t hlen = strlen(head), klen = strlen(key);
+	char *s = malloc(hlen + klen + len + 16);
+
+	if (s) {
+		/* without the final '}': ,"KEY":[LIST]} */
+		snprintf(s, hlen + klen + len + 16, "%.*s,\"%s\":[%.*s]}", (int)hlen - 1, head, key,
+			 (int)len, list ? list : "");
+	}
 	json_object_put(o);
 	return s;
 }

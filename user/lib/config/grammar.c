@@ -370,6 +370,12 @@ static void store_opt(const struct chlb_gopt *o, __u32 v, __u8 n, const struct c
 	case CHLB_OPT_ENCAP_SRC:
 		c->encap_src = *a;
 		break;
+	case CHLB_OPT_PERSIST:
+		c->persist_s = v;
+		break;
+	case CHLB_OPT_NETMASK:
+		c->netmask = (__u8)v;
+		break;
 	default: /* CHLB_OPT_FORCE: the bit alone; CHLB_OPT_BUCKET, _ALLOW: in c already */
 		break;
 	}
@@ -400,6 +406,8 @@ static int parse_opt(const struct chlb_gopt *o, const char *val, struct chlb_cmd
 	case CHLB_GV_UINT:
 		if (o->zero_word && !strcmp(val, o->zero_word))
 			break; /* v = 0 */
+		if (o->slash && val[0] == '/')
+			val++;
 		if (parse_u32(val, o->zero_off ? 0 : o->lo, o->hi, &v) || (v && v < o->lo))
 			return chlb_err(err, errlen, -EINVAL, "'%s': %s out of range (%s%s%s%u-%u)",
 					val, o->what, o->zero_off ? "0 or " : "",
@@ -576,7 +584,7 @@ static int parse_which(int ntok, char *const *tok, struct chlb_cmd *c, char *err
 }
 
 /*
- * conns [VIP] [backend ADDR] [list]: the VIP is positional (the first word
+ * conns [VIP] [backend ADDR] [list] [persist]: the VIP is positional (the first word
  * when it is not a keyword), like `service list [VIP]`.
  */
 static int parse_conns(int ntok, char *const *tok, struct chlb_cmd *c, char *err, size_t errlen)
@@ -584,7 +592,8 @@ static int parse_conns(int ntok, char *const *tok, struct chlb_cmd *c, char *err
 	int i = 1;
 
 	c->kind = CHLB_CMD_CONNS;
-	if (i < ntok && strcmp(tok[i], "backend") && strcmp(tok[i], "list")) {
+	if (i < ntok && strcmp(tok[i], "backend") && strcmp(tok[i], "list") &&
+	    strcmp(tok[i], "persist")) {
 		c->has_vip = true;
 		if (chlb_parse_vip(tok[i++], &c->vip, err, errlen))
 			return -EINVAL;
@@ -592,6 +601,8 @@ static int parse_conns(int ntok, char *const *tok, struct chlb_cmd *c, char *err
 	for (; i < ntok; i++) {
 		if (!strcmp(tok[i], "list") && !c->list) {
 			c->list = true;
+		} else if (!strcmp(tok[i], "persist") && !c->persist_list) {
+			c->persist_list = true;
 		} else if (!strcmp(tok[i], "backend") && !c->backend.family) {
 			if (i + 1 >= ntok)
 				return chlb_err(err, errlen, -EINVAL,
@@ -599,11 +610,13 @@ static int parse_conns(int ntok, char *const *tok, struct chlb_cmd *c, char *err
 			if (chlb_parse_addr(tok[++i], &c->backend))
 				return chlb_err(err, errlen, -EINVAL,
 						"'%s': malformed backend address", tok[i]);
-		} else if (!strcmp(tok[i], "list") || !strcmp(tok[i], "backend")) {
+		} else if (!strcmp(tok[i], "list") || !strcmp(tok[i], "backend") ||
+			   !strcmp(tok[i], "persist")) {
 			return chlb_err(err, errlen, -EINVAL, "'%s': given twice", tok[i]);
 		} else {
 			return chlb_err(err, errlen, -EINVAL,
-					"'%s': unexpected argument (expected backend ADDR or list)",
+					"'%s': unexpected argument (expected backend ADDR, list or "
+					"persist)",
 					tok[i]);
 		}
 	}

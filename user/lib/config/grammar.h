@@ -70,7 +70,9 @@ enum {
 	CHLB_OPT_FORCE = 1u << 10,
 	CHLB_OPT_BUCKET_ONE = 1u << 11, /* `bucket N` (CHLB_OPT_BUCKET: an old file's list) */
 	CHLB_OPT_TARGET = 1u << 12,	/* ring, vnodes auto: `target B` */
+	CHLB_OPT_PERSIST = 1u << 13,	/* persist SECONDS|off: client persistence */
 	CHLB_OPT_ALLOW = 1u << 14,	/* allow P1,P2,... | any: the source allow-list */
+	CHLB_OPT_NETMASK = 1u << 15,	/* netmask /N: which source bits name a persistent client */
 	/* health checks: service add/set; the CHLB_OPT_CHECK_ALL ones on backends too */
 	CHLB_OPT_CHECK = 1u << 16, /* check none|tcp|http */
 	CHLB_OPT_CK_PATH = 1u << 17,
@@ -109,7 +111,10 @@ struct chlb_cmd {
 	__u32 vnodes, table_size, buckets; /* vnodes 0: `vnodes auto` */
 	__u32 vnodes_target;		   /* `target B`: B in thousandths */
 	struct chlb_addr encap_src;
-	__u32 nallow; /* allow: the prefixes (0 with CHLB_OPT_ALLOW: `allow any`) */
+	__u32 persist_s;   /* persist: seconds, 0 off */
+	bool persist_list; /* conns persist: the client affinity entries, not the connections */
+	__u8 netmask;	   /* netmask /N: N */
+	__u32 nallow;	   /* allow: the prefixes (0 with CHLB_OPT_ALLOW: `allow any`) */
 	struct chlb_prefix allow[CHLB_ALLOW_MAX];
 	__u32 weight;
 	__u32 nbucket; /* jump: the backend's buckets, as saved (buckets B1,B2,...) */

@@ -272,6 +272,34 @@ static const struct chlb_gopt svc_opts[] = {
 	  .bit = CHLB_OPT_PANIC,
 	  .desc = "when fewer than PERCENT of the backends are up, health is ignored and all "
 		  "serve" },
+	{ .word = "persist",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_UINT,
+	  .meta = "SECONDS",
+	  .what = "persistence timeout",
+	  .lo = 1,
+	  .hi = CHLB_PERSIST_MAX_S,
+	  .zero_off = true,
+	  .zero_word = "off",
+	  .has_dflt = true,
+	  .dflt = 0,
+	  .bit = CHLB_OPT_PERSIST,
+	  .desc = "client persistence: a client's new connections go to the backend of its "
+		  "first one while it was seen within SECONDS (its traffic refreshes it), across "
+		  "changes, as long as that backend is up and not drained; a new client is "
+		  "decided by its (masked) source address; not with hash src; off (0): none" },
+	{ .word = "netmask",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_UINT,
+	  .meta = "/N",
+	  .what = "persistence netmask",
+	  .lo = 0,
+	  .hi = 128,
+	  .slash = true,
+	  .dflt_text = "/32 (IPv4), /128 (IPv6)",
+	  .bit = CHLB_OPT_NETMASK,
+	  .desc = "with persist: the source bits that name one client (/24: a client's whole "
+		  "/24 shares its backend); at most the VIP family's length" },
 	{ .word = "allow",
 	  .where = GW_ALL,
 	  .val = CHLB_GV_PREFIXES,
@@ -357,6 +385,12 @@ static const struct chlb_gopt conns_opts[] = {
 	  .where = GW_ALL,
 	  .val = CHLB_GV_FLAG,
 	  .desc = "the entries too, not only their counts (at most 100000)" },
+	{ .word = "persist",
+	  .cli = "--persist",
+	  .where = GW_ALL,
+	  .val = CHLB_GV_FLAG,
+	  .desc = "the client affinity entries of persist services instead (at most 100000): "
+		  "client, backend, age, whether they still hold" },
 	{ 0 },
 };
 
@@ -403,7 +437,7 @@ static const struct chlb_garg
 #define SVC_SET_NEED                                                                             \
 	(CHLB_OPT_ALGO | CHLB_OPT_VNODES | CHLB_OPT_TARGET | CHLB_OPT_TABLE | CHLB_OPT_FWD |     \
 	 CHLB_OPT_HASH | CHLB_OPT_MTU | CHLB_OPT_ENCAP_SRC | CHLB_OPT_BUCKETS | CHLB_OPT_FORCE | \
-	 CHLB_OPT_HEALTH_ALL | CHLB_OPT_ALLOW)
+	 CHLB_OPT_HEALTH_ALL | CHLB_OPT_ALLOW | CHLB_OPT_PERSIST | CHLB_OPT_NETMASK)
 
 const struct chlb_gstmt chlb_grammar[] = {
 	{ "service", "add", CHLB_CMD_SERVICE_ADD, GW_ALL, vip_arg, svc_opts, 0, false,

@@ -69,6 +69,7 @@ struct chlb_gopt {
 	const char *what;	   /* the value in messages: "table size" */
 	__u32 lo, hi;		   /* UINT, UINT_LIST: the range */
 	bool zero_off;		   /* UINT: 0 too, meaning off */
+	bool slash;		   /* UINT: written /N (a prefix length); a bare N is read too */
 	const char *zero_word;	   /* UINT: this word too, stored as 0 ("auto"), or NULL */
 	bool val_optional;	   /* the value may be left out (--watch [SECONDS]) */
 	bool has_dflt;		   /* dflt is the value when the option is not given */

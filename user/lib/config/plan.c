@@ -148,6 +148,19 @@ static json_object *allow_change(const struct chlb_svc_cfg *o, const struct chlb
 	return j;
 }
 
+/* "persist 300 -> persist off (...)": what a persistence change does */
+static json_object *persist_change(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg *s)
+{
+	char a[CHLB_PERSIST_TEXT_MAX], b[CHLB_PERSIST_TEXT_MAX], t[256];
+
+	snprintf(t, sizeof(t),
+		 "%s ->%s (no table change; established connections keep their backend, a "
+		 "client's new ones follow %s)",
+		 chlb_persist_fmt(o, a, sizeof(a)) + 1, chlb_persist_fmt(s, b, sizeof(b)),
+		 s->persist_s ? "its affinity entry" : "the table");
+	return json_object_new_string(t);
+}
+
 /*
  * The table's decision fingerprint (table/table_fp.c): by backend address,
  * so it is what `service list` shows once the change is applied, on any
@@ -294,6 +307,10 @@ json_object *chlb_plan(const struct chlb_state *cur, const struct chlb_state *ne
 				    json_object_new_string("health check settings change"));
 			if (o && !chlb_svc_allow_equal(o, &next->svc[i]))
 				json_object_object_add(e, "allow", allow_change(o, &next->svc[i]));
+			if (o && (o->persist_s != next->svc[i].persist_s ||
+				  o->persist_plen != next->svc[i].persist_plen))
+				json_object_object_add(e, "persist",
+						       persist_change(o, &next->svc[i]));
 			json_object_array_add(arr, e);
 		} else if (!chlb_svc_health_equal(o, &next->svc[i])) {
 			/* the checker's settings alone: no table is built or swapped */
@@ -387,6 +404,11 @@ static void svc_opts(const struct chlb_svc_cfg *s, char *buf, size_t len)
 
 		ADD(" allow %s", chlb_allow_fmt(s->allow, s->nallow, al, sizeof(al)));
 	}
+	if (s->persist_s) {
+		char pe[CHLB_PERSIST_TEXT_MAX];
+
+		ADD("%s", chlb_persist_fmt(s, pe, sizeof(pe)));
+	}
 	{
 		char ck[CHLB_CHECK_TEXT_MAX], h[96];
 
@@ -452,6 +474,13 @@ static void svc_changes(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg 
 		ADD("allow %s -> %s (no table change)",
 		    chlb_allow_fmt(o->allow, o->nallow, al, sizeof(al)),
 		    chlb_allow_fmt(s->allow, s->nallow, bl, sizeof(bl)));
+	}
+	if (o->persist_s != s->persist_s || o->persist_plen != s->persist_plen) {
+		char pa[CHLB_PERSIST_TEXT_MAX], pb[CHLB_PERSIST_TEXT_MAX];
+
+		/* the leading blank of each: "persist 300 -> persist off" */
+		ADD("%s ->%s (no table change)", chlb_persist_fmt(o, pa, sizeof(pa)) + 1,
+		    chlb_persist_fmt(s, pb, sizeof(pb)));
 	}
 	if (!svc_health_same(o, s)) {
 		char ck[CHLB_CHECK_TEXT_MAX], h[96];

@@ -450,6 +450,35 @@ static int check_family(const struct chlb_svc_cfg *s, const struct chlb_addr *be
 	return 0;
 }
 
+/* persist and netmask (after hash: persistence with `hash src` is refused). */
+static int apply_persist(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char *err, size_t errlen)
+{
+	__u8 bits = s->vip.addr.family == CHLB_AF_INET ? 32 : 128;
+
+	if (c->set & CHLB_OPT_PERSIST) {
+		if (c->persist_s && !s->persist_s)
+			s->persist_plen = bits; /* one client per address until a netmask says */
+		s->persist_s = c->persist_s;
+	}
+	if (c->set & CHLB_OPT_NETMASK) {
+		if (!s->persist_s)
+			return chlb_err(err, errlen, -EINVAL,
+					"'netmask': applies to services with persist only");
+		if (c->netmask > bits)
+			return chlb_err(err, errlen, -EINVAL,
+					"'/%u': netmask longer than an IPv%d address (/%u)",
+					c->netmask, bits == 32 ? 4 : 6, bits);
+		s->persist_plen = c->netmask;
+	}
+	if (s->persist_s && s->hash == CHLB_HASH_SRC)
+		return chlb_err(
+		    err, errlen, -EINVAL,
+		    "'persist': not with hash src (the source hash sends a client to one "
+		    "backend only while nothing changes; persist keeps it there across "
+		    "changes: use it with hash 5tuple)");
+	return 0;
+}
+
 static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char *err,
 			  size_t errlen)
 {
@@ -534,7 +563,7 @@ static int apply_svc_opts(struct chlb_svc_cfg *s, const struct chlb_cmd *c, char
 		s->health.slow_start_s = c->health.slow_start_s;
 	if (c->set & CHLB_OPT_PANIC)
 		s->health.panic_pct = c->health.panic_pct;
-	return 0;
+	return apply_persist(s, c, err, errlen);
 }
 
 /*
@@ -1055,7 +1084,8 @@ bool chlb_svc_allow_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cf
 bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 {
 	return a->fwd == b->fwd && a->hash == b->hash && a->mtu == b->mtu &&
-	       !chlb_addr_cmp(&a->encap_src, &b->encap_src) && chlb_svc_allow_equal(a, b);
+	       !chlb_addr_cmp(&a->encap_src, &b->encap_src) && chlb_svc_allow_equal(a, b) &&
+	       a->persist_s == b->persist_s && a->persist_plen == b->persist_plen;
 }
 
 bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)

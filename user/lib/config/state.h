@@ -50,6 +50,8 @@ struct chlb_svc_cfg {
 	bool force;		      /* `force`: the VIP may be an address of chlbd's host */
 	struct chlb_check check;      /* health check (type NONE: none) */
 	struct chlb_health_policy health; /* on-down, slow start, panic */
+	__u32 persist_s;		  /* client persistence timeout; 0: off */
+	__u8 persist_plen;		  /* its netmask's length (32 / 128: one address) */
 	__u32 nallow;			  /* source allow-list; 0: every source */
 	struct chlb_prefix allow[CHLB_ALLOW_MAX];
 };
@@ -127,7 +129,10 @@ bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
  * checker of a service where this is false.
  */
 bool chlb_svc_health_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
-/* Options that the view carries (fwd, hash, mtu, encap-src, the allow-list) differ? */
+/*
+ * Options that the view carries (fwd, hash, mtu, encap-src, the allow-list,
+ * persistence) differ?
+ */
 bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
 /* The same allow-list, prefix by prefix in order? */
 bool chlb_svc_allow_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b);
@@ -151,6 +156,10 @@ int chlb_svc_buckets(const struct chlb_svc_cfg *s, __u32 *bucket);
 /* An allow-list as the grammar writes it: "10.0.0.0/8,192.0.2.7/32", "any" when n is 0. */
 #define CHLB_ALLOW_TEXT_MAX (CHLB_ALLOW_MAX * 45 + 1)
 const char *chlb_allow_fmt(const struct chlb_prefix *p, __u32 n, char *buf, size_t len);
+
+/* " persist S[ netmask /N]", or " persist off": as the grammar writes it. */
+#define CHLB_PERSIST_TEXT_MAX 48
+const char *chlb_persist_fmt(const struct chlb_svc_cfg *s, char *buf, size_t len);
 
 /* The state in the grammar, services and backends sorted; malloc'd, NUL-terminated. */
 char *chlb_state_format(const struct chlb_state *st, bool trailer);

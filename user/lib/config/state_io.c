@@ -105,6 +105,19 @@ static void format_buckets(struct sbuf *b, const struct bucket_ref *ref, __u32 n
 		sb_printf(b, " bucket %u", ref[lo].k);
 }
 
+const char *chlb_persist_fmt(const struct chlb_svc_cfg *s, char *buf, size_t len)
+{
+	__u8 bits = s->vip.addr.family == CHLB_AF_INET ? 32 : 128;
+
+	if (!s->persist_s)
+		snprintf(buf, len, " persist off");
+	else if (s->persist_plen == bits)
+		snprintf(buf, len, " persist %u", s->persist_s);
+	else
+		snprintf(buf, len, " persist %u netmask /%u", s->persist_s, s->persist_plen);
+	return buf;
+}
+
 const char *chlb_allow_fmt(const struct chlb_prefix *p, __u32 n, char *buf, size_t len)
 {
 	size_t at = 0;
@@ -128,6 +141,7 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 	__u32 nref = 0;
 	char vip[CHLB_ADDRSTR], a[CHLB_ADDRSTR];
 	char ck[CHLB_CHECK_TEXT_MAX]; /* the check's options */
+	char pe[CHLB_PERSIST_TEXT_MAX];
 	struct chlb_cfg_be *be;
 
 	chlb_fmt_vip(&s->vip, vip, sizeof(vip));
@@ -158,6 +172,8 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 
 		sb_printf(b, " allow %s", chlb_allow_fmt(s->allow, s->nallow, al, sizeof(al)));
 	}
+	if (s->persist_s)
+		sb_printf(b, "%s", chlb_persist_fmt(s, pe, sizeof(pe)));
 	/* nothing when no check is configured: files from before checks stay byte-identical */
 	sb_printf(b, "%s", chlb_check_fmt(&s->check, true, ck, sizeof(ck)));
 	sb_printf(b, "%s\n", chlb_health_fmt(&s->health, ck, sizeof(ck)));

@@ -57,6 +57,12 @@ struct chlb_dp_opts {
 	 */
 	__u32 moved_inserts_per_s;
 	/*
+	 * Client affinity entries (persist map, LRU); 0: a pinned map's size,
+	 * else CHLB_PERSIST_DEFAULT_MAX. A pinned map of another size is made
+	 * afresh: its clients are decided again.
+	 */
+	__u32 persist_max;
+	/*
 	 * Pin directory on a bpffs (e.g. /sys/fs/bpf/chlb/<name>); NULL = no
 	 * pins. When it already holds chlb's pinned maps, they are adopted
 	 * (bpf_map__reuse_fd before load): state, tables and connections
@@ -100,6 +106,9 @@ bool chlb_dp_adopted(const struct chlb_dp *dp);
  * they were made afresh and restart at zero.
  */
 bool chlb_dp_counters_restarted(const struct chlb_dp *dp);
+
+/* True when the pinned client affinity map had another size: made afresh. */
+bool chlb_dp_persist_restarted(const struct chlb_dp *dp);
 
 /*
  * The kernel's HZ as libbpf found it in the kernel config (the SYN stamps
@@ -219,6 +228,25 @@ struct chlb_allow_pfx {
 };
 int chlb_dp_set_allow(struct chlb_dp *dp, __u32 svc_id, const struct chlb_allow_pfx *p, __u32 n,
 		      bool prune);
+
+/*
+ * Client persistence of service id (dp_persist.c): timeout_s 0 turns it off
+ * for the data plane (the view's CHLB_SVC_F_PERSIST says whether it is
+ * looked at); plen: the netmask's length in bits of the family. 0 or -errno.
+ */
+int chlb_dp_set_persist(struct chlb_dp *dp, __u32 svc_id, __u32 timeout_s, int family, __u8 plen);
+/* Service id's entries: every affinity entry of the id deleted (a new service of a freed id). */
+int chlb_dp_persist_flush(struct chlb_dp *dp, __u32 svc_id);
+/* The affinity entry of key (svc_id, masked source), 0 or -ENOENT / -errno. */
+int chlb_dp_persist_lookup(struct chlb_dp *dp, const struct chlb_persist_key *key,
+			   struct chlb_conn *out);
+/* Calls fn for every affinity entry until it returns non-zero (returned). */
+int chlb_dp_persist_foreach(struct chlb_dp *dp,
+			    int (*fn)(const struct chlb_persist_key *, const struct chlb_conn *,
+				      void *),
+			    void *ctx);
+/* Masks addr (16 bytes, IPv4 in the first 4) to plen bits of family, in place. */
+void chlb_persist_mask(__u8 *addr, int family, __u8 plen);
 
 /* Build a VIP key: family CHLB_AF_INET (addr = 4 bytes) or CHLB_AF_INET6 (16). */
 void chlb_dp_vip_key(struct chlb_vip_key *key, int family, const void *addr, __u16 port_host,
@@ -392,6 +420,8 @@ enum chlb_dp_map {
 	CHLB_MAP_VIEWS,	      /* the data plane's copies of the views */
 	CHLB_MAP_FILTER_BANK, /* which conn_filter bank readers test */
 	CHLB_MAP_ALLOW,	      /* every service's source allow-list (LPM trie) */
+	CHLB_MAP_PERSIST_CFG, /* per service id: persistence timeout and netmask */
+	CHLB_MAP_PERSIST,     /* client affinity entries (LRU hash) */
 	CHLB_MAP_COUNT
 };
 /* Map fd (owned by dp), or -1. Names as in bpf/chlb_maps.bpf.h. */

@@ -65,14 +65,26 @@ static int unpin_legacy_filters(struct chlb_dp *dp, char *err, size_t errlen)
 /*
  * Maps whose contents can be rebuilt or started afresh when a pinned copy
  * has another shape (an upgrade changed it): the filter (rebuilt from the
- * entries after load), its bank selector, and the counters (they restart
- * at zero). Any other mismatch is an error: tables and entries carry
+ * entries after load), its bank selector, the counters (they restart
+ * at zero) and the client affinity entries (--persist-size changed: clients
+ * are decided again, as after their timeout). Any other mismatch is an error: tables and entries carry
  * decisions.
  */
 static bool recreatable(enum chlb_dp_map m)
 {
 	return m == CHLB_MAP_CONN_FILTER || m == CHLB_MAP_FILTER_BANK ||
-	       m == CHLB_MAP_GLOBAL_STATS || m == CHLB_MAP_SVC_STATS || m == CHLB_MAP_BE_STATS;
+	       m == CHLB_MAP_GLOBAL_STATS || m == CHLB_MAP_SVC_STATS || m == CHLB_MAP_BE_STATS ||
+	       m == CHLB_MAP_PERSIST;
+}
+
+/* No --persist-size: the pinned affinity map's size is kept, as the connection table's is. */
+static void persist_size_of_pin(struct chlb_dp *dp, int fd, __u32 persist_max)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	if (!persist_max && !bpf_obj_get_info_by_fd(fd, &info, &len) && info.max_entries)
+		bpf_map__set_max_entries(dp_map(dp, CHLB_MAP_PERSIST), info.max_entries);
 }
 
 static bool same_shape(int fd, const struct bpf_map *map, bool size_too)
@@ -172,7 +184,8 @@ static int resize_conns(struct chlb_dp *dp, int fd, __u32 conn_max)
 }
 
 /* Reuse every map already pinned under pin_dir (recreatable ones of another shape excepted). */
-static int adopt_pinned(struct chlb_dp *dp, __u32 conn_max, char *err, size_t errlen)
+static int adopt_pinned(struct chlb_dp *dp, const struct chlb_dp_opts *opts, char *err,
+			size_t errlen)
 {
 	char path[PATH_MAX];
 	int m, fd, rc, found = 0;
@@ -189,8 +202,10 @@ static int adopt_pinned(struct chlb_dp *dp, __u32 conn_max, char *err, size_t er
 			continue;
 		if (fd < 0)
 			return fd;
-		if (m == CHLB_MAP_CONNS && resize_conns(dp, fd, conn_max))
+		if (m == CHLB_MAP_CONNS && resize_conns(dp, fd, opts->conn_max))
 			continue;
+		if (m == CHLB_MAP_PERSIST)
+			persist_size_of_pin(dp, fd, opts->persist_max);
 		if (recreatable(m) && !same_shape(fd, dp_map(dp, m), true)) {
 			close(fd);
 			if (unlink(path))
@@ -334,8 +349,15 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 		rc = chlb_syserr(err, errlen, rc, "couldn't size the connection table");
 		goto fail;
 	}
+	rc = bpf_map__set_max_entries(dp->skel->maps.persist, opts->persist_max
+								  ? opts->persist_max
+								  : CHLB_PERSIST_DEFAULT_MAX);
+	if (rc) {
+		rc = chlb_syserr(err, errlen, rc, "couldn't size the client affinity table");
+		goto fail;
+	}
 	if (dp->pin_dir[0]) {
-		rc = adopt_pinned(dp, opts->conn_max, err, errlen);
+		rc = adopt_pinned(dp, opts, err, errlen);
 		if (rc)
 			goto fail;
 	}

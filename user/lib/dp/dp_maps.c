@@ -20,6 +20,8 @@ static const char *const map_names[CHLB_MAP_COUNT] = {
 	[CHLB_MAP_VIEWS] = "views",
 	[CHLB_MAP_FILTER_BANK] = "filter_bank",
 	[CHLB_MAP_ALLOW] = "allow",
+	[CHLB_MAP_PERSIST_CFG] = "persist_cfg",
+	[CHLB_MAP_PERSIST] = "persist",
 };
 
 const char *chlb_dp_map_name(enum chlb_dp_map m)
@@ -54,6 +56,10 @@ struct bpf_map *dp_map(struct chlb_dp *dp, enum chlb_dp_map m)
 		return dp->skel->maps.filter_bank;
 	case CHLB_MAP_ALLOW:
 		return dp->skel->maps.allow;
+	case CHLB_MAP_PERSIST_CFG:
+		return dp->skel->maps.persist_cfg;
+	case CHLB_MAP_PERSIST:
+		return dp->skel->maps.persist;
 	default:
 		return NULL;
 	}
@@ -81,6 +87,11 @@ int chlb_dp_prog_fd(struct chlb_dp *dp, enum chlb_dp_prog which)
 bool chlb_dp_adopted(const struct chlb_dp *dp)
 {
 	return dp->adopted;
+}
+
+bool chlb_dp_persist_restarted(const struct chlb_dp *dp)
+{
+	return dp->map_recreated[CHLB_MAP_PERSIST];
 }
 
 bool chlb_dp_counters_restarted(const struct chlb_dp *dp)

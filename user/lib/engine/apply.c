@@ -72,6 +72,20 @@ int chlb_rt_svc_id(const struct chlb_rt *rt, const struct chlb_vip *vip)
 }
 
 /* Service id's backend slots, one per backend: taken from the free ones for new pairs. */
+/*
+ * A backend with effective weight 0 (drained, or down by its check) takes
+ * no new flows: flagged in its record for client persistence, whose
+ * affinity entries must not send new connections there. Written before the
+ * table that leaves it out (or takes it back) is published.
+ */
+static int set_no_new(struct chlb_rt *rt, __u32 slot, bool no_new)
+{
+	if (rt->be[slot].no_new == no_new)
+		return 0;
+	rt->be[slot].no_new = no_new;
+	return chlb_be_write(rt, slot);
+}
+
 static int build_table(struct chlb_rt *rt, int id, const struct chlb_svc_cfg *s,
 		       struct chlb_table *t, __u32 **bes, __u32 *nbes, __u64 now, char *err,
 		       size_t errlen)
@@ -103,6 +117,12 @@ static int build_table(struct chlb_rt *rt, int id, const struct chlb_svc_cfg *s,
 		}
 		be[i].slot = (__u32)slot;
 		list[i] = (__u32)slot;
+		r = set_no_new(rt, (__u32)slot, !s->be[i].weight);
+		if (r) {
+			r = chlb_syserr(err, errlen, r, "'%s': couldn't write the backend slot",
+					s->be[i].name);
+			goto out;
+		}
 	}
 	r = chlb_svc_build(s, be, t, err, errlen);
 	if (r)
@@ -183,6 +203,8 @@ static void fill_view(const struct chlb_svc_cfg *c, int id, struct chlb_rt_svc *
 	v->mtu = c->mtu;
 	if (c->nallow)
 		v->flags |= CHLB_SVC_F_ALLOW;
+	if (c->persist_s)
+		v->flags |= CHLB_SVC_F_PERSIST;
 	if (c->encap_src.family == CHLB_AF_INET6) {
 		memcpy(v->encap_src, c->encap_src.a, 16);
 	} else if (c->encap_src.family == CHLB_AF_INET) {
@@ -207,6 +229,13 @@ static int publish(struct chlb_rt *rt, struct chlb_rt_svc *s, const struct chlb_
 
 	if (rt->ops.set_allow && c->nallow) {
 		rc = rt->ops.set_allow(rt->ops.ctx, id, c->allow, c->nallow, false);
+		if (rc)
+			return rc;
+	}
+	/* settings before the view that reads them; a view without the flag ignores them */
+	if (rt->ops.set_persist && c->persist_s) {
+		rc = rt->ops.set_persist(rt->ops.ctx, id, c->persist_s, c->vip.addr.family,
+					 c->persist_plen);
 		if (rc)
 			return rc;
 	}
@@ -396,6 +425,8 @@ static void delete_service(struct chlb_rt *rt, struct chlb_rt_svc *s)
 	rt->ops.del_service(rt->ops.ctx, &key);
 	if (rt->ops.set_allow) /* the id's prefixes: a later service of this id starts clean */
 		rt->ops.set_allow(rt->ops.ctx, (__u32)(s - rt->svc), NULL, 0, true);
+	if (rt->ops.flush_persist) /* its clients too: their slots are gone with it */
+		rt->ops.flush_persist(rt->ops.ctx, (__u32)(s - rt->svc));
 	for (__u32 i = 0; i < s->nview; i++)
 		s->slot[s->view[i]].free_at = now + rt->grace_ns;
 	s->nview = 0;
@@ -540,6 +571,8 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 			tmp.encap_src = n->encap_src;
 			tmp.nallow = n->nallow;
 			memcpy(tmp.allow, n->allow, sizeof(tmp.allow));
+			tmp.persist_s = n->persist_s;
+			tmp.persist_plen = n->persist_plen;
 			table_changed = !chlb_svc_equal(&tmp, n);
 		}
 		rc = swap_service(rt, n, table_changed, msg, sizeof(msg));

@@ -52,6 +52,13 @@ struct chlb_dp_ops {
 	 * prefixes added; with prune, every other entry of id removed too.
 	 */
 	int (*set_allow)(void *ctx, __u32 id, const struct chlb_prefix *p, __u32 n, bool prune);
+	/*
+	 * optional: service id's client persistence (chlb_dp_set_persist):
+	 * timeout_s 0 is off; plen the netmask's length in bits of family.
+	 */
+	int (*set_persist)(void *ctx, __u32 id, __u32 timeout_s, int family, __u8 plen);
+	/* optional: delete every affinity entry of service id (a freed id) */
+	int (*flush_persist)(void *ctx, __u32 id);
 };
 
 #define CHLB_BE_HASH 16384
@@ -96,6 +103,7 @@ struct chlb_rt_be {
 	__u32 nh_cycle;		  /* 1 + the refresh cycle that last resolved its address */
 	__u64 nh_ns;		  /* when its next hop was last resolved (or tried): 0 never */
 	bool no_route;		  /* its address had no route at the last try (logged once) */
+	bool no_new;		  /* effective weight 0: CHLB_BE_F_NO_NEW (client persistence) */
 	struct chlb_backend last; /* as last written: removal keeps its next hop for readers */
 };
 

@@ -158,6 +158,7 @@ int chlb_be_write(struct chlb_rt *rt, __u32 slot)
 	v.flags &= (__u16) ~(CHLB_BE_F_OWNER | (0xffu << CHLB_BE_OWNER_SHIFT));
 	if (b->svc >= 0)
 		v.flags |= (__u16)(CHLB_BE_F_OWNER | ((__u32)b->svc << CHLB_BE_OWNER_SHIFT));
+	v.flags = (__u16)(b->no_new ? v.flags | CHLB_BE_F_NO_NEW : v.flags & ~CHLB_BE_F_NO_NEW);
 	if (b->state == CHLB_BE_LIVE && rt->ops.resolve) {
 		__u64 now = chlb_now_ns();
 		const struct chlb_rt_be *sib = nh_sibling(rt, slot, now);
