@@ -42,6 +42,15 @@ struct chlb_persist_ref {
 	__u32 crc;			    /* the masked source's CRC: decides a new client */
 };
 
+/*
+ * Does this packet's service persist? pr is NULL on the pipeline's path for
+ * services that do not (a constant there: every check below folds away).
+ */
+static __always_inline bool persisting(const struct chlb_persist_ref *pr)
+{
+	return pr && pr->cfg;
+}
+
 /* Sets r up for svc and p's source; false (r->cfg NULL) when svc does not persist. */
 static __always_inline bool persist_ref(const struct chlb_service *svc, const struct chlb_pkt *p,
 					struct chlb_persist_ref *r)

@@ -217,7 +217,7 @@ static __always_inline struct chlb_backend *decide_new(const struct chlb_service
 {
 	struct chlb_backend *be;
 
-	if (!pr->cfg)
+	if (!persisting(pr))
 		return decide_live(svc, k, crc, d);
 	be = persist_follow(pr, d);
 	if (be)
@@ -318,7 +318,8 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
  * *slot and *new_flow are set on success. NULL with *slot
  * CHLB_CONN_HELD_SLOT: the flow is held (counted; drop it); other NULLs:
  * no usable backend. crc decides the flow in the tables: the masked
- * source's (pr->crc) when the service persists (pr->cfg set by persist_ref).
+ * source's (pr->crc) when the service persists (pr set up by persist_ref);
+ * pr NULL: it does not (the pipeline's own copy of this path, chlb_pipeline.h).
  */
 static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service *svc,
 						       struct chlb_pkt *p, __u32 crc, __u32 *slot,
@@ -363,7 +364,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 				__sync_fetch_and_or(&e->word, ended.word);
 				sync_emit(&p->flow, w.backend, w.gen, CHLB_CONN_F_ENDED);
 			}
-			if (pr->cfg)
+			if (persisting(pr))
 				persist_touch(pr, w.backend);
 			stat_reason(CHLB_R_CT_HIT);
 			*slot = w.backend;
@@ -427,7 +428,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		}
 	}
 	/* a persistent client's flow without an entry: its affinity first (an ACK, UDP) */
-	if (pr->cfg && (be = persist_follow(pr, &d))) {
+	if (persisting(pr) && (be = persist_follow(pr, &d))) {
 		*slot = d;
 		return be;
 	}
@@ -439,7 +440,7 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 			return NULL;
 	}
 	/* UDP has no SYN: its first datagram makes the client's entry */
-	if (pr->cfg && udp && !p->icmp_err)
+	if (persisting(pr) && udp && !p->icmp_err)
 		be = persist_record(pr, &d, be);
 	/* UDP has no SYN and entry-less flows keep no state: new_flows counts TCP SYNs
 	 * and re-decided flows only */
