@@ -143,15 +143,6 @@ static __always_inline __u32 chlb_crc32c_16(__u32 crc, const __u8 *p)
 }
 
 /*
- * The hashed bytes of a flow, in wire order:
- *   5-tuple, IPv4: src(4) dst(4) sport(2) dport(2) proto(1)   = 13 bytes
- *   5-tuple, IPv6: src(16) dst(16) sport(2) dport(2) proto(1) = 37 bytes
- *   source only:   src(4) or src(16)
- * Returns the CRC32C of those bytes (before finalizing). Computed a word at
- * a time straight from the struct: in BPF, byte-assembled words cost ~10
- * instructions each, and the result is the same CRC of the same bytes.
- */
-/*
  * The CRC of a source address alone (16 bytes, IPv4 in the first 4): what
  * `hash src` hashes, and what decides a persistent service's new client by
  * its masked address (bpf/chlb_persist.h).
@@ -163,17 +154,24 @@ static __always_inline __u32 chlb_src_crc(const __u8 *src, __u8 family)
 	return chlb_crc32c_word(CHLB_CRC32C_INIT, chlb_le32_aligned(src)) ^ 0xffffffffu;
 }
 
+/*
+ * The hashed bytes of a flow, in wire order:
+ *   5-tuple, IPv4: src(4) dst(4) sport(2) dport(2) proto(1)   = 13 bytes
+ *   5-tuple, IPv6: src(16) dst(16) sport(2) dport(2) proto(1) = 37 bytes
+ *   source only:   src(4) or src(16)
+ * Returns the CRC32C of those bytes (before finalizing). Computed a word at
+ * a time straight from the struct: in BPF, byte-assembled words cost ~10
+ * instructions each, and the result is the same CRC of the same bytes.
+ */
 static __always_inline __u32 chlb_flow_crc(const struct chlb_flow *f, __u32 fields)
 {
 	__u32 crc = CHLB_CRC32C_INIT;
 
+	if (fields == CHLB_HASH_SRC)
+		return chlb_src_crc(f->src, f->family);
 	if (f->family == CHLB_AF_INET6) {
 		crc = chlb_crc32c_16(crc, f->src);
-		if (fields == CHLB_HASH_SRC)
-			return crc ^ 0xffffffffu;
 		crc = chlb_crc32c_16(crc, f->dst);
-	} else if (fields == CHLB_HASH_SRC) {
-		return chlb_crc32c_word(crc, chlb_le32_aligned(f->src)) ^ 0xffffffffu;
 	} else {
 		crc = chlb_crc32c_dword(crc, chlb_le32_aligned(f->src), chlb_le32_aligned(f->dst));
 	}

@@ -183,29 +183,40 @@ static void text_round_trip(void **unused)
 	chlb_state_free(&b);
 }
 
-/* allow-lists: taken, saved and read back the same; bad ones refused, naming the prefix */
-static void allow_lists(void **unused)
+/* st saved holds both texts, and read back into a fresh state saves the same */
+static void saved_reads_back(const struct chlb_state *st, const char *has, const char *has_too)
 {
-	struct chlb_state st, back;
-	char err[CHLB_ERR_MAX], line[CHLB_LINE_MAX];
-	char *t, *t2;
-	int n;
+	struct chlb_state back;
+	char err[CHLB_ERR_MAX];
+	char *t = chlb_state_format(st, true), *t2;
 
-	chlb_state_init(&st);
+	assert_non_null(strstr(t, has));
+	assert_non_null(strstr(t, has_too));
 	chlb_state_init(&back);
-	must(&st, "service add 10.0.0.1:80/tcp allow 198.51.100.0/24,203.0.113.7");
-	must(&st, "service add [2001:db8::1]:80/tcp");
-	must(&st, "service set [2001:db8::1]:80/tcp allow 2001:db8:c::/48,2001:db8:d::1");
-	assert_int_equal(st.svc[0].nallow, 2);
-	t = chlb_state_format(&st, true);
-	assert_non_null(strstr(t, " allow 198.51.100.0/24,203.0.113.7/32"));
-	assert_non_null(strstr(t, " allow 2001:db8:c::/48,2001:db8:d::1/128"));
 	if (chlb_state_exec_text(&back, t, "saved", err, sizeof(err)))
 		fail_msg("%s", err);
 	t2 = chlb_state_format(&back, true);
 	assert_string_equal(t, t2);
 	free(t2);
 	free(t);
+	chlb_state_free(&back);
+}
+
+/* allow-lists: taken, saved and read back the same; bad ones refused, naming the prefix */
+static void allow_lists(void **unused)
+{
+	struct chlb_state st;
+	char line[CHLB_LINE_MAX];
+	char *t;
+	int n;
+
+	chlb_state_init(&st);
+	must(&st, "service add 10.0.0.1:80/tcp allow 198.51.100.0/24,203.0.113.7");
+	must(&st, "service add [2001:db8::1]:80/tcp");
+	must(&st, "service set [2001:db8::1]:80/tcp allow 2001:db8:c::/48,2001:db8:d::1");
+	assert_int_equal(st.svc[0].nallow, 2);
+	saved_reads_back(&st, " allow 198.51.100.0/24,203.0.113.7/32",
+			 " allow 2001:db8:c::/48,2001:db8:d::1/128");
 	must_fail(&st, "service set 10.0.0.1:80/tcp allow 10.0.0.0/33",
 		  "'10.0.0.0/33': malformed "
 		  "prefix: bad length");
@@ -234,18 +245,15 @@ static void allow_lists(void **unused)
 	assert_null(strstr(t, "10.0.0.1:80/tcp algo ring vnodes 160 fwd ipip hash 5tuple allow"));
 	free(t);
 	chlb_state_free(&st);
-	chlb_state_free(&back);
 }
 
 /* persistence: taken, saved and read back the same; a netmask kept across a timeout change */
 static void persistence(void **unused)
 {
-	struct chlb_state st, back;
-	char err[CHLB_ERR_MAX];
-	char *t, *t2;
+	struct chlb_state st;
+	char *t;
 
 	chlb_state_init(&st);
-	chlb_state_init(&back);
 	must(&st, "service add 10.0.0.1:80/tcp persist 300");
 	assert_int_equal(st.svc[0].persist_s, 300);
 	assert_int_equal(st.svc[0].persist_plen, 32); /* one address per client */
@@ -253,15 +261,7 @@ static void persistence(void **unused)
 	must(&st, "service set 10.0.0.1:80/tcp netmask /24");
 	must(&st, "service set 10.0.0.1:80/tcp persist 600"); /* the netmask stays */
 	assert_int_equal(st.svc[0].persist_plen, 24);
-	t = chlb_state_format(&st, true);
-	assert_non_null(strstr(t, " persist 600 netmask /24"));
-	assert_non_null(strstr(t, " persist 60 netmask /64"));
-	if (chlb_state_exec_text(&back, t, "saved", err, sizeof(err)))
-		fail_msg("%s", err);
-	t2 = chlb_state_format(&back, true);
-	assert_string_equal(t, t2);
-	free(t2);
-	free(t);
+	saved_reads_back(&st, " persist 600 netmask /24", " persist 60 netmask /64");
 	must_fail(&st, "service set 10.0.0.1:80/tcp hash src", "'persist': not with hash src");
 	must_fail(&st, "service set 10.0.0.1:80/tcp netmask /33",
 		  "'/33': netmask longer than an IPv4 address (/32)");
@@ -277,7 +277,6 @@ static void persistence(void **unused)
 	must(&st, "service set 10.0.0.1:80/tcp hash src");
 	must_fail(&st, "service set 10.0.0.1:80/tcp persist 30", "'persist': not with hash src");
 	chlb_state_free(&st);
-	chlb_state_free(&back);
 }
 
 static void bad_line_applies_nothing(void **unused)

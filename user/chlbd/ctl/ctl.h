@@ -72,5 +72,10 @@ json_object *reply_which(const struct chlb_cmd *c);
 char *reply_conns(const struct chlb_cmd *c);
 /* conns ... persist: the client affinity entries (ctl_persist_reply.c) */
 char *reply_persist(const struct chlb_cmd *c);
+/*
+ * Does affinity entry c (of service cfg, last used age ns ago) still send
+ * new flows to its backend, as bpf/chlb_persist.h persist_follow decides?
+ */
+bool chlbd_persist_holds(const struct chlb_conn *c, const struct chlb_svc_cfg *cfg, __u64 age);
 
 #endif /* CHLBD_CTL_H */

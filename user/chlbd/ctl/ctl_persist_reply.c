@@ -27,8 +27,7 @@ struct persist_walk {
 	bool truncated;
 };
 
-/* Does the entry still send new flows to its backend (bpf/chlb_persist.h persist_follow)? */
-static bool holds(const struct chlb_conn *c, const struct chlb_svc_cfg *cfg, __u64 age)
+bool chlbd_persist_holds(const struct chlb_conn *c, const struct chlb_svc_cfg *cfg, __u64 age)
 {
 	const struct chlb_rt_be *rb = c->backend < CHLB_MAX_BACKENDS ? &D.rt->be[c->backend] : NULL;
 
@@ -73,7 +72,7 @@ static int walk_one(const struct chlb_persist_key *k, const struct chlb_conn *c,
 	else
 		fputs(",\"backend\":null", w->out);
 	fprintf(w->out, ",\"slot\":%u,\"gen\":%u,\"age_s\":%.1f,\"holds\":%s}", c->backend, c->gen,
-		(double)age / 1e9, holds(c, cfg, age) ? "true" : "false");
+		(double)age / 1e9, chlbd_persist_holds(c, cfg, age) ? "true" : "false");
 	w->listed++;
 	return 0;
 }

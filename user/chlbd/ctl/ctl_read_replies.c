@@ -441,10 +441,7 @@ static __u32 persist_entry(const struct chlb_svc_cfg *cfg, __u32 id, const struc
 		json_object_object_add(o, "entry", NULL);
 	} else {
 		__u64 now = chlb_coarse_now_ns(), age = now > c.last_ns ? now - c.last_ns : 0;
-		const struct chlb_rt_be *rb =
-		    c.backend < CHLB_MAX_BACKENDS ? &D.rt->be[c.backend] : NULL;
-		bool valid = rb && rb->state == CHLB_BE_LIVE && rb->gen == c.gen && !rb->no_new &&
-			     age < (__u64)cfg->persist_s * 1000000000ull;
+		bool valid = chlbd_persist_holds(&c, cfg, age);
 
 		e = be_ref(c.backend);
 		add_int(e, "gen", c.gen);
