@@ -168,21 +168,21 @@ def step(c, ses, st):
         out.append(tagged(ses, hdr(DUMP_END)))
         c.sendall(b"".join(out))
     elif name == "flip":
-        m = tagged(ses, records_msg([record("10.0.0.10", "10.0.2.11", 50010)]))
+        m = tagged(ses, records_msg([record("10.0.0.10", "10.0.2.11", 9010)]))
         m = bytearray(m)
         m[8 + 60 + 3] ^= 0x01  # (what was) the backend address's last byte
         c.sendall(bytes(m))
     elif name == "replay":
-        m = tagged(ses, records_msg([record("10.0.0.10", "10.0.2.11", 50011)]))
+        m = tagged(ses, records_msg([record("10.0.0.10", "10.0.2.11", 9011)]))
         c.sendall(m + m)
     elif name == "garbage":
         c.sendall(b"GET / HTTP/1.0\r\n\r\n")
     elif name == "v1":
-        c.sendall(b"CHS1" + struct.pack("!BBH", 1, 0, 1) + record("10.0.0.10", "10.0.2.11", 50012))
+        c.sendall(b"CHS1" + struct.pack("!BBH", 1, 0, 1) + record("10.0.0.10", "10.0.2.11", 9012))
     elif name == "truncated":
-        c.sendall(records_msg([record("10.0.0.10", "10.0.2.11", 50003)])[:8 + 40])
+        c.sendall(records_msg([record("10.0.0.10", "10.0.2.11", 9003)])[:8 + 40])
     elif name == "badfamily":
-        c.sendall(tagged(ses, records_msg([record("10.0.0.10", "10.0.2.11", 50004, fam=5)])))
+        c.sendall(tagged(ses, records_msg([record("10.0.0.10", "10.0.2.11", 9004, fam=5)])))
     else:
         raise SystemExit("unknown step " + st)
 
