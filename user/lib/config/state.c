@@ -1148,10 +1148,18 @@ bool chlb_svc_health_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_c
 int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_table_be *be, struct chlb_table *t,
 		   char *err, size_t errlen)
 {
+	return chlb_svc_build_from(s, be, NULL, t, err, errlen);
+}
+
+int chlb_svc_build_from(const struct chlb_svc_cfg *s, struct chlb_table_be *be,
+			const struct chlb_table_prev *prev, struct chlb_table *t, char *err,
+			size_t errlen)
+{
 	struct chlb_table_spec spec = { .algo = s->algo,
 					.vnodes = s->vnodes,
 					.table_size = s->table_size,
-					.jump_norm = s->weight_norm };
+					.jump_norm = s->weight_norm,
+					.prev = prev };
 	__u32 *idx = NULL;
 	int r;
 

@@ -144,6 +144,10 @@ bool chlb_svc_allow_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cf
  */
 int chlb_svc_build(const struct chlb_svc_cfg *s, struct chlb_table_be *be, struct chlb_table *t,
 		   char *err, size_t errlen);
+/* The same, starting from prev (table/build.h, struct chlb_table_prev; NULL: none). */
+int chlb_svc_build_from(const struct chlb_svc_cfg *s, struct chlb_table_be *be,
+			const struct chlb_table_prev *prev, struct chlb_table *t, char *err,
+			size_t errlen);
 
 /*
  * Each backend's jump bucket: bucket[i] for s->be[i] (bucket holds s->nbe

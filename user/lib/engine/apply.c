@@ -40,6 +40,7 @@ static void slot_release(struct chlb_rt *rt, struct chlb_rt_slot *s)
 		if (s->bes[i] < CHLB_MAX_BACKENDS && rt->be[s->bes[i]].trefs)
 			rt->be[s->bes[i]].trefs--;
 	free(s->bes);
+	free(s->built_from);
 	chlb_table_free(&s->t);
 	memset(s, 0, sizeof(*s));
 	s->prealloc = keep;
@@ -86,10 +87,17 @@ static int set_no_new(struct chlb_rt *rt, __u32 slot, bool no_new)
 	return chlb_be_write(rt, slot);
 }
 
+/*
+ * The table for s into t, its backend slots into *bes, what it was built
+ * from into *built (a ring's next build starts from it: from, the slot
+ * serving now, if it has one).
+ */
 static int build_table(struct chlb_rt *rt, int id, const struct chlb_svc_cfg *s,
-		       struct chlb_table *t, __u32 **bes, __u32 *nbes, __u64 now, char *err,
+		       const struct chlb_rt_slot *from, struct chlb_table *t, __u32 **bes,
+		       __u32 *nbes, struct chlb_table_be **built, __u64 now, char *err,
 		       size_t errlen)
 {
+	struct chlb_table_prev prev = { 0 };
 	struct chlb_table_be *be = calloc(s->nbe ? s->nbe : 1, sizeof(*be));
 	__u32 *list = calloc(s->nbe ? s->nbe : 1, sizeof(*list));
 	char vip[CHLB_ADDRSTR];
@@ -124,12 +132,17 @@ static int build_table(struct chlb_rt *rt, int id, const struct chlb_svc_cfg *s,
 			goto out;
 		}
 	}
-	r = chlb_svc_build(s, be, t, err, errlen);
+	if (from && from->built_from)
+		prev = (struct chlb_table_prev){ &from->t, from->built_from, from->nbuilt_from,
+						 from->vnodes };
+	r = chlb_svc_build_from(s, be, prev.t ? &prev : NULL, t, err, errlen);
 	if (r)
 		goto out;
 	*bes = list;
 	*nbes = s->nbe;
+	*built = be;
 	list = NULL;
+	be = NULL;
 	r = 0;
 out:
 	free(be);
@@ -302,6 +315,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	struct chlb_rt_svc *s = chlb_rt_find(rt, &c->vip);
 	__u64 t0 = chlb_now_ns(), t_built, t_written, now;
 	struct chlb_table t = { 0 };
+	struct chlb_table_be *built = NULL;
 	__u32 *bes = NULL, nbes = 0;
 	char vip[CHLB_ADDRSTR];
 	int id, k, rc;
@@ -330,7 +344,8 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 		rt_log(rt, LOG_INFO, "service %s: options updated (no table change)", vip);
 		return 0;
 	}
-	rc = build_table(rt, (int)(s - rt->svc), c, &t, &bes, &nbes, t0, err, errlen);
+	rc = build_table(rt, (int)(s - rt->svc), c, s->nview ? &s->slot[s->view[0]] : NULL, &t,
+			 &bes, &nbes, &built, t0, err, errlen);
 	if (rc)
 		return rc;
 	t_built = chlb_now_ns();
@@ -342,9 +357,13 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 		s->adopted = false;
 		chlb_table_free(&cur->t);
 		free(cur->bes);
+		free(cur->built_from);
 		cur->t = t;
 		cur->bes = bes;
 		cur->nbes = nbes;
+		cur->built_from = built;
+		cur->nbuilt_from = nbes;
+		cur->vnodes = c->vnodes;
 		cur->prealloc = t.nwords;
 		for (__u32 i = 0; i < nbes; i++)
 			rt->be[bes[i]].trefs++;
@@ -365,6 +384,7 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	if (rc) {
 		chlb_table_free(&t);
 		free(bes);
+		free(built);
 		return chlb_syserr(err, errlen, rc, "'%s': couldn't write table slot %d", vip, k);
 	}
 	t_written = chlb_now_ns();
@@ -372,6 +392,9 @@ static int swap_service(struct chlb_rt *rt, const struct chlb_svc_cfg *c, bool t
 	s->slot[k].t = t;
 	s->slot[k].bes = bes;
 	s->slot[k].nbes = nbes;
+	s->slot[k].built_from = built;
+	s->slot[k].nbuilt_from = nbes;
+	s->slot[k].vnodes = c->vnodes;
 	for (__u32 i = 0; i < nbes; i++)
 		rt->be[bes[i]].trefs++;
 
@@ -465,12 +488,24 @@ static int held_slot(const struct chlb_rt *rt, int svc, const struct chlb_addr *
 	return -1;
 }
 
-int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *next, char *err,
-		     size_t errlen)
+/* The same backend addresses, in the same places (a copy of cur changed elsewhere). */
+static bool same_addrs(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 {
-	static __u8 claimed[CHLB_MAX_BACKENDS];
+	if (a->nbe != b->nbe)
+		return false;
+	for (__u32 i = 0; i < a->nbe; i++)
+		if (chlb_addr_cmp(&a->be[i].addr, &b->be[i].addr))
+			return false;
+	return true;
+}
+
+int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *cur,
+		     const struct chlb_state *next, char *err, size_t errlen)
+{
+	__u8
+	    claimed[CHLB_MAX_BACKENDS]; /* on the stack: two runtimes in one process count safely */
 	bool id_taken[CHLB_MAX_SERVICES];
-	__u32 need = 0, nfree = 0, mine = 0, newsvc = 0, freeids = 0;
+	__u32 need = 0, nfree = 0, mine = 0, newsvc = 0, freeids = 0, unowned = 0;
 	__u64 now = chlb_now_ns();
 	int nextid = 0;
 
@@ -483,11 +518,22 @@ int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *next, ch
 		const struct chlb_rt_be *b = &rt->be[i];
 
 		nfree += b->state == CHLB_BE_EMPTY && !b->trefs && b->hold_until <= now;
+		unowned += b->state != CHLB_BE_EMPTY && b->svc < 0;
 	}
 	for (__u32 i = 0; i < next->nsvc; i++) {
 		const struct chlb_svc_cfg *c = &next->svc[i];
+		const struct chlb_svc_cfg *o = cur ? chlb_state_find(cur, &c->vip) : NULL;
 		int id = chlb_rt_svc_id(rt, &c->vip);
 
+		/*
+		 * A service that serves these addresses now holds a slot for each
+		 * (1000 lookups a service otherwise, most of a small change's
+		 * check). Not when unowned slots exist: who claims which is counted.
+		 */
+		if (id >= 0 && o && !unowned && same_addrs(o, c)) {
+			mine += c->nbe;
+			continue;
+		}
 		if (id < 0) { /* a new service: the id alloc_id() will give it */
 			newsvc++;
 			while (nextid < CHLB_MAX_SERVICES && id_taken[nextid])

@@ -69,6 +69,9 @@ struct chlb_rt_slot {
 	struct chlb_table t;
 	__u32 *bes; /* distinct backend slots the table names */
 	__u32 nbes;
+	/* what t was built from (ring: the next build starts from it); NULL when adopted */
+	struct chlb_table_be *built_from;
+	__u32 nbuilt_from, vnodes;
 	__u32 prealloc; /* words the slot's inner map is known to hold */
 	bool dfp_due;	/* t serves, dfp not computed yet (chlb_rt_slot_fp) */
 	bool has_dfp;	/* dfp is t's decision fingerprint (table_fp.c) */
@@ -169,10 +172,11 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
  * Slots of backends a change removes stay held while a table in the view
  * (the history window, --history-ms) or in its grace period names them, so
  * replacing every backend of a service needs old + new slots at once.
- * 0, or -ENOSPC with err ("not enough backend slots: ...").
+ * cur (or NULL) is what serves: its services whose addresses next keeps
+ * need no lookup. 0, or -ENOSPC with err ("not enough backend slots: ...").
  */
-int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *next, char *err,
-		     size_t errlen);
+int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *cur,
+		     const struct chlb_state *next, char *err, size_t errlen);
 
 /* Timers: retire history, free slots past grace, release dead backends. Returns next deadline (ns, 0 = none). */
 __u64 chlb_rt_tick(struct chlb_rt *rt, __u64 now);

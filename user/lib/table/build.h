@@ -70,6 +70,19 @@ struct chlb_table_be {
 	char name[CHLB_BE_NAME_LEN]; /* canonical address text: "10.1.0.2", "2001:db8::2" */
 };
 
+/*
+ * A ring this builder made, and what it was made from: a ring build starts
+ * from it (its vnodes already sorted) when the new set keeps most of its
+ * backends, as a membership change does. It never changes the result: the
+ * table is the one a build from nothing gives, word for word (build_ring.c).
+ */
+struct chlb_table_prev {
+	const struct chlb_table *t;
+	const struct chlb_table_be *be; /* slot, weight and name of each of its backends */
+	__u32 n;
+	__u32 vnodes; /* its spec's vnodes */
+};
+
 struct chlb_table_spec {
 	__u32 algo;		 /* enum chlb_algo, CHLB_ALGO_JTABLE or CHLB_ALGO_HRW */
 	__u32 vnodes;		 /* ring: vnodes per backend at weight 100 (0 = default 160) */
@@ -82,6 +95,7 @@ struct chlb_table_spec {
 				  * configured weight, which health and slow start never exceed,
 				  * so they never rescale the others); 0 or below the heaviest
 				  * weight in be[]: that weight */
+	const struct chlb_table_prev *prev; /* ring: the table this one replaces, or NULL */
 };
 
 /* A built table: words[0..CHLB_TBL_HDR_WORDS) is struct chlb_table_hdr. */

@@ -37,6 +37,11 @@ void build_vnode_cache_flush(void);
  * be must be validated (names unique, weights in range) before these run.
  * ring, maglev: byname[n] = be[] indices in name order (build_sort_by_name).
  */
+/* Ring builds on this thread that started from spec->prev / from nothing (tests). */
+struct build_ring_stats {
+	__u64 from_prev, from_nothing;
+};
+void build_ring_stats(struct build_ring_stats *st);
 int build_ring(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 	       const __u32 *byname, struct chlb_table *out, char *err, size_t errlen);
 int build_jump(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,

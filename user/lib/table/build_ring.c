@@ -55,6 +55,18 @@ static void sort_nearly_sorted(__u32 *pair, __u32 count)
 	}
 }
 
+static __thread struct build_ring_stats stats;
+
+void build_ring_stats(struct build_ring_stats *st)
+{
+	*st = stats;
+}
+
+/* A vnode of a backend the previous ring did not have (ring_from_prev). */
+struct added_vnode {
+	__u32 hash, rank, replica, slot; /* rank: the backend's place in name order */
+};
+
 /*
  * Scratch, kept per thread and grown, never shrunk: fresh arrays per build
  * cost as many page faults as the table itself. The vnodes' hashes in
@@ -66,6 +78,10 @@ static __thread struct {
 	__u32 *hash, *pair, *dir, *per_line;
 	__u64 *part;
 	__u32 nhash, npair, ndir, nlines, npart; /* capacities */
+	/* ring_from_prev: the added vnodes, per-slot marks */
+	struct added_vnode *added;
+	__u32 nadded;
+	__s32 *slot_prev, *slot_rank; /* CHLB_MAX_BACKENDS each, -1 where unused */
 } scratch;
 
 static int grow(void *arrp, __u32 *have, __u32 want, size_t size)
@@ -205,6 +221,240 @@ static void ring_partition(struct ring_out *o, const __u64 *part, __u32 np, __u3
 	}
 }
 
+/*
+ * Lines and spill from all count vnodes, sorted (pair: {hash, slot}, with
+ * LINE_READ readable pairs past the last), per_line[] counted: what
+ * ring_partition writes, partition by partition, from the same vnodes.
+ */
+static int ring_write_sorted(struct chlb_table *out, const __u32 *pair, __u32 count, __u32 lbits,
+			     __u32 live, char *err, size_t errlen)
+{
+	const __u32 *per_line = scratch.per_line;
+	struct ring_out o = { .t = out };
+	__u32 first = 0, pending = NONE, nspill = 0;
+	struct chlb_table_hdr *hdr;
+	int rc;
+
+	for (__u32 l = 0; l < 1u << lbits; l++)
+		if (per_line[l] > CHLB_RING_LINE_HASHES)
+			nspill += per_line[l];
+	o.base = chlb_ring_base(lbits);
+	rc = build_alloc_prefix(out, CHLB_ALGO_RING, o.base + 2 * nspill, CHLB_RING_LINES, err,
+				errlen);
+	if (rc)
+		return rc;
+	for (__u32 l = 0; l < 1u << lbits; l++) {
+		__u32 c = per_line[l];
+
+		if (first + c >= count && pending == NONE)
+			pending = l; /* the vnode after it is the ring's first */
+		ring_line(&o, l, pair + 2 * first, c);
+		first += c;
+	}
+	if (pending != NONE)
+		ring_patch_after(&o, pending, 1u << lbits, pair[1]);
+	hdr = (struct chlb_table_hdr *)out->words;
+	hdr->count = count;
+	hdr->dir_bits = lbits;
+	hdr->nbackends = live;
+	return 0;
+}
+
+static int cmp_added(const void *a, const void *b)
+{
+	const struct added_vnode *x = a, *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->replica < y->replica ? -1 : x->replica > y->replica;
+}
+
+/* Vnode g of the ring being written: {hash, slot}, counted in its line. */
+static void put_vnode(__u32 g, __u32 hash, __u32 slot, __u32 lbits)
+{
+	scratch.pair[2 * g] = hash;
+	scratch.pair[2 * g + 1] = slot;
+	scratch.per_line[hash >> (32 - lbits)]++;
+}
+
+/* Merging a previous ring's vnodes with the added ones (merge_vnodes). */
+struct merge {
+	const __s32 *rank_of;
+	__u32 nadd, count, lbits;
+	__u32 g, a; /* vnodes written, added ones taken */
+};
+
+/*
+ * A previous vnode: the added ones before it (a smaller hash, or the same
+ * and a name sorting first), then it. On locals (*g, *a), inlined: through
+ * struct merge every store into the pairs could alias them.
+ */
+static inline __attribute__((always_inline)) void merge_one(const struct merge *m, __u32 *g,
+							    __u32 *a, __u32 h, __u32 sl)
+{
+	const struct added_vnode *add = scratch.added;
+
+	if (sl >= CHLB_MAX_BACKENDS || m->rank_of[sl] < 0)
+		return; /* a backend that left or changed */
+	while (*a < m->nadd && *g < m->count &&
+	       (add[*a].hash < h || (add[*a].hash == h && add[*a].rank < (__u32)m->rank_of[sl]))) {
+		put_vnode((*g)++, add[*a].hash, add[*a].slot, m->lbits);
+		(*a)++;
+	}
+	if (*g < m->count)
+		put_vnode((*g)++, h, sl, m->lbits);
+}
+
+/*
+ * The previous ring's vnodes, read from its lines and spill in order (as
+ * chlb_ring_vnodes reads them, without a copy: the table is read once), of
+ * the backends kept merged with the added ones into scratch.pair: at most
+ * m->count, ordered by (hash, name, replica); m->g and m->a say how many
+ * were written and taken. -EINVAL: a malformed table.
+ */
+static int merge_vnodes(const struct chlb_table *t, struct merge *m)
+{
+	const struct chlb_table_hdr *hdr = chlb_table_header(t);
+	__u32 base, seen = 0, g = 0, a = 0;
+
+	if (t->nwords < CHLB_RING_LINES || !hdr->dir_bits ||
+	    hdr->dir_bits > CHLB_RING_MAX_DIR_BITS || chlb_ring_base(hdr->dir_bits) > t->nwords)
+		return -EINVAL;
+	base = chlb_ring_base(hdr->dir_bits);
+	for (__u32 d = 0; d < 1u << hdr->dir_bits; d++) {
+		const __u32 *line = t->words + chlb_ring_line_at(d);
+		__u32 c = chlb_ring_half(line, CHLB_RING_COUNT_HALF);
+
+		if (c == CHLB_RING_LINE_SPILL) {
+			const __u32 *at = t->words + base + 2 * (__u64)line[0];
+
+			c = line[1];
+			if (c > hdr->count - seen || ((__u64)line[0] + c) * 2 > t->nwords - base)
+				return -EINVAL;
+			for (__u32 j = 0; j < c; j++)
+				merge_one(m, &g, &a, at[2 * j], at[2 * j + 1]);
+		} else {
+			if (c > hdr->count - seen)
+				return -EINVAL;
+			for (__u32 j = 0; j < c; j++)
+				merge_one(m, &g, &a, line[j], chlb_ring_half(line, j));
+		}
+		seen += c;
+	}
+	for (; a < m->nadd && g < m->count; a++)
+		put_vnode(g++, scratch.added[a].hash, scratch.added[a].slot, m->lbits);
+	m->g = g;
+	m->a = a;
+	return seen == hdr->count ? 0 : -EINVAL;
+}
+
+/* At most this many vnodes added to a previous ring; past it a build from nothing is as fast. */
+#define PREV_MAX_ADDED 8192
+
+/*
+ * The ring for be[] from spec->prev: its vnodes of the backends kept (same
+ * slot, name and vnode count) are already sorted by (hash, name, replica);
+ * those of the others leave, the added backends' vnodes are sorted and
+ * merged in, and the lines are written as build_ring writes them, so the
+ * table is the same word for word (tests/unit/test_build_ring.c compares).
+ * -EAGAIN when it does not apply (another algorithm or vnode factor, too many
+ * added vnodes, a previous table that does not hold what its backends say):
+ * the caller builds from nothing.
+ */
+static int ring_from_prev(const struct chlb_table_spec *spec, const struct chlb_table_be *be,
+			  __u32 n, const __u32 *byname, __u32 count, struct chlb_table *out,
+			  char *err, size_t errlen)
+{
+	const struct chlb_table_prev *pv = spec->prev;
+	__u32 vnodes = spec->vnodes ? spec->vnodes : CHLB_RING_DEFAULT_VNODES;
+	__u32 pvnodes = pv->vnodes ? pv->vnodes : CHLB_RING_DEFAULT_VNODES;
+	__u32 kept = 0, nadd = 0, live = 0;
+	struct merge m;
+	__s32 *prev_of, *rank_of;
+	int rc = -EAGAIN;
+
+	if (!pv->t || pv->t->nwords < CHLB_TBL_HDR_WORDS ||
+	    chlb_table_header(pv->t)->algo != CHLB_ALGO_RING || vnodes != pvnodes)
+		return -EAGAIN;
+	if (!scratch.slot_prev) {
+		scratch.slot_prev = malloc(CHLB_MAX_BACKENDS * sizeof(*scratch.slot_prev));
+		scratch.slot_rank = malloc(CHLB_MAX_BACKENDS * sizeof(*scratch.slot_rank));
+		if (!scratch.slot_prev || !scratch.slot_rank) {
+			free(scratch.slot_prev);
+			free(scratch.slot_rank);
+			scratch.slot_prev = scratch.slot_rank = NULL;
+			return -EAGAIN;
+		}
+		memset(scratch.slot_prev, 0xff, CHLB_MAX_BACKENDS * sizeof(*scratch.slot_prev));
+		memset(scratch.slot_rank, 0xff, CHLB_MAX_BACKENDS * sizeof(*scratch.slot_rank));
+	}
+	prev_of = scratch.slot_prev;
+	rank_of = scratch.slot_rank;
+	for (__u32 i = 0; i < pv->n; i++) {
+		if (pv->be[i].slot >= CHLB_MAX_BACKENDS || prev_of[pv->be[i].slot] >= 0)
+			goto out;
+		prev_of[pv->be[i].slot] = (__s32)i;
+	}
+	/* kept: same slot, name and vnodes (rank_of >= 0); the others' vnodes are added */
+	for (__u32 r = 0; r < n; r++) {
+		const struct chlb_table_be *b = &be[byname[r]];
+		__u32 k = (__u32)vnode_count(vnodes, b->weight);
+		__s32 j;
+
+		if (!k)
+			continue;
+		live++;
+		if (b->slot >= CHLB_MAX_BACKENDS || rank_of[b->slot] >= 0)
+			goto out;
+		j = prev_of[b->slot];
+		if (j >= 0 && !strcmp(pv->be[j].name, b->name) &&
+		    vnode_count(pvnodes, pv->be[j].weight) == k) {
+			rank_of[b->slot] = (__s32)r;
+			kept += k;
+		} else {
+			nadd += k;
+		}
+	}
+	if (nadd > PREV_MAX_ADDED)
+		goto out;
+	/* the previous ring's vnodes, then the kept ones merged with the added, sorted */
+	if (grow(&scratch.added, &scratch.nadded, nadd + 1, sizeof(*scratch.added)) ||
+	    grow(&scratch.hash, &scratch.nhash, nadd + 1, 4) || /* one added backend's */
+	    grow(&scratch.pair, &scratch.npair, count + LINE_READ, 8))
+		goto out;
+	for (__u32 r = 0, na = 0; r < n; r++) {
+		const struct chlb_table_be *b = &be[byname[r]];
+		__u32 k = (__u32)vnode_count(vnodes, b->weight);
+
+		if (!k || rank_of[b->slot] >= 0)
+			continue;
+		build_vnode_hashes(b->name, k, scratch.hash);
+		for (__u32 e = 0; e < k; e++)
+			scratch.added[na++] =
+			    (struct added_vnode){ scratch.hash[e], r, e, b->slot };
+	}
+	qsort(scratch.added, nadd, sizeof(*scratch.added), cmp_added);
+	m = (struct merge){
+		.rank_of = rank_of, .nadd = nadd, .count = count, .lbits = ring_bits(count, 5)
+	};
+	if (grow(&scratch.per_line, &scratch.nlines, 1u << m.lbits, sizeof(*scratch.per_line)))
+		goto out;
+	memset(scratch.per_line, 0, (sizeof(*scratch.per_line)) << m.lbits);
+	if (merge_vnodes(pv->t, &m) || m.g != count || m.a != nadd || m.g - nadd != kept)
+		goto out; /* the previous table did not hold its backends' vnodes */
+	rc = ring_write_sorted(out, scratch.pair, count, m.lbits, live, err, errlen);
+out:
+	for (__u32 i = 0; i < pv->n; i++)
+		if (pv->be[i].slot < CHLB_MAX_BACKENDS)
+			prev_of[pv->be[i].slot] = -1;
+	for (__u32 i = 0; i < n; i++)
+		if (be[i].slot < CHLB_MAX_BACKENDS)
+			rank_of[be[i].slot] = -1;
+	return rc;
+}
+
 int build_ring(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
 	       const __u32 *byname, struct chlb_table *out, char *err, size_t errlen)
 {
@@ -230,6 +480,13 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_table_be *b
 		return build_alloc(out, CHLB_ALGO_RING, CHLB_TBL_HDR_WORDS, err, errlen);
 
 	count = (__u32)total;
+	if (spec->prev) {
+		rc = ring_from_prev(spec, be, n, byname, count, out, err, errlen);
+		if (rc != -EAGAIN) {
+			stats.from_prev += !rc;
+			return rc;
+		}
+	}
 	/*
 	 * Sort buckets: about one vnode each. Lines (never more than sort
 	 * buckets): at most 5 vnodes per line on average. Per line the count is
@@ -292,6 +549,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_table_be *b
 				errlen);
 	if (rc)
 		return rc;
+	stats.from_nothing++;
 	for (p = 0; p < (1u << pb); p++)
 		ring_partition(&o, part + pstart[p], pstart[p + 1] - pstart[p], bits, lbits, pb, p,
 			       &pending, &first_slot);
