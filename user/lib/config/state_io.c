@@ -251,14 +251,17 @@ bool chlb_state_text_intact(const char *text)
 int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *name, char *err,
 			 size_t errlen)
 {
-	struct chlb_state_ix *ix = chlb_state_ix_new(st);
+	/*
+	 * The index from the second statement on: a single change (most
+	 * requests) searches its service and backend in place instead of
+	 * hashing every backend of every service (0.3-0.5 ms at 3,000).
+	 */
+	struct chlb_state_ix *ix = NULL;
 	const char *p = text;
-	unsigned int lineno = 0;
+	unsigned int lineno = 0, done = 0;
 	char msg[CHLB_ERR_MAX];
 	int r = 0;
 
-	if (!ix)
-		return chlb_err(err, errlen, -ENOMEM, "%s: out of memory", name);
 	while (*p) {
 		struct chlb_cmd c;
 
@@ -275,6 +278,10 @@ int chlb_state_exec_text(struct chlb_state *st, const char *text, const char *na
 				     "%s:%u: only service/backend add, set, del belong in a "
 				     "config file",
 				     name, lineno);
+			break;
+		}
+		if (done++ == 1 && !(ix = chlb_state_ix_new(st))) {
+			r = chlb_err(err, errlen, -ENOMEM, "%s: out of memory", name);
 			break;
 		}
 		r = chlb_state_exec_ix(st, ix, &c, msg, sizeof(msg));

@@ -458,9 +458,25 @@ static void delete_service(struct chlb_rt *rt, struct chlb_rt_svc *s)
 }
 
 /* Keep the slots of c's backends in its service (so none of them is marked DEAD). */
-static void mark_wanted(struct chlb_rt *rt, const struct chlb_svc_cfg *c)
+/*
+ * c's backends' slots are wanted. served: c's service when its serving
+ * table was built from c (an unchanged service): the slots that table
+ * names, one per backend, without looking each up.
+ */
+static void mark_wanted(struct chlb_rt *rt, const struct chlb_svc_cfg *c,
+			const struct chlb_rt_svc *served)
 {
-	int id = chlb_rt_svc_id(rt, &c->vip);
+	const struct chlb_rt_slot *sl =
+	    served && served->nview && !served->adopted ? &served->slot[served->view[0]] : NULL;
+	int id;
+
+	if (sl && sl->bes && sl->nbes == c->nbe) {
+		for (__u32 j = 0; j < sl->nbes; j++)
+			if (sl->bes[j] < CHLB_MAX_BACKENDS)
+				rt->be[sl->bes[j]].wanted = true;
+		return;
+	}
+	id = chlb_rt_svc_id(rt, &c->vip);
 
 	for (__u32 j = 0; id >= 0 && j < c->nbe; j++) {
 		int slot = chlb_be_find(rt, id, &c->be[j].addr);
@@ -488,15 +504,20 @@ static int held_slot(const struct chlb_rt *rt, int svc, const struct chlb_addr *
 	return -1;
 }
 
-/* The same backend addresses, in the same places (a copy of cur changed elsewhere). */
-static bool same_addrs(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
+/*
+ * Is a, next's backend, one of o's (what serves), walking both in order
+ * from o->be[*k]: in its place, or the next one (one removed before it)?
+ * A copy keeps the order, so one change leaves every other backend found
+ * here, without a lookup.
+ */
+static bool served_in_order(const struct chlb_svc_cfg *o, __u32 *k, const struct chlb_addr *a)
 {
-	if (a->nbe != b->nbe)
-		return false;
-	for (__u32 i = 0; i < a->nbe; i++)
-		if (chlb_addr_cmp(&a->be[i].addr, &b->be[i].addr))
-			return false;
-	return true;
+	for (__u32 skip = 0; skip < 2 && *k + skip < o->nbe; skip++)
+		if (!chlb_addr_cmp(&o->be[*k + skip].addr, a)) {
+			*k += skip + 1;
+			return true;
+		}
+	return false;
 }
 
 int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *cur,
@@ -525,15 +546,15 @@ int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *cur,
 		const struct chlb_svc_cfg *o = cur ? chlb_state_find(cur, &c->vip) : NULL;
 		int id = chlb_rt_svc_id(rt, &c->vip);
 
+		__u32 k = 0;
+
 		/*
-		 * A service that serves these addresses now holds a slot for each
-		 * (1000 lookups a service otherwise, most of a small change's
-		 * check). Not when unowned slots exist: who claims which is counted.
+		 * A backend the service serves now holds a slot (a lookup each
+		 * otherwise: most of a small change's check at 1,000 a service).
+		 * Not when unowned slots exist: who claims which is counted.
 		 */
-		if (id >= 0 && o && !unowned && same_addrs(o, c)) {
-			mine += c->nbe;
-			continue;
-		}
+		if (id < 0 || unowned)
+			o = NULL;
 		if (id < 0) { /* a new service: the id alloc_id() will give it */
 			newsvc++;
 			while (nextid < CHLB_MAX_SERVICES && id_taken[nextid])
@@ -546,8 +567,13 @@ int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *cur,
 			id_taken[nextid] = true;
 		}
 		for (__u32 j = 0; j < c->nbe; j++) {
-			int s = held_slot(rt, id, &c->be[j].addr, claimed);
+			int s;
 
+			if (o && served_in_order(o, &k, &c->be[j].addr)) {
+				mine++;
+				continue;
+			}
+			s = held_slot(rt, id, &c->be[j].addr, claimed);
 			if (s < 0) {
 				need++;
 				continue;
@@ -597,9 +623,11 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 		const struct chlb_svc_cfg *o = chlb_state_find(cur, &n->vip);
 		struct chlb_rt_svc *s = chlb_rt_find(rt, &n->vip);
 
+		bool unchanged = o && s && chlb_svc_equal(o, n);
+
 		/* mark wanted so no slot of a backend still in use gets released */
-		mark_wanted(rt, n);
-		if (o && s && chlb_svc_equal(o, n))
+		mark_wanted(rt, n, unchanged ? s : NULL);
+		if (unchanged)
 			continue;
 		if (!o && s && s->adopted && rt->defer_adopted) {
 			s->verify = true; /* keeps serving what it served; checked later */
@@ -638,7 +666,7 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 
 		chlb_state_put_svc(next, &failed[i], old); /* back to what serves */
 		if (old) /* it still serves its old table: its backends stay LIVE */
-			mark_wanted(rt, old);
+			mark_wanted(rt, old, NULL);
 	}
 	/*
 	 * slots no view picks any more: DEAD (flows re-decided, never sent to a
