@@ -523,8 +523,8 @@ static bool served_in_order(const struct chlb_svc_cfg *o, __u32 *k, const struct
 int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *cur,
 		     const struct chlb_state *next, char *err, size_t errlen)
 {
-	__u8
-	    claimed[CHLB_MAX_BACKENDS]; /* on the stack: two runtimes in one process count safely */
+	/* on the stack, not static: two runtimes in one process count safely */
+	__u8 claimed[CHLB_MAX_BACKENDS];
 	bool id_taken[CHLB_MAX_SERVICES];
 	__u32 need = 0, nfree = 0, mine = 0, newsvc = 0, freeids = 0, unowned = 0;
 	__u64 now = chlb_now_ns();
