@@ -222,6 +222,33 @@ static void ring_partition(struct ring_out *o, const __u64 *part, __u32 np, __u3
 }
 
 /*
+ * The table for 2^lbits lines of per_line[] vnodes each: the header and
+ * lines' words zeroed, room for the spilled vnodes after them (o->base).
+ */
+static int ring_alloc(struct ring_out *o, const __u32 *per_line, __u32 lbits, char *err,
+		      size_t errlen)
+{
+	__u32 nspill = 0;
+
+	for (__u32 l = 0; l < 1u << lbits; l++)
+		if (per_line[l] > CHLB_RING_LINE_HASHES)
+			nspill += per_line[l];
+	o->base = chlb_ring_base(lbits);
+	return build_alloc_prefix(o->t, CHLB_ALGO_RING, o->base + 2 * nspill, CHLB_RING_LINES, err,
+				  errlen);
+}
+
+/* The header of a ring whose lines are written. */
+static void ring_finish(struct chlb_table *out, __u32 count, __u32 lbits, __u32 live)
+{
+	struct chlb_table_hdr *hdr = (struct chlb_table_hdr *)out->words;
+
+	hdr->count = count;
+	hdr->dir_bits = lbits;
+	hdr->nbackends = live;
+}
+
+/*
  * Lines and spill from all count vnodes, sorted (pair: {hash, slot}, with
  * LINE_READ readable pairs past the last), per_line[] counted: what
  * ring_partition writes, partition by partition, from the same vnodes.
@@ -231,16 +258,10 @@ static int ring_write_sorted(struct chlb_table *out, const __u32 *pair, __u32 co
 {
 	const __u32 *per_line = scratch.per_line;
 	struct ring_out o = { .t = out };
-	__u32 first = 0, pending = NONE, nspill = 0;
-	struct chlb_table_hdr *hdr;
+	__u32 first = 0, pending = NONE;
 	int rc;
 
-	for (__u32 l = 0; l < 1u << lbits; l++)
-		if (per_line[l] > CHLB_RING_LINE_HASHES)
-			nspill += per_line[l];
-	o.base = chlb_ring_base(lbits);
-	rc = build_alloc_prefix(out, CHLB_ALGO_RING, o.base + 2 * nspill, CHLB_RING_LINES, err,
-				errlen);
+	rc = ring_alloc(&o, per_line, lbits, err, errlen);
 	if (rc)
 		return rc;
 	for (__u32 l = 0; l < 1u << lbits; l++) {
@@ -253,10 +274,7 @@ static int ring_write_sorted(struct chlb_table *out, const __u32 *pair, __u32 co
 	}
 	if (pending != NONE)
 		ring_patch_after(&o, pending, 1u << lbits, pair[1]);
-	hdr = (struct chlb_table_hdr *)out->words;
-	hdr->count = count;
-	hdr->dir_bits = lbits;
-	hdr->nbackends = live;
+	ring_finish(out, count, lbits, live);
 	return 0;
 }
 
@@ -460,10 +478,9 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_table_be *b
 {
 	__u32 vnodes = spec->vnodes ? spec->vnodes : CHLB_RING_DEFAULT_VNODES;
 	__u32 pstart[(1u << PART_BITS) + 1] = { 0 }, pcur[(1u << PART_BITS) + 1];
-	__u32 *hash, *per_line, count, live = 0, bits, lbits, g, pb, p, biggest = 0, nspill = 0;
+	__u32 *hash, *per_line, count, live = 0, bits, lbits, g, pb, p, biggest = 0;
 	__u32 pending = NONE, first_slot = NONE;
 	struct ring_out o = { .t = out };
-	struct chlb_table_hdr *hdr;
 	__u64 *part, total = 0;
 	int rc;
 
@@ -541,12 +558,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_table_be *b
 	}
 
 	/* the table: header, lines, spilled vnodes */
-	for (__u32 l = 0; l < 1u << lbits; l++)
-		if (per_line[l] > CHLB_RING_LINE_HASHES)
-			nspill += per_line[l];
-	o.base = chlb_ring_base(lbits);
-	rc = build_alloc_prefix(out, CHLB_ALGO_RING, o.base + 2 * nspill, CHLB_RING_LINES, err,
-				errlen);
+	rc = ring_alloc(&o, per_line, lbits, err, errlen);
 	if (rc)
 		return rc;
 	stats.from_nothing++;
@@ -556,10 +568,7 @@ int build_ring(const struct chlb_table_spec *spec, const struct chlb_table_be *b
 	/* the last lines wrap around to the ring's first vnode */
 	if (pending != NONE)
 		ring_patch_after(&o, pending, 1u << lbits, first_slot);
-	hdr = (struct chlb_table_hdr *)out->words;
-	hdr->count = count;
-	hdr->dir_bits = lbits;
-	hdr->nbackends = live;
+	ring_finish(out, count, lbits, live);
 	return 0;
 }
 
