@@ -141,8 +141,9 @@ int bench_probe_read(struct xdp_md *ctx)
 }
 
 /*
- * The same over 4 MiB (conn_filter's size now: 2^17 elements of 32 bytes),
- * the first read a fresh flow's packet makes of per-flow state.
+ * The same over 4 MiB: what a fresh flow's first read of per-flow state
+ * cost when conn_filter interleaved bits and stamps (2^17 elements of 32
+ * bytes); now that read is in one bank's 1 MiB (include/chlb_maps.h).
  */
 #define PROBE4_WORDS (1u << 19)
 

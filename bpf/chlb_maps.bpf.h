@@ -143,16 +143,16 @@ struct {
 } conns SEC(".maps");
 
 /*
- * conn_filter: per flow key, the two-bank Bloom filter over flows that may
- * have a conns entry, and the SYN stamps (include/chlb_maps.h). Mmapable:
+ * conn_filter: one element, the two-bank Bloom filter over flows that may
+ * have a conns entry and the SYN stamps (include/chlb_maps.h). Mmapable:
  * chlbd rebuilds the idle bank in place.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, CHLB_CONN_FILTER_WORDS);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct chlb_filter_elem);
+	__type(value, struct chlb_conn_filter);
 } conn_filter SEC(".maps");
 
 /*

@@ -130,22 +130,32 @@ static __always_inline bool budget_take(void)
 	return true;
 }
 
-/* The flow's filter element and the bank readers test now. */
+/* The flow's filter key, the filter, and the bank readers test now. */
 struct chlb_fref {
-	struct chlb_filter_elem *el;
+	struct chlb_conn_filter *f;
 	__u32 fk;
 	__u32 bank;
 };
 
 static __always_inline void filter_ref(struct chlb_fref *r, const struct chlb_flow *f)
 {
-	__u32 zero = 0, idx, *bank;
+	__u32 zero = 0, *bank;
 
 	r->fk = chlb_conn_fkey(f);
-	idx = chlb_filter_word(r->fk);
-	r->el = bpf_map_lookup_elem(&conn_filter, &idx);
+	r->f = bpf_map_lookup_elem(&conn_filter, &zero);
 	bank = bpf_map_lookup_elem(&filter_bank, &zero);
 	r->bank = bank ? *bank & 1 : 0;
+}
+
+/* The flow's word in bank b (the masks keep the verifier's bounds). */
+static __always_inline __u64 *filter_word(const struct chlb_fref *r, __u32 b)
+{
+	return &r->f->bank[b & 1][chlb_filter_word(r->fk) & (CHLB_CONN_FILTER_WORDS - 1)];
+}
+
+static __always_inline __u32 *syn_stamp(const struct chlb_fref *r)
+{
+	return &r->f->syn[chlb_syn_index(r->fk) & (CHLB_SYN_STAMPS - 1)];
 }
 
 static __always_inline struct chlb_conn *conn_find(const struct chlb_flow *f,
@@ -154,7 +164,7 @@ static __always_inline struct chlb_conn *conn_find(const struct chlb_flow *f,
 	__u64 m = chlb_filter_mask(r->fk);
 
 	/* all bits set, or no filter: maybe an entry */
-	if (r->el && (r->el->bank[r->bank] & m) != m)
+	if (r->f && (*filter_word(r, r->bank) & m) != m)
 		return NULL;
 	return bpf_map_lookup_elem(&conns, f);
 }
@@ -167,11 +177,13 @@ static __always_inline void conn_insert(const struct chlb_flow *f, const struct 
 	long err;
 
 	/* the bits first, in both banks: a reader that sees one clear decides like this writer */
-	if (r->el) {
-		if ((r->el->bank[0] & m) != m)
-			__sync_fetch_and_or(&r->el->bank[0], m);
-		if ((r->el->bank[1] & m) != m)
-			__sync_fetch_and_or(&r->el->bank[1], m);
+	if (r->f) {
+		__u64 *w0 = filter_word(r, 0), *w1 = filter_word(r, 1);
+
+		if ((*w0 & m) != m)
+			__sync_fetch_and_or(w0, m);
+		if ((*w1 & m) != m)
+			__sync_fetch_and_or(w1, m);
 	}
 	/* NOEXIST: ct_insert counts new elements only, so evictions = inserts - entries */
 	err = bpf_map_update_elem(&conns, f, &c, BPF_NOEXIST);
@@ -307,8 +319,8 @@ static __always_inline struct chlb_backend *stick_syn(const struct chlb_service 
 		stat_reason(CHLB_R_SYN_REUSE);
 		conn_rewrite(e, &p->flow, d, be, now, 0);
 	}
-	if (r.el)
-		r.el->syn[chlb_syn_index(r.fk)] = chlb_syn_stamp(syn_clock(), svc->table[0]);
+	if (r.f)
+		*syn_stamp(&r) = chlb_syn_stamp(syn_clock(), svc->table[0]);
 	*slot = d;
 	return be;
 }
@@ -410,15 +422,16 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 
 	stat_reason(CHLB_R_CT_MISS);
 	if (!udp && !p->fin_rst && !p->icmp_err) {
-		if (r.el &&
-		    chlb_syn_fresh(r.el->syn[chlb_syn_index(r.fk)], syn_clock(), syn_window())) {
+		__u32 stamp = r.f ? *syn_stamp(&r) : 0;
+
+		if (chlb_syn_fresh(stamp, syn_clock(), syn_window())) {
 			/*
 			 * The handshake ACK: the table its SYN used, then the entry.
 			 * A stamp naming no table of the view (more than three swaps
 			 * since the SYN, or another flow's SYN in the same stamp)
 			 * falls back to the oldest; the entry is written either way.
 			 */
-			k = syn_table(svc, n, r.el->syn[chlb_syn_index(r.fk)]);
+			k = syn_table(svc, n, stamp);
 			be = decide_new(svc, pr, k >= 0 ? (__u32)k : n - 1, crc, &d, false);
 			if (!be && !(be = decide_live(svc, 0, crc, &d)))
 				return NULL;

@@ -249,8 +249,8 @@ struct chlb_sync_rec {
 _Static_assert(sizeof(struct chlb_sync_rec) == 48, "sync records have a fixed size");
 
 /*
- * conn_filter (mmapable array of struct chlb_filter_elem, 2^CHLB_FILTER_ELEM_BITS
- * elements): per flow key (chlb_conn_fkey), one element holds
+ * conn_filter (mmapable array, one element: struct chlb_conn_filter), per
+ * flow key (chlb_conn_fkey):
  *
  *  - two banks of a blocked Bloom filter over the flows that may have a conns
  *    entry: three bits of one 64-bit word. Readers test the bank
@@ -259,12 +259,17 @@ _Static_assert(sizeof(struct chlb_sync_rec) == 48, "sync records have a fixed si
  *    entry. Bits are never cleared under a reader: chlbd rebuilds the idle
  *    bank from the entries and then flips filter_bank (user/lib/dp/dp_filter.c),
  *    so the filter does not fill up as connections come and go.
- *  - four SYN stamps: the coarse time of the last SYN of a flow hashing
- *    there, and which table slot decided it. The flow's first non-SYN packet
- *    reads its stamp (same cache line as the bits) to know that its SYN was
- *    seen, and which table of the view decided it. A stamp is a hint: a
- *    collision costs an entry for a flow that did not need one, or (under a
- *    SYN flood during a change) a handshake decided by the wrong table.
+ *  - SYN stamps, four per bank word: the coarse time of the last SYN of a
+ *    flow hashing there, and which table slot decided it. The flow's first
+ *    non-SYN packet reads its stamp to know that its SYN was seen, and which
+ *    table of the view decided it. A stamp is a hint: a collision costs an
+ *    entry for a flow that did not need one, or (under a SYN flood during a
+ *    change) a handshake decided by the wrong table.
+ *
+ * Each bank and the stamps are arrays of their own: a SYN reads one word of
+ * the active bank (1 MiB) and writes a stamp it does not read, so a SYN
+ * flood's one dependent random read is in 1 MiB, not in the 4 MiB of words
+ * and stamps interleaved (docs/performance.md, "The connection filter").
  *
  * Sizing: every filter hit costs an LRU probe, a DRAM miss or two on a
  * full table (syn_flood_cold in tests/bench: docs/performance.md). Three
@@ -278,11 +283,12 @@ _Static_assert(sizeof(struct chlb_sync_rec) == 48, "sync records have a fixed si
 #define CHLB_CONN_FILTER_BITS	23
 #define CHLB_FILTER_ELEM_BITS	(CHLB_CONN_FILTER_BITS - 6)
 #define CHLB_CONN_FILTER_WORDS	(1u << CHLB_FILTER_ELEM_BITS)
-#define CHLB_CONN_FILTER_LAYOUT "k3b2s4j"
+#define CHLB_SYN_STAMPS		(CHLB_CONN_FILTER_WORDS * 4)
+#define CHLB_CONN_FILTER_LAYOUT "k3b2s4jp"
 
-struct chlb_filter_elem {
-	__u64 bank[2];
-	__u32 syn[4]; /* chlb_syn_stamp(); 0: none */
+struct chlb_conn_filter {
+	__u64 bank[2][CHLB_CONN_FILTER_WORDS];
+	__u32 syn[CHLB_SYN_STAMPS]; /* chlb_syn_stamp(); 0: none */
 };
 
 /*
@@ -346,10 +352,10 @@ static __always_inline __u64 chlb_filter_mask(__u32 fk)
 	       (1ull << ((fk * 0x9e3779b1u) >> 26));
 }
 
-/* ... and its SYN stamp: two bits the word index and positions leave. */
+/* ... and its SYN stamp: the word's four, told apart by two bits the positions leave. */
 static __always_inline __u32 chlb_syn_index(__u32 fk)
 {
-	return (fk >> 12) & 3;
+	return chlb_filter_word(fk) << 2 | ((fk >> 12) & 3);
 }
 
 /*

@@ -108,7 +108,7 @@ static void test_lifecycle(void **state)
 enum pinned_filter {
 	FILTER_MISSING,	   /* a data plane that had no conn_filter */
 	FILTER_OLD_SIZE,   /* another shape (the one-bit 512 KiB filter) at the current pin name */
-	FILTER_OLD_LAYOUT, /* the one-bank "k3" layout under its old pin name, bits set */
+	FILTER_OLD_LAYOUT, /* the interleaved "k3b2s4j" layout under its pin name, bits set */
 };
 
 /*
@@ -162,14 +162,15 @@ static void filter_rebuilt_on_adopt(enum pinned_filter pinned)
 		close(fd);
 	} else if (pinned == FILTER_OLD_LAYOUT) {
 		/* every bit set: it would answer "maybe" for anything, but it is not adopted */
-		__u64 w = ~0ull;
+		__u64 el[4]; /* two bank words and four SYN stamps per element */
 
-		fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "conn_filter", 4, 8, CHLB_CONN_FILTER_WORDS,
-				    NULL);
+		memset(el, 0xff, sizeof(el));
+		fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "conn_filter", 4, sizeof(el),
+				    CHLB_CONN_FILTER_WORDS, NULL);
 		assert_true(fd >= 0);
 		for (i = 0; i < CHLB_CONN_FILTER_WORDS; i++)
-			assert_int_equal(bpf_map_update_elem(fd, &i, &w, 0), 0);
-		snprintf(path, sizeof(path), "%s/conn_filter_k3", pin_dir);
+			assert_int_equal(bpf_map_update_elem(fd, &i, el, 0), 0);
+		snprintf(path, sizeof(path), "%s/conn_filter_k3b2s4j", pin_dir);
 		assert_int_equal(bpf_obj_pin(fd, path), 0);
 		close(fd);
 	}
@@ -184,8 +185,8 @@ static void filter_rebuilt_on_adopt(enum pinned_filter pinned)
 
 		fd = chlb_dp_map_fd(dp, CHLB_MAP_CONN_FILTER);
 		assert_int_equal(bpf_obj_get_info_by_fd(fd, &info, &ilen), 0);
-		assert_int_equal(info.max_entries, CHLB_CONN_FILTER_WORDS);
-		assert_int_equal(info.value_size, sizeof(struct chlb_filter_elem));
+		assert_int_equal(info.max_entries, 1);
+		assert_int_equal(info.value_size, sizeof(struct chlb_conn_filter));
 	}
 	n = fx_build(in, &s);
 	len = sizeof(out);
@@ -194,6 +195,28 @@ static void filter_rebuilt_on_adopt(enum pinned_filter pinned)
 	assert_int_equal(chlb_dp_read_global(dp, &g1), 0);
 	assert_int_equal(g1.reason[CHLB_R_CT_HIT] - g0.reason[CHLB_R_CT_HIT], 1);
 	assert_int_equal(fx_slot_of(out + 30, CHLB_AF_INET), other);
+
+	/*
+	 * An entry the previous program wrote after that fill (its bits went
+	 * to the old filter): unseen until the rebuild that chlbd runs once
+	 * attached, because the filter says it is stale.
+	 */
+	assert_true(chlb_dp_filter_stale(dp));
+	s.sport = 4343;
+	fx_flow(&f, &s);
+	assert_int_equal(chlb_table_decide(&t, chlb_flow_crc(&f, 0), &want), 0);
+	c.backend = want == 1 ? 2 : 1;
+	assert_int_equal(bpf_map_update_elem(chlb_dp_map_fd(dp, CHLB_MAP_CONNS), &f, &c, 0), 0);
+	n = fx_build(in, &s);
+	len = sizeof(out);
+	assert_int_equal(chlb_dp_test_run(dp, CHLB_PROG_XDP, in, n, out, &len, &v), 0);
+	assert_int_equal(fx_slot_of(out + 30, CHLB_AF_INET), want); /* taken for no entry */
+	assert_int_equal(chlb_dp_filter_rebuild(dp), 0);
+	assert_false(chlb_dp_filter_stale(dp));
+	len = sizeof(out);
+	assert_int_equal(chlb_dp_test_run(dp, CHLB_PROG_XDP, in, n, out, &len, &v), 0);
+	assert_int_equal(fx_slot_of(out + 30, CHLB_AF_INET), c.backend);
+
 	assert_int_equal(chlb_dp_unpin(dp, err, sizeof(err)), 0);
 	chlb_dp_close(dp);
 	chlb_table_free(&t);

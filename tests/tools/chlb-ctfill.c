@@ -65,10 +65,10 @@ static double now_s(void)
  * -F: the connection filter pinned next to conns_pin, mapped; NULL (the
  * reason on stderr) when it cannot be.
  */
-static struct chlb_filter_elem *filter_map(const char *conns_pin)
+static struct chlb_conn_filter *filter_map(const char *conns_pin)
 {
 	const char *slash = strrchr(conns_pin, '/');
-	size_t bytes = CHLB_CONN_FILTER_WORDS * sizeof(struct chlb_filter_elem);
+	size_t bytes = sizeof(struct chlb_conn_filter);
 	char path[4096];
 	void *mem;
 	int fd;
@@ -90,13 +90,14 @@ static struct chlb_filter_elem *filter_map(const char *conns_pin)
 }
 
 /* A flow's bits in both banks, as the data plane sets them (include/chlb_maps.h). */
-static void filter_add(struct chlb_filter_elem *filter, const struct chlb_flow *f)
+static void filter_add(struct chlb_conn_filter *filter, const struct chlb_flow *f)
 {
 	__u32 fk = chlb_conn_fkey(f);
-	struct chlb_filter_elem *el = &filter[chlb_filter_word(fk)];
 
-	__atomic_fetch_or(&el->bank[0], chlb_filter_mask(fk), __ATOMIC_SEQ_CST);
-	__atomic_fetch_or(&el->bank[1], chlb_filter_mask(fk), __ATOMIC_SEQ_CST);
+	__atomic_fetch_or(&filter->bank[0][chlb_filter_word(fk)], chlb_filter_mask(fk),
+			  __ATOMIC_SEQ_CST);
+	__atomic_fetch_or(&filter->bank[1][chlb_filter_word(fk)], chlb_filter_mask(fk),
+			  __ATOMIC_SEQ_CST);
 }
 
 /* The data plane's clock (bpf_ktime_get_coarse_ns): entries refreshed now. */
@@ -112,7 +113,7 @@ int main(int argc, char **argv)
 {
 	static __u16 slot[MAX_SLOTS];
 	static __u32 gen[MAX_SLOTS];
-	struct chlb_filter_elem *filter = NULL;
+	struct chlb_conn_filter *filter = NULL;
 	struct chlb_flow *keys;
 	struct chlb_conn *vals;
 	unsigned long n, port, s, g, first = 0, age = 0;

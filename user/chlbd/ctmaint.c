@@ -4,7 +4,8 @@
  * are only ever set by the data plane, so as connections come and go it
  * fills up and more SYNs pay an LRU probe. Every few seconds chlbd reads
  * how full the filter is and rebuilds it from the entries (user/lib/dp/dp_filter.c)
- * once it has grown by a quarter since the last rebuild.
+ * once it has grown by a quarter since the last rebuild, and once right
+ * after a start that could not adopt the pinned filter.
  */
 #include <string.h>
 #include "chlbd.h"
@@ -25,8 +26,11 @@ void ct_maintain(__u64 now)
 	if (now < next_check)
 		return;
 	next_check = now + FILTER_CHECK_NS;
-	if (chlb_dp_filter_fill(D.dp, &fill) || fill < FILTER_MIN_FILL ||
-	    fill < base_fill * FILTER_GROWTH)
+	if (chlb_dp_filter_fill(D.dp, &fill))
+		return;
+	/* stale: the first check after start rebuilds whatever the fill */
+	if (!chlb_dp_filter_stale(D.dp) &&
+	    (fill < FILTER_MIN_FILL || fill < base_fill * FILTER_GROWTH))
 		return;
 	t0 = chlb_now_ns();
 	rc = chlb_dp_filter_rebuild(D.dp);

@@ -323,6 +323,15 @@ int chlb_dp_filter_fill(struct chlb_dp *dp, double *fill);
 int chlb_dp_filter_rebuild(struct chlb_dp *dp);
 /* Set a flow's bits in both banks (before writing its conns entry). */
 int chlb_dp_filter_add(struct chlb_dp *dp, const struct chlb_flow *flow);
+/*
+ * The filter was filled from adopted entries at open (the pinned one had
+ * another layout, or none) and not rebuilt since: entries that the
+ * previous program wrote after that fill, until ours was attached, have
+ * bits only in the old filter. Rebuild once attached.
+ */
+bool chlb_dp_filter_stale(struct chlb_dp *dp);
+/* The filter as mapped (shared with the data plane), or NULL: for tests and benchmarks. */
+struct chlb_conn_filter *chlb_dp_filter_mem(struct chlb_dp *dp);
 
 /*
  * ---- entry sync between LB hosts (dp_sync.c; docs/design.md, "Several LB hosts") ----

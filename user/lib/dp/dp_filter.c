@@ -20,11 +20,9 @@
 
 #include "dp/dp_int.h"
 
-#define FILTER_BYTES (CHLB_CONN_FILTER_WORDS * sizeof(struct chlb_filter_elem))
-
 int dp_filter_open(struct chlb_dp *dp)
 {
-	void *mem = mmap(NULL, FILTER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+	void *mem = mmap(NULL, sizeof(*dp->filter), PROT_READ | PROT_WRITE, MAP_SHARED,
 			 chlb_dp_map_fd(dp, CHLB_MAP_CONN_FILTER), 0);
 
 	if (mem == MAP_FAILED)
@@ -36,26 +34,31 @@ int dp_filter_open(struct chlb_dp *dp)
 void dp_filter_close(struct chlb_dp *dp)
 {
 	if (dp->filter)
-		munmap(dp->filter, FILTER_BYTES);
+		munmap(dp->filter, sizeof(*dp->filter));
 	dp->filter = NULL;
 }
 
-static void add_bits(struct chlb_filter_elem *el, int bank, __u64 m)
+struct chlb_conn_filter *chlb_dp_filter_mem(struct chlb_dp *dp)
 {
-	if ((__atomic_load_n(&el->bank[bank], __ATOMIC_RELAXED) & m) != m)
-		__atomic_fetch_or(&el->bank[bank], m, __ATOMIC_SEQ_CST);
+	return dp->filter;
+}
+
+static void add_bits(struct chlb_conn_filter *f, __u32 bank, __u32 fk)
+{
+	__u64 *w = &f->bank[bank][chlb_filter_word(fk)], m = chlb_filter_mask(fk);
+
+	if ((__atomic_load_n(w, __ATOMIC_RELAXED) & m) != m)
+		__atomic_fetch_or(w, m, __ATOMIC_SEQ_CST);
 }
 
 int chlb_dp_filter_add(struct chlb_dp *dp, const struct chlb_flow *flow)
 {
 	__u32 fk = chlb_conn_fkey(flow);
-	struct chlb_filter_elem *el;
 
 	if (!dp->filter)
 		return -ENODEV;
-	el = &dp->filter[chlb_filter_word(fk)];
-	add_bits(el, 0, chlb_filter_mask(fk));
-	add_bits(el, 1, chlb_filter_mask(fk));
+	add_bits(dp->filter, 0, fk);
+	add_bits(dp->filter, 1, fk);
 	return 0;
 }
 
@@ -82,13 +85,13 @@ int chlb_dp_filter_fill(struct chlb_dp *dp, double *fill)
 		return rc;
 	for (__u32 i = 0; i < CHLB_CONN_FILTER_WORDS; i++)
 		set += (__u64)__builtin_popcountll(
-		    __atomic_load_n(&dp->filter[i].bank[bank], __ATOMIC_RELAXED));
+		    __atomic_load_n(&dp->filter->bank[bank][i], __ATOMIC_RELAXED));
 	*fill = (double)set / ((double)CHLB_CONN_FILTER_WORDS * 64);
 	return 0;
 }
 
 struct rebuild {
-	struct chlb_filter_elem *filter;
+	struct chlb_conn_filter *filter;
 	__u32 bank;
 };
 
@@ -98,7 +101,7 @@ static int rebuild_add(const struct chlb_flow *f, const struct chlb_conn *c, voi
 	__u32 fk = chlb_conn_fkey(f);
 
 	(void)c;
-	add_bits(&r->filter[chlb_filter_word(fk)], (int)r->bank, chlb_filter_mask(fk));
+	add_bits(r->filter, r->bank, fk);
 	return 0;
 }
 
@@ -115,7 +118,7 @@ int chlb_dp_filter_rebuild(struct chlb_dp *dp)
 		return rc;
 	r.bank = !cur;
 	for (__u32 i = 0; i < CHLB_CONN_FILTER_WORDS; i++)
-		__atomic_store_n(&dp->filter[i].bank[r.bank], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&dp->filter->bank[r.bank][i], 0, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	chlb_dp_grace(dp);
 	rc = chlb_dp_conns_foreach(dp, rebuild_add, &r);
@@ -123,5 +126,11 @@ int chlb_dp_filter_rebuild(struct chlb_dp *dp)
 		return rc; /* readers still test the old, complete bank */
 	if (bpf_map_update_elem(chlb_dp_map_fd(dp, CHLB_MAP_FILTER_BANK), &zero, &r.bank, 0))
 		return -errno;
+	dp->filter_from_open = false;
 	return 0;
+}
+
+bool chlb_dp_filter_stale(struct chlb_dp *dp)
+{
+	return dp->filter_from_open;
 }

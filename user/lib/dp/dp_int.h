@@ -44,7 +44,9 @@ struct chlb_dp {
 		size_t size;
 	} tmap[CHLB_TABLE_SLOTS];
 	/* conn_filter, mapped (dp_filter.c) */
-	struct chlb_filter_elem *filter;
+	struct chlb_conn_filter *filter;
+	/* filled from adopted entries at open, not rebuilt since (chlb_dp_filter_stale) */
+	bool filter_from_open;
 	/* a connection table resized at open (dp_resize.c) */
 	struct {
 		int old_fd;		/* the pinned table, until the copy is finished; -1 */

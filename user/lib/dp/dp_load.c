@@ -35,7 +35,8 @@ static int libbpf_print_quiet(enum libbpf_print_level level, const char *fmt, va
 #define FILTER_PIN "conn_filter_" CHLB_CONN_FILTER_LAYOUT
 
 /* Pins of earlier filter layouts: removed on adopt, the filter rebuilt. */
-static const char *const legacy_filter_pins[] = { "conn_filter", "conn_filter_k3" };
+static const char *const legacy_filter_pins[] = { "conn_filter", "conn_filter_k3",
+						  "conn_filter_k3b2s4j" };
 
 static int pin_path(struct chlb_dp *dp, const char *name, char *buf, size_t len)
 {
@@ -388,6 +389,7 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 			rc = chlb_syserr(err, errlen, rc, "couldn't rebuild the connection filter");
 			goto fail;
 		}
+		dp->filter_from_open = true;
 	}
 	rc = dp_views_open(dp);
 	if (rc) {
