@@ -144,7 +144,9 @@ test_watch_frames() {
 	check "--watch 1 for 3.6 s: 3 frames ($(grep -c '^stats every' <<<"$out"))" \
 		[ "$(grep -c '^stats every 1 s, frame [0-9]' <<<"$out")" = 3 ] || return 1
 	check "frames numbered 1..3" [ "$(grep -oE 'frame [0-9]+' <<<"$out" | tr '\n' ,)" = "frame 1,frame 2,frame 3," ] || return 1
-	check "each frame has its rates" [ "$(grep -c '^rates over the last 1\.[0-9][0-9] s$' <<<"$out")" = 3 ] || return 1
+	# the interval as measured: ~1 s, more when the host is busy (not a timing check)
+	check "each frame has its rates ($(grep '^rates' <<<"$out" | tr '\n' ,))" \
+		[ "$(grep -cE '^rates over the last [0-9]+\.[0-9]{2} s$' <<<"$out")" = 3 ] || return 1
 	check "not a terminal: no screen control" nogrep -q $'\033' <<<"$out" || return 1
 	out=$(timeout 2.4 "$CHLBCTL" -s "$CHLBD_SOCK" stats --watch=0.5 -j)
 	check "--watch=0.5 --json for 2.4 s: 4 lines, each one JSON object" \
