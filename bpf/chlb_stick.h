@@ -150,7 +150,7 @@ static __always_inline void filter_ref(struct chlb_fref *r, const struct chlb_fl
 /* The flow's word in bank b (the masks keep the verifier's bounds). */
 static __always_inline __u64 *filter_word(const struct chlb_fref *r, __u32 b)
 {
-	return &r->f->bank[b & 1][chlb_filter_word(r->fk) & (CHLB_CONN_FILTER_WORDS - 1)];
+	return &r->f->bits[chlb_filter_word(r->fk) & (CHLB_CONN_FILTER_WORDS - 1)][b & 1];
 }
 
 static __always_inline __u32 *syn_stamp(const struct chlb_fref *r)

@@ -266,10 +266,12 @@ _Static_assert(sizeof(struct chlb_sync_rec) == 48, "sync records have a fixed si
  *    entry for a flow that did not need one, or (under a SYN flood during a
  *    change) a handshake decided by the wrong table.
  *
- * Each bank and the stamps are arrays of their own: a SYN reads one word of
- * the active bank (1 MiB) and writes a stamp it does not read, so a SYN
- * flood's one dependent random read is in 1 MiB, not in the 4 MiB of words
- * and stamps interleaved (docs/performance.md, "The connection filter").
+ * The bits (a word's two banks side by side, 16 bytes) and the stamps are
+ * arrays of their own: a SYN reads one word of the bits (2 MiB) and writes a
+ * stamp it does not read, so a SYN flood's one dependent random read is in
+ * 2 MiB, not in the 4 MiB of bits and stamps interleaved; an insert sets its
+ * bits in both banks in one cache line (banks in separate arrays made the
+ * second bank's atomic or a cache miss of its own: docs/performance.md).
  *
  * Sizing: every filter hit costs an LRU probe, a DRAM miss or two on a
  * full table (syn_flood_cold in tests/bench: docs/performance.md). Three
@@ -284,11 +286,11 @@ _Static_assert(sizeof(struct chlb_sync_rec) == 48, "sync records have a fixed si
 #define CHLB_FILTER_ELEM_BITS	(CHLB_CONN_FILTER_BITS - 6)
 #define CHLB_CONN_FILTER_WORDS	(1u << CHLB_FILTER_ELEM_BITS)
 #define CHLB_SYN_STAMPS		(CHLB_CONN_FILTER_WORDS * 4)
-#define CHLB_CONN_FILTER_LAYOUT "k3b2s4jp"
+#define CHLB_CONN_FILTER_LAYOUT "k3b2s4jw"
 
 struct chlb_conn_filter {
-	__u64 bank[2][CHLB_CONN_FILTER_WORDS];
-	__u32 syn[CHLB_SYN_STAMPS]; /* chlb_syn_stamp(); 0: none */
+	__u64 bits[CHLB_CONN_FILTER_WORDS][2]; /* [word][bank] */
+	__u32 syn[CHLB_SYN_STAMPS];	       /* chlb_syn_stamp(); 0: none */
 };
 
 /*

@@ -45,7 +45,7 @@ struct chlb_conn_filter *chlb_dp_filter_mem(struct chlb_dp *dp)
 
 static void add_bits(struct chlb_conn_filter *f, __u32 bank, __u32 fk)
 {
-	__u64 *w = &f->bank[bank][chlb_filter_word(fk)], m = chlb_filter_mask(fk);
+	__u64 *w = &f->bits[chlb_filter_word(fk)][bank], m = chlb_filter_mask(fk);
 
 	if ((__atomic_load_n(w, __ATOMIC_RELAXED) & m) != m)
 		__atomic_fetch_or(w, m, __ATOMIC_SEQ_CST);
@@ -85,7 +85,7 @@ int chlb_dp_filter_fill(struct chlb_dp *dp, double *fill)
 		return rc;
 	for (__u32 i = 0; i < CHLB_CONN_FILTER_WORDS; i++)
 		set += (__u64)__builtin_popcountll(
-		    __atomic_load_n(&dp->filter->bank[bank][i], __ATOMIC_RELAXED));
+		    __atomic_load_n(&dp->filter->bits[i][bank], __ATOMIC_RELAXED));
 	*fill = (double)set / ((double)CHLB_CONN_FILTER_WORDS * 64);
 	return 0;
 }
@@ -118,7 +118,7 @@ int chlb_dp_filter_rebuild(struct chlb_dp *dp)
 		return rc;
 	r.bank = !cur;
 	for (__u32 i = 0; i < CHLB_CONN_FILTER_WORDS; i++)
-		__atomic_store_n(&dp->filter->bank[r.bank][i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&dp->filter->bits[i][r.bank], 0, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	chlb_dp_grace(dp);
 	rc = chlb_dp_conns_foreach(dp, rebuild_add, &r);
