@@ -130,11 +130,12 @@ static __always_inline bool budget_take(void)
 	return true;
 }
 
-/* The flow's filter key, the filter, and the bank readers test now. */
+/* The flow's filter key, the filter, and filter_bank as read once for this packet. */
 struct chlb_fref {
 	struct chlb_conn_filter *f;
 	__u32 fk;
-	__u32 bank;
+	__u32 bank;	 /* the bank readers test */
+	bool rebuilding; /* the other bank is being rebuilt: writers set it too */
 };
 
 static __always_inline void filter_ref(struct chlb_fref *r, const struct chlb_flow *f)
@@ -144,13 +145,15 @@ static __always_inline void filter_ref(struct chlb_fref *r, const struct chlb_fl
 	r->fk = chlb_conn_fkey(f);
 	r->f = bpf_map_lookup_elem(&conn_filter, &zero);
 	bank = bpf_map_lookup_elem(&filter_bank, &zero);
-	r->bank = bank ? *bank & 1 : 0;
+	r->bank = bank ? *bank : 0;
+	r->rebuilding = r->bank & CHLB_FILTER_REBUILDING;
+	r->bank &= 1;
 }
 
 /* The flow's word in bank b (the masks keep the verifier's bounds). */
 static __always_inline __u64 *filter_word(const struct chlb_fref *r, __u32 b)
 {
-	return &r->f->bits[chlb_filter_word(r->fk) & (CHLB_CONN_FILTER_WORDS - 1)][b & 1];
+	return &r->f->bank[b & 1][chlb_filter_word(r->fk) & (CHLB_CONN_FILTER_WORDS - 1)];
 }
 
 static __always_inline __u32 *syn_stamp(const struct chlb_fref *r)
@@ -176,14 +179,21 @@ static __always_inline void conn_insert(const struct chlb_flow *f, const struct 
 	__u64 m = chlb_filter_mask(r->fk);
 	long err;
 
-	/* the bits first, in both banks: a reader that sees one clear decides like this writer */
+	/*
+	 * The bits first: a reader that sees one clear decides like this
+	 * writer. In the bank readers test, and during a rebuild in the other
+	 * too; outside one the other bank is left to its next clear.
+	 */
 	if (r->f) {
-		__u64 *w0 = filter_word(r, 0), *w1 = filter_word(r, 1);
+		__u64 *w = filter_word(r, r->bank);
 
-		if ((*w0 & m) != m)
-			__sync_fetch_and_or(w0, m);
-		if ((*w1 & m) != m)
-			__sync_fetch_and_or(w1, m);
+		if ((*w & m) != m)
+			__sync_fetch_and_or(w, m);
+		if (r->rebuilding) {
+			w = filter_word(r, r->bank ^ 1);
+			if ((*w & m) != m)
+				__sync_fetch_and_or(w, m);
+		}
 	}
 	/* NOEXIST: ct_insert counts new elements only, so evictions = inserts - entries */
 	err = bpf_map_update_elem(&conns, f, &c, BPF_NOEXIST);

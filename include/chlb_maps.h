@@ -254,11 +254,13 @@ _Static_assert(sizeof(struct chlb_sync_rec) == 48, "sync records have a fixed si
  *
  *  - two banks of a blocked Bloom filter over the flows that may have a conns
  *    entry: three bits of one 64-bit word. Readers test the bank
- *    filter_bank names; writers set the bits in BOTH banks before the conns
+ *    filter_bank names; writers set the bits in that bank before the conns
  *    entry is written, so a flow whose bits are not all set certainly has no
  *    entry. Bits are never cleared under a reader: chlbd rebuilds the idle
  *    bank from the entries and then flips filter_bank (user/lib/dp/dp_filter.c),
- *    so the filter does not fill up as connections come and go.
+ *    so the filter does not fill up as connections come and go. While it
+ *    does, filter_bank carries CHLB_FILTER_REBUILDING and writers set their
+ *    bits in both banks (userspace writers always set both).
  *  - SYN stamps, four per bank word: the coarse time of the last SYN of a
  *    flow hashing there, and which table slot decided it. The flow's first
  *    non-SYN packet reads its stamp to know that its SYN was seen, and which
@@ -266,12 +268,12 @@ _Static_assert(sizeof(struct chlb_sync_rec) == 48, "sync records have a fixed si
  *    entry for a flow that did not need one, or (under a SYN flood during a
  *    change) a handshake decided by the wrong table.
  *
- * The bits (a word's two banks side by side, 16 bytes) and the stamps are
- * arrays of their own: a SYN reads one word of the bits (2 MiB) and writes a
- * stamp it does not read, so a SYN flood's one dependent random read is in
- * 2 MiB, not in the 4 MiB of bits and stamps interleaved; an insert sets its
- * bits in both banks in one cache line (banks in separate arrays made the
- * second bank's atomic or a cache miss of its own: docs/performance.md).
+ * Each bank and the stamps are arrays of their own: a SYN reads one word of
+ * the active bank (1 MiB) and writes a stamp it does not read, so a SYN
+ * flood's one dependent random read is in 1 MiB, not in the 4 MiB of bits
+ * and stamps interleaved; and since an insert sets the idle bank's bits only
+ * during a rebuild, it touches one bank's line, not two
+ * (docs/performance.md, "Why a SYN flood costs").
  *
  * Sizing: every filter hit costs an LRU probe, a DRAM miss or two on a
  * full table (syn_flood_cold in tests/bench: docs/performance.md). Three
@@ -286,12 +288,19 @@ _Static_assert(sizeof(struct chlb_sync_rec) == 48, "sync records have a fixed si
 #define CHLB_FILTER_ELEM_BITS	(CHLB_CONN_FILTER_BITS - 6)
 #define CHLB_CONN_FILTER_WORDS	(1u << CHLB_FILTER_ELEM_BITS)
 #define CHLB_SYN_STAMPS		(CHLB_CONN_FILTER_WORDS * 4)
-#define CHLB_CONN_FILTER_LAYOUT "k3b2s4jw"
+#define CHLB_CONN_FILTER_LAYOUT "k3b2s4jp"
 
 struct chlb_conn_filter {
-	__u64 bits[CHLB_CONN_FILTER_WORDS][2]; /* [word][bank] */
-	__u32 syn[CHLB_SYN_STAMPS];	       /* chlb_syn_stamp(); 0: none */
+	__u64 bank[2][CHLB_CONN_FILTER_WORDS];
+	__u32 syn[CHLB_SYN_STAMPS]; /* chlb_syn_stamp(); 0: none */
 };
+
+/*
+ * filter_bank's value: bit 0 the bank readers test; CHLB_FILTER_REBUILDING
+ * from before a rebuild's grace period to its flip (dp_filter.c): writers
+ * then set their bits in the other bank too.
+ */
+#define CHLB_FILTER_REBUILDING 2u
 
 /*
  * A SYN stamp: bits 31..3 a reading of the data plane's SYN clock (jiffies

@@ -4,6 +4,8 @@
  * the insert budget, a service without backends; the counters reset last.
  * Runs in a private network namespace; the harness is dp_suite.h.
  */
+#include <bpf/bpf.h>
+
 #include "dp_suite.h"
 
 static void test_no_backend(void **state)
@@ -463,6 +465,78 @@ static void test_reset_counters(void **state)
 	}
 }
 
+/* Are s's filter bits all set in bank b? */
+static bool filter_has(const struct chlb_conn_filter *cf, __u32 b, const struct fx_pkt *s)
+{
+	struct chlb_flow f;
+	__u32 fk;
+
+	fx_flow(&f, s);
+	fk = chlb_conn_fkey(&f);
+	return (cf->bank[b][chlb_filter_word(fk)] & chlb_filter_mask(fk)) == chlb_filter_mask(fk);
+}
+
+/*
+ * The connection filter's banks (include/chlb_maps.h): the handshake ACK
+ * sets its bits in the bank readers test and, only while chlbd rebuilds
+ * the other (CHLB_FILTER_REBUILDING, as the rebuild sets it before its
+ * grace period), in that one too; a rebuild finds every entry and clears
+ * the flag with its flip.
+ */
+static void test_filter_banks(void **state)
+{
+	const struct chlb_conn_filter *cf = chlb_dp_filter_mem(dp);
+	int fd = chlb_dp_map_fd(dp, CHLB_MAP_FILTER_BANK);
+	__u32 slots[] = { 50, 51, 52, 53 }, zero = 0, cur, v;
+	struct fx_pkt a = { .family = CHLB_AF_INET,
+			    .proto = IPPROTO_TCP,
+			    .src = "203.0.113.61",
+			    .dst = "10.0.0.7",
+			    .sport = 6161,
+			    .dport = 80 },
+		      b = a;
+	struct chlb_table t = { 0 };
+	struct chlb_conn c;
+
+	(void)state;
+	assert_non_null(cf);
+	b.sport = 6262;
+	assert_int_equal(
+	    fx_table(dp, tslot_of(SVC_STICK, 0), CHLB_ALGO_MAGLEV, slots, 4, CHLB_AF_INET, &t), 0);
+	set_view(SVC_STICK, "10.0.0.7", 1, (const __u32[]){ 0 });
+	assert_int_equal(chlb_dp_filter_rebuild(dp), 0);
+	assert_int_equal(bpf_map_lookup_elem(fd, &zero, &cur), 0);
+	assert_int_equal(cur & CHLB_FILTER_REBUILDING, 0);
+
+	/* outside a rebuild: the bank readers test, not the other */
+	assert_int_equal(send_flow(&a, FX_SYN), decide(&t, &a));
+	assert_int_equal(send_flow(&a, FX_ACK), decide(&t, &a));
+	assert_int_equal(entry_of(&a, &c), 0);
+	assert_true(filter_has(cf, cur, &a));
+	assert_false(filter_has(cf, !cur, &a));
+
+	/* while the other bank is rebuilt: both */
+	v = cur | CHLB_FILTER_REBUILDING;
+	assert_int_equal(bpf_map_update_elem(fd, &zero, &v, 0), 0);
+	assert_int_equal(send_flow(&b, FX_SYN), decide(&t, &b));
+	assert_int_equal(send_flow(&b, FX_ACK), decide(&t, &b));
+	assert_int_equal(entry_of(&b, &c), 0);
+	assert_true(filter_has(cf, cur, &b));
+	assert_true(filter_has(cf, !cur, &b));
+
+	/* the rebuild: the other bank now, the flag cleared, both entries found in it */
+	assert_int_equal(chlb_dp_filter_rebuild(dp), 0);
+	assert_int_equal(bpf_map_lookup_elem(fd, &zero, &v), 0);
+	assert_int_equal(v, !cur);
+	assert_true(filter_has(cf, !cur, &a));
+	assert_true(filter_has(cf, !cur, &b));
+	stats_mark();
+	assert_int_equal(send_flow(&a, FX_ACK), decide(&t, &a));
+	assert_int_equal(send_flow(&b, FX_ACK), decide(&t, &b));
+	stats_delta(CHLB_R_CT_HIT, 4); /* two flows, XDP and TC */
+	chlb_table_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -472,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_udp_idle),
 		cmocka_unit_test(test_tcp_idle),
 		cmocka_unit_test(test_insert_budget),
+		cmocka_unit_test(test_filter_banks),
 		cmocka_unit_test(test_reset_counters), /* last: after every other one's traffic */
 	};
 

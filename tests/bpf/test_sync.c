@@ -354,8 +354,8 @@ static void trace_of(struct fx *x, const struct chlb_flow *f, struct trace *t)
 	memset(t, 0, sizeof(*t));
 	t->have = !chlb_dp_conn_lookup(x->dp, f, &t->c);
 	assert_non_null(cf);
-	t->bank[0] = cf->bits[w][0];
-	t->bank[1] = cf->bits[w][1];
+	t->bank[0] = cf->bank[0][w];
+	t->bank[1] = cf->bank[1][w];
 	memcpy(t->syn, &cf->syn[w * 4], sizeof(t->syn));
 }
 

@@ -200,7 +200,7 @@ static double now_s(void)
 static void test_no_torn_reads(void **state)
 {
 	const char *env = getenv("CHLB_TORN_PACKETS");
-	__u64 want = env ? strtoull(env, NULL, 10) : 3000000ull, done = 0, stale, hit, icmp;
+	__u64 want = env ? strtoull(env, NULL, 10) : 3000000ull, done = 0, stale, hit, miss, icmp;
 	__u32 slots[1] = { SLOT_T }, n[2], len, verdict;
 	struct chlb_table t = { 0 };
 	struct chlb_backend be;
@@ -260,11 +260,12 @@ static void test_no_torn_reads(void **state)
 
 	stale = reason_on(0, CHLB_R_CT_STALE);
 	hit = reason_on(0, CHLB_R_CT_HIT);
+	miss = reason_on(0, CHLB_R_CT_MISS);
 	icmp = reason_on(0, CHLB_R_ICMP_HANDLED);
 	printf("# reader (CPU 0): %llu packets in %.1f s (%.0f ns each); icmp_handled %llu, "
-	       "ct_stale %llu, ct_hit %llu\n",
+	       "ct_stale %llu, ct_hit %llu, ct_miss %llu\n",
 	       (unsigned long long)done, secs, secs * 1e9 / done, (unsigned long long)icmp,
-	       (unsigned long long)stale, (unsigned long long)hit);
+	       (unsigned long long)stale, (unsigned long long)hit, (unsigned long long)miss);
 	printf("# writer (CPU 1): %llu backend replacements (A), %llu entry rewrites (B), "
 	       "%llu errors\n",
 	       (unsigned long long)rounds_a, (unsigned long long)rounds_b,
@@ -273,9 +274,18 @@ static void test_no_torn_reads(void **state)
 	       "backend (B); %llu to the table's\n",
 	       (unsigned long long)to_slot(SLOT_S), (unsigned long long)to_slot(SLOT_S1),
 	       (unsigned long long)to_slot(SLOT_T));
-	/* the path: every reader packet an ICMP error that read an entry */
+	/*
+	 * The path: every reader packet an ICMP error that read an entry, but
+	 * for a rare miss: the writer replaces A's and B's entries from
+	 * userspace, and the kernel's LRU hash puts a replaced element back on
+	 * its free list at once (no RCU wait), where the next update takes it
+	 * over; a lookup standing on it then can miss the key (CI saw one
+	 * reader packet in 3*10^6 neither stale nor hit). A miss decides by
+	 * the table: no torn answer, and the counters below still see it.
+	 */
 	assert_true(icmp == done);
-	assert_true(stale + hit == done);
+	assert_true(stale + hit + miss == done);
+	assert_true(miss <= done / 100000);
 	assert_true(rounds_a > 1000 && rounds_b > 1000);
 	assert_int_equal(writer_errors, 0);
 	assert_int_equal(to_slot(SLOT_S), 0);

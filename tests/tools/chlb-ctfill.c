@@ -94,9 +94,9 @@ static void filter_add(struct chlb_conn_filter *filter, const struct chlb_flow *
 {
 	__u32 fk = chlb_conn_fkey(f);
 
-	__atomic_fetch_or(&filter->bits[chlb_filter_word(fk)][0], chlb_filter_mask(fk),
+	__atomic_fetch_or(&filter->bank[0][chlb_filter_word(fk)], chlb_filter_mask(fk),
 			  __ATOMIC_SEQ_CST);
-	__atomic_fetch_or(&filter->bits[chlb_filter_word(fk)][1], chlb_filter_mask(fk),
+	__atomic_fetch_or(&filter->bank[1][chlb_filter_word(fk)], chlb_filter_mask(fk),
 			  __ATOMIC_SEQ_CST);
 }
 

@@ -36,7 +36,7 @@ static int libbpf_print_quiet(enum libbpf_print_level level, const char *fmt, va
 
 /* Pins of earlier filter layouts: removed on adopt, the filter rebuilt. */
 static const char *const legacy_filter_pins[] = { "conn_filter", "conn_filter_k3",
-						  "conn_filter_k3b2s4j", "conn_filter_k3b2s4jp" };
+						  "conn_filter_k3b2s4j", "conn_filter_k3b2s4jw" };
 
 static int pin_path(struct chlb_dp *dp, const char *name, char *buf, size_t len)
 {
