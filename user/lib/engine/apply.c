@@ -457,11 +457,11 @@ static void delete_service(struct chlb_rt *rt, struct chlb_rt_svc *s)
 	rt_log(rt, LOG_INFO, "service %s: deleted", chlb_fmt_vip(&s->vip, vip, sizeof(vip)));
 }
 
-/* Keep the slots of c's backends in its service (so none of them is marked DEAD). */
 /*
- * c's backends' slots are wanted. served: c's service when its serving
- * table was built from c (an unchanged service): the slots that table
- * names, one per backend, without looking each up.
+ * Keep the slots of c's backends in its service (so none of them is marked
+ * DEAD). served: c's service when its serving table was built from c (an
+ * unchanged service): the slots that table names, one per backend, without
+ * looking each up.
  */
 static void mark_wanted(struct chlb_rt *rt, const struct chlb_svc_cfg *c,
 			const struct chlb_rt_svc *served)
@@ -545,8 +545,7 @@ int chlb_rt_capacity(const struct chlb_rt *rt, const struct chlb_state *cur,
 		const struct chlb_svc_cfg *c = &next->svc[i];
 		const struct chlb_svc_cfg *o = cur ? chlb_state_find(cur, &c->vip) : NULL;
 		int id = chlb_rt_svc_id(rt, &c->vip);
-
-		__u32 k = 0;
+		__u32 k = 0; /* where served_in_order() is in o's backends */
 
 		/*
 		 * A backend the service serves now holds a slot (a lookup each
@@ -622,7 +621,6 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 		const struct chlb_svc_cfg *n = &next->svc[i];
 		const struct chlb_svc_cfg *o = chlb_state_find(cur, &n->vip);
 		struct chlb_rt_svc *s = chlb_rt_find(rt, &n->vip);
-
 		bool unchanged = o && s && chlb_svc_equal(o, n);
 
 		/* mark wanted so no slot of a backend still in use gets released */

@@ -81,11 +81,6 @@ void build_sort_by_name(const struct chlb_table_be *be, __u32 n, __u32 *idx)
 
 #if defined(__x86_64__)
 /*
- * The same raw CRC32C update as chlb_crc32c_update() with the SSE4.2 crc32
- * instruction: a ring's words are MBs, and the table-driven CRC over them
- * cost as much as building the ring.
- */
-/*
  * Three streams at once: the instruction's latency is three times its
  * throughput, so one stream runs it at a third of its speed. Blocks of
  * STREAM bytes A, B, C from state s: crc(s, ABC) = Z(Z(crc(s, A)) ^
@@ -114,6 +109,11 @@ static __u32 after_zeros(__u32 c)
 	       zero_tab[2][(c >> 16) & 0xff] ^ zero_tab[3][c >> 24];
 }
 
+/*
+ * The same raw CRC32C update as chlb_crc32c_update() with the SSE4.2 crc32
+ * instruction: a ring's words are MBs, and the table-driven CRC over them
+ * cost as much as building the ring.
+ */
 __attribute__((target("sse4.2"))) static __u32 crc32c_update_hw(__u32 crc, const void *buf,
 								size_t len)
 {
