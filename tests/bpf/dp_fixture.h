@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -46,6 +47,16 @@ static inline int fx_netns(void)
 		return -1;
 	}
 	return system("ip link set lo up") == 0 ? 0 : -1;
+}
+
+/* Pin the calling thread to one CPU (the race tests: each side on its own). */
+static inline int fx_pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 /*

@@ -74,15 +74,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 static void frame(__u8 *b, __u8 flags)
 {
 	struct fx_pkt s = { .family = CHLB_AF_INET,
@@ -129,7 +120,7 @@ static void *writer(void *arg)
 
 	frame(syn, FX_SYN);
 	frame(ack, FX_ACK);
-	w->err = pin(0);
+	w->err = fx_pin_cpu(0);
 	for (__u32 first = 0; !w->err && first < FLOWS; first += BATCH) {
 		w->err = run_batch(syn, first);
 		if (!w->err)
@@ -210,7 +201,7 @@ static void test_rebuilds_race_inserts(void **state)
 	bs->bss->bench_src_off = SRC_OFF;
 	assert_int_equal(chlb_dp_reset_stats(dp), 0);
 
-	assert_int_equal(pin(1), 0);
+	assert_int_equal(fx_pin_cpu(1), 0);
 	atomic_store(&writing, 1);
 	assert_int_equal(pthread_create(&th, NULL, writer, &w), 0);
 	while (atomic_load(&writing)) {

@@ -72,15 +72,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 static void flow_spec(struct fx_pkt *s, const char *src, __u8 flags)
 {
 	memset(s, 0, sizeof(*s));
@@ -143,7 +134,7 @@ static void *writer(void *arg)
 	__u32 g = 1, n, len, verdict;
 
 	(void)arg;
-	if (pin(1))
+	if (fx_pin_cpu(1))
 		writer_errors++;
 	flow_spec(&sa, FLOW_A, FX_ACK);
 	flow_spec(&sb, FLOW_B, FX_ACK);
@@ -238,7 +229,7 @@ static void test_no_torn_reads(void **state)
 	entry(&fb, SLOT_S1, GEN_G - 1);
 	assert_int_equal(chlb_dp_reset_stats(dp), 0);
 
-	assert_int_equal(pin(0), 0);
+	assert_int_equal(fx_pin_cpu(0), 0);
 	assert_int_equal(pthread_create(&w, NULL, writer, NULL), 0);
 	t0 = now_s();
 	for (int i = 0; done < want; i ^= 1) {
