@@ -49,6 +49,20 @@ static inline int fx_netns(void)
 	return system("ip link set lo up") == 0 ? 0 : -1;
 }
 
+/* A data plane with default options, in a private network namespace; errors printed. */
+static inline int fx_open_private(struct chlb_dp **dp)
+{
+	char err[256];
+
+	if (fx_netns())
+		return -1;
+	if (chlb_dp_open(NULL, dp, err, sizeof(err))) {
+		fprintf(stderr, "chlb_dp_open: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 /* Pin the calling thread to one CPU (the race tests: each side on its own). */
 static inline int fx_pin_cpu(int cpu)
 {

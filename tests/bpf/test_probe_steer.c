@@ -102,15 +102,10 @@ static const __u8 encap_src4[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 1
 static int setup(void **state)
 {
 	struct chlb_backend be;
-	char err[256];
 
 	(void)state;
-	if (fx_netns())
+	if (fx_open_private(&dp))
 		return -1;
-	if (chlb_dp_open(NULL, &dp, err, sizeof(err))) {
-		fprintf(stderr, "chlb_dp_open: %s\n", err);
-		return -1;
-	}
 	for (int i = 0; i < NBE; i++) {
 		fx_backend(&be, v4_slots[i], CHLB_AF_INET, 1);
 		assert_int_equal(chlb_dp_set_backend(dp, v4_slots[i], &be), 0);

@@ -55,14 +55,8 @@ static __u64 rounds_a, rounds_b, writer_errors;
 
 static int setup(void **state)
 {
-	char err[256];
-
-	if (fx_netns())
+	if (fx_open_private(&dp))
 		return -1;
-	if (chlb_dp_open(NULL, &dp, err, sizeof(err))) {
-		fprintf(stderr, "chlb_dp_open: %s\n", err);
-		return -1;
-	}
 	return 0;
 }
 
