@@ -308,10 +308,14 @@ static void test_from_prev_is_the_same_table(void **state)
 	}
 	/* most from the previous table; the factor changes and big joins from nothing */
 	build_ring_stats(&st1);
-	print_message("# from the previous ring %llu, from nothing %llu\n",
+	print_message("# from the previous ring %llu (its changed lines patched %llu), "
+		      "from nothing %llu\n",
 		      (unsigned long long)(st1.from_prev - st0.from_prev),
+		      (unsigned long long)(st1.patched - st0.patched),
 		      (unsigned long long)(st1.from_nothing - st0.from_nothing));
 	assert_true(st1.from_prev - st0.from_prev >= 150);
+	/* patched unless the line count changed (a few hundred vnodes in 64 lines) */
+	assert_true(st1.patched - st0.patched >= 100);
 	assert_true(st1.from_nothing - st0.from_nothing >= 2);
 	/* a previous table that lacks what its list says: built from nothing, the same */
 	{
@@ -324,6 +328,65 @@ static void test_from_prev_is_the_same_table(void **state)
 		assert_int_equal(st0.from_nothing, st1.from_nothing + 2);
 		chlb_table_free(&nt);
 	}
+	chlb_table_free(&t);
+	free(cur);
+	free(next);
+}
+
+/*
+ * The production size: 1,000 backends x 160 vnodes, 32,768 lines of which
+ * ~350 spill, so a change touches spilled lines too. 24 changes (a backend
+ * leaves, joins on a new or a freed slot, changes weight, drains), each
+ * patched from the previous table: the same words as a build from nothing.
+ */
+static void test_patch_big_ring(void **state)
+{
+	struct chlb_table_be *cur = calloc(1100, sizeof(*cur)), *next = calloc(1100, sizeof(*next));
+	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING, .vnodes = 160 };
+	struct build_ring_stats st0, st1;
+	__u32 n = 1000, fresh = 0, freed = ~0u;
+	struct chlb_table t, nt;
+	__u64 seed = 11;
+
+	for (__u32 i = 0; i < n; i++) {
+		snprintf(cur[i].name, sizeof(cur[i].name), "10.9.%u.%u", i / 250, i % 250 + 1);
+		cur[i].slot = i + 1;
+		cur[i].weight = 100;
+	}
+	assert_int_equal(chlb_table_build(&spec, cur, n, &t, NULL, 0), 0);
+	build_ring_stats(&st0);
+	for (int step = 0; step < 24; step++) {
+		struct chlb_table_prev prev = { &t, cur, n, 160 };
+		__u32 m = n, i = (__u32)(t_rand(&seed) % n);
+
+		memcpy(next, cur, n * sizeof(*cur));
+		switch (step % 4) {
+		case 0: /* one leaves */
+			freed = next[i].slot;
+			next[i] = next[--m];
+			break;
+		case 1: /* one joins, on the freed slot every other time */
+			snprintf(next[m].name, sizeof(next[m].name), "10.8.%u.%u", fresh / 250,
+				 fresh % 250 + 1);
+			next[m].slot = step % 8 == 1 ? freed : 2000 + fresh;
+			next[m].weight = 100;
+			fresh++;
+			m++;
+			break;
+		case 2: /* a weight */
+			next[i].weight = 50 + (__u32)(t_rand(&seed) % 100);
+			break;
+		default: /* a drain */
+			next[i].weight = 0;
+		}
+		check_from_prev(spec, next, m, &prev, &nt);
+		chlb_table_free(&t);
+		t = nt;
+		memcpy(cur, next, m * sizeof(*cur));
+		n = m;
+	}
+	build_ring_stats(&st1);
+	assert_int_equal(st1.patched - st0.patched, 24);
 	chlb_table_free(&t);
 	free(cur);
 	free(next);
@@ -541,6 +604,7 @@ int main(void)
 		cmocka_unit_test(test_ties_are_deterministic),
 		cmocka_unit_test(test_from_prev_is_the_same_table),
 		cmocka_unit_test(test_from_prev_ties),
+		cmocka_unit_test(test_patch_big_ring),
 		cmocka_unit_test(test_fingerprint_crc_streams),
 		cmocka_unit_test(test_insertion_order_independent),
 		cmocka_unit_test(test_weights_scale_vnodes_and_share),

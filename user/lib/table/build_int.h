@@ -40,6 +40,7 @@ void build_vnode_cache_flush(void);
 /* Ring builds on this thread that started from spec->prev / from nothing (tests). */
 struct build_ring_stats {
 	__u64 from_prev, from_nothing;
+	__u64 patched; /* of from_prev: the lines that change patched, the rest copied */
 };
 void build_ring_stats(struct build_ring_stats *st);
 int build_ring(const struct chlb_table_spec *spec, const struct chlb_table_be *be, __u32 n,
