@@ -22,7 +22,7 @@
  *    of the view - right for every entry-less flow that started within the
  *    history window - and gets an entry only when the view's tables
  *    disagree about it, and then only while this CPU's insert budget lasts
- *    (budget_take): without one it goes to the same backend and tries
+ *    (budget_left): without one it goes to the same backend and tries
  *    again with its next packet. UDP works this way too: UDP has no SYN.
  *  - Valid entry (backend LIVE, same generation, not idle): followed. The
  *    client's FIN or RST marks it ENDED. Stale entry: decided from table[0],
@@ -95,13 +95,14 @@ static __always_inline __u32 syn_window(void)
 }
 
 /*
- * May this CPU write one more entry that only the table history asks for?
- * A token bucket on the SYN clock (struct chlb_insert_budget): refilled at
- * cfg_moved_inserts_per_s, holding at most one second's worth. Per CPU, so
- * no atomics: the programs of one CPU do not run concurrently, and a race
- * with a preempted one (not possible for XDP) would cost a token at most.
+ * This CPU's budget for entries that only the table history asks for, if a
+ * token is left: a token bucket on the SYN clock (struct
+ * chlb_insert_budget), refilled at cfg_moved_inserts_per_s, holding at most
+ * one second's worth; NULL when spent. Per CPU, so no atomics: the programs
+ * of one CPU do not run concurrently, and a race with a preempted one (not
+ * possible for XDP) would cost a token at most.
  */
-static __always_inline bool budget_take(void)
+static __always_inline struct chlb_insert_budget *budget_left(void)
 {
 	struct chlb_insert_budget *b;
 	__u32 zero = 0, now, ticks;
@@ -109,7 +110,7 @@ static __always_inline bool budget_take(void)
 
 	b = bpf_map_lookup_elem(&insert_budget, &zero);
 	if (!b)
-		return false;
+		return NULL;
 	if (!b->tokens) {
 		now = syn_clock();
 		ticks = now - b->tick;
@@ -122,12 +123,11 @@ static __always_inline bool budget_take(void)
 			add = ((__u64)ticks * cfg_moved_inserts_per_s << CHLB_SYN_KTIME_SHIFT) /
 			      1000000000ull;
 		if (!add)
-			return false;
+			return NULL;
 		b->tick = now;
 		b->tokens = add < cfg_moved_inserts_per_s ? (__u32)add : cfg_moved_inserts_per_s;
 	}
-	b->tokens--;
-	return true;
+	return b;
 }
 
 /* The flow's filter key, the filter, and filter_bank as read once for this packet. */
@@ -467,11 +467,22 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 		be = persist_record(pr, &d, be);
 	/* UDP has no SYN and entry-less flows keep no state: new_flows counts TCP SYNs
 	 * and re-decided flows only */
-	if (n > 1 && !p->icmp_err && !p->fin_rst && tables_disagree(svc, n, used, crc, d)) {
-		if (budget_take())
-			conn_insert(&p->flow, &r, d, be, now);
-		else
+	/*
+	 * An entry only where the tables disagree, and only while the budget
+	 * lasts. Spent, the tables are not compared at all: no entry could be
+	 * written, and the packet goes by the oldest table either way - an ACK
+	 * flood after a change then reads one table a packet, not every table
+	 * of the view.
+	 */
+	if (n > 1 && !p->icmp_err && !p->fin_rst) {
+		struct chlb_insert_budget *b = budget_left();
+
+		if (!b) {
 			stat_reason(CHLB_R_CT_NO_BUDGET);
+		} else if (tables_disagree(svc, n, used, crc, d)) {
+			b->tokens--;
+			conn_insert(&p->flow, &r, d, be, now);
+		}
 	}
 	*slot = d;
 	return be;

@@ -53,7 +53,7 @@ struct chlb_dp_opts {
 	/*
 	 * Entries each CPU may write per second for flows whose SYN it did not
 	 * see and that the view's tables disagree about (bpf/chlb_stick.h,
-	 * budget_take); 0 = CHLB_MOVED_INSERTS_PER_S; at most 2^24.
+	 * budget_left); 0 = CHLB_MOVED_INSERTS_PER_S; at most 2^24.
 	 */
 	__u32 moved_inserts_per_s;
 	/*
