@@ -242,8 +242,8 @@ static double run_case(const char *name, int prog_fd, const __u8 *pkt, __u32 src
 			bad = true;
 		}
 	}
-	if (e->counted && (counted < hook_count || counted > runs ||
-			   d.reason[CHLB_R_CT_INSERT] > hook_count)) {
+	if (e->counted &&
+	    (counted < hook_count || counted > runs || d.reason[CHLB_R_CT_INSERT] > hook_count)) {
 		fprintf(stderr,
 			"%s: the counted reasons went up by %llu together (ct_insert %llu), "
 			"want %llu to %u (ct_insert at most %llu)\n",
