@@ -363,8 +363,9 @@ static void test_tcp_idle(void **state)
  * an ACK flood of flows the view's tables disagree about, none of whose
  * SYN was seen, writes at most the budget's entries, and every packet
  * still goes where the oldest table says; a flow without one gets its
- * entry with a packet after the budget refills; a handshake (its SYN seen)
- * writes its entry whatever the budget.
+ * entry with a packet after the budget refills; once it is spent, a flow
+ * the tables agree about is counted with them (they are not compared); a
+ * handshake (its SYN seen) writes its entry whatever the budget.
  */
 static void test_insert_budget(void **state)
 {
@@ -376,7 +377,7 @@ static void test_insert_budget(void **state)
 			    .dport = 80 };
 	struct chlb_service svc = { .id = 1, .fwd = CHLB_FWD_IPIP, .ntables = 2 };
 	struct chlb_global_stats a, b;
-	struct fx_pkt flows[20], h;
+	struct fx_pkt flows[20], h, g;
 	struct idle_fixture x;
 	struct timespec t0, t1;
 	struct chlb_vip_key key;
@@ -428,6 +429,14 @@ static void test_insert_budget(void **state)
 	/* the budget spent (the refill above took it), a handshake still writes its entry */
 	h = moved_flow(&flows[19], &x.t1, &x.t2);
 	assert_int_equal(send_flow(&h, FX_ACK), decide(&x.t1, &h)); /* spends any token left */
+	/* spent, the tables are not compared: a flow they agree about is counted too, no entry */
+	g = h;
+	for (g.sport++; decide(&x.t1, &g) != decide(&x.t2, &g); g.sport++)
+		;
+	stats_mark();
+	assert_int_equal(send_flow(&g, FX_ACK), decide(&x.t1, &g));
+	stats_delta(CHLB_R_CT_NO_BUDGET, 2); /* XDP and TC */
+	assert_int_not_equal(entry_of(&g, &c), 0);
 	h = moved_flow(&h, &x.t1, &x.t2);
 	stats_mark();
 	assert_int_equal(send_flow(&h, FX_SYN), decide(&x.t2, &h));
