@@ -241,6 +241,20 @@ static void check_from_prev(struct chlb_table_spec spec, const struct chlb_table
 	chlb_table_free(&scratch_built);
 }
 
+/* check_from_prev for next[0, m), which then becomes the ring t and its list cur[0, *n). */
+static void advance(struct chlb_table_spec spec, const struct chlb_table_prev *prev,
+		    struct chlb_table_be *cur, const struct chlb_table_be *next, __u32 m,
+		    struct chlb_table *t, __u32 *n)
+{
+	struct chlb_table nt;
+
+	check_from_prev(spec, next, m, prev, &nt);
+	chlb_table_free(t);
+	*t = nt;
+	memcpy(cur, next, m * sizeof(*cur));
+	*n = m;
+}
+
 /*
  * 200 random changes to a ring of ~300 backends, each built from the
  * previous table: backends leave, join (some taking a slot one that left
@@ -300,11 +314,7 @@ static void test_from_prev_is_the_same_table(void **state)
 			next[0] = next[--m];
 		}
 		spec.vnodes = vnodes;
-		check_from_prev(spec, next, m, &prev, &nt);
-		chlb_table_free(&t);
-		t = nt;
-		memcpy(cur, next, m * sizeof(*cur));
-		n = m;
+		advance(spec, &prev, cur, next, m, &t, &n);
 	}
 	/* most from the previous table; the factor changes and big joins from nothing */
 	build_ring_stats(&st1);
@@ -345,7 +355,7 @@ static void test_patch_big_ring(void **state)
 	struct chlb_table_spec spec = { .algo = CHLB_ALGO_RING, .vnodes = 160 };
 	struct build_ring_stats st0, st1;
 	__u32 n = 1000, fresh = 0, freed = ~0u;
-	struct chlb_table t, nt;
+	struct chlb_table t;
 	__u64 seed = 11;
 
 	for (__u32 i = 0; i < n; i++) {
@@ -379,11 +389,7 @@ static void test_patch_big_ring(void **state)
 		default: /* a drain */
 			next[i].weight = 0;
 		}
-		check_from_prev(spec, next, m, &prev, &nt);
-		chlb_table_free(&t);
-		t = nt;
-		memcpy(cur, next, m * sizeof(*cur));
-		n = m;
+		advance(spec, &prev, cur, next, m, &t, &n);
 	}
 	build_ring_stats(&st1);
 	assert_int_equal(st1.patched - st0.patched, 24);
