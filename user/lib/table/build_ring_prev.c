@@ -256,8 +256,11 @@ static int touched_vnodes(const struct patch *p, __u32 nadd, __u32 lbits, __u32 
 		const __u32 *line, *spill;
 
 		prev_line(p, d, &line, &spill, &c);
-		if (c > CHLB_RING_LINE_HASHES)
+		if (c > CHLB_RING_LINE_HASHES) {
+			if (c > sp)
+				return -1; /* spilled lines that overlap: malformed */
 			sp -= c;
+		}
 		for (__u32 j = 0; j < c; j++) {
 			__u32 h = spill ? spill[2 * j] : line[j];
 			__u32 sl = spill ? spill[2 * j + 1] : chlb_ring_half(line, j);
