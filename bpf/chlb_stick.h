@@ -465,9 +465,9 @@ static __always_inline struct chlb_backend *chlb_stick(const struct chlb_service
 	/* UDP has no SYN: its first datagram makes the client's entry */
 	if (persisting(pr) && udp && !p->icmp_err)
 		be = persist_record(pr, &d, be);
-	/* UDP has no SYN and entry-less flows keep no state: new_flows counts TCP SYNs
-	 * and re-decided flows only */
 	/*
+	 * UDP has no SYN and entry-less flows keep no state: new_flows counts
+	 * TCP SYNs and re-decided flows only.
 	 * An entry only where the tables disagree, and only while the budget
 	 * lasts. Spent, the tables are not compared at all: no entry could be
 	 * written, and the packet goes by the oldest table either way - an ACK
