@@ -97,7 +97,10 @@ static int merge_vnodes(const struct chlb_table *t, struct merge *m)
 	return seen == hdr->count ? 0 : -EINVAL;
 }
 
-/* At most this many vnodes added to a previous ring; past it a build from nothing is as fast. */
+/*
+ * At most this many vnodes added to a previous ring (and, for a patch, removed
+ * from it); past it a build from nothing is as fast.
+ */
 #define PREV_MAX_ADDED 8192
 
 /*
