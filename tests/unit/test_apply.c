@@ -180,6 +180,17 @@ static void exec(struct chlb_state *st, const char *line)
 		fail_msg("'%s': %s", line, err);
 }
 
+/* the next state of the apply under way (for settle_seen()) */
+static const struct chlb_state *applying;
+static __u32 settle_calls, settle_nbe;
+
+/* rt->settle: records the first service's backend count in next when called */
+static void settle_seen(void)
+{
+	settle_calls++;
+	settle_nbe = applying->svc[0].nbe;
+}
+
 /* cur <- cur + line, applied */
 static int change(struct chlb_rt *rt, struct chlb_state *cur, const char *line)
 {
@@ -189,6 +200,7 @@ static int change(struct chlb_rt *rt, struct chlb_state *cur, const char *line)
 
 	assert_int_equal(chlb_state_copy(&next, cur), 0);
 	exec(&next, line);
+	applying = &next;
 	r = chlb_rt_apply(rt, cur, &next, err, sizeof(err));
 	chlb_state_free(cur);
 	*cur = next;
@@ -348,11 +360,19 @@ static void failure_keeps_old(void **unused)
 	change(rt, &st, "backend add 10.0.0.10:80/tcp 10.1.0.2");
 	before = F.view;
 	F.fail_write = 1;
+	/* chlbd's state file thread reads next until settled: settle comes before next changes */
+	rt->settle = settle_seen;
+	settle_calls = 0;
 	assert_int_equal(change(rt, &st, "backend add 10.0.0.10:80/tcp 10.1.0.3"), -EIO);
+	assert_int_equal(settle_calls, 1);
+	assert_int_equal(settle_nbe, 2);
 	assert_memory_equal(&before, &F.view, sizeof(before));
 	/* the state reverted to what serves */
 	assert_int_equal(chlb_state_find(&st, &st.svc[0].vip)->nbe, 1);
 	F.fail_write = 0;
+	/* a change that applies leaves next as it is: no settle */
+	assert_int_equal(change(rt, &st, "backend add 10.0.0.10:80/tcp 10.1.0.4"), 0);
+	assert_int_equal(settle_calls, 1);
 	chlb_rt_free(rt);
 	chlb_state_free(&st);
 }

@@ -44,7 +44,8 @@ static int serve(struct chlb_state *x, struct chlb_state *was, char *err, size_t
  *      no backend slot changes generation, as an apply undone afterwards
  *      would make them;
  *   3. stage, on a second thread (persist.c), while 4 runs: the new state
- *      formatted into STATE.tmp, written, fsynced;
+ *      (read in place: a failed apply settles the thread before it puts
+ *      services back) formatted into STATE.tmp, written, fsynced;
  *   4. apply: the data plane converges to next's effective form: its
  *      weights as health checks have them (health/health_apply.c), so a
  *      commit and the checker never fight. The swap happens here: it waits
@@ -91,6 +92,14 @@ static int roll_back(struct chlb_state *old)
 	return r;
 }
 
+/* The staging under way (its thread reads the new state in place) and its settle hook. */
+static struct chlbd_persist *staging;
+
+static void settle_staging(void)
+{
+	chlbd_persist_settle(staging);
+}
+
 int chlbd_check_capacity(const struct chlb_state *next, char *err, size_t errlen)
 {
 	return chlb_rt_capacity(D.rt, &D.state, next, err, errlen);
@@ -121,8 +130,11 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 	}
 	D.rt->yield =
 	    D.answer_readonly; /* read-only requests are answered meanwhile (ctl/ctl_server.c) */
+	staging = &w;
+	D.rt->settle = settle_staging; /* a failed apply rewrites next: not while w reads it */
 	r = serve(next, &old, perr, sizeof(perr)); /* old: what served, for a roll back */
 	D.rt->yield = NULL;
+	D.rt->settle = NULL;
 	t_served = chlb_now_ns();
 	rs = chlbd_persist_wait(&w, serr, sizeof(serr));
 	t_staged = chlb_now_ns();

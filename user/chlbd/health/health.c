@@ -75,11 +75,12 @@ void health_sync(const struct chlb_state *st)
 
 		for (__u32 j = 0; j < s->nbe; j++) {
 			const struct chlb_cfg_be *b = &s->be[j];
-			struct hc *h = health_find(&s->vip, &b->addr);
 			struct chlb_check ck;
+			struct hc *h;
 
 			if (!health_be_wanted(s, b))
 				continue; /* no check, no slow start: no checker (a stale one goes) */
+			h = health_find(&s->vip, &b->addr);
 			chlb_check_effective(s, b, &ck);
 			if (!h) {
 				h = health_checker_new(&s->vip, b, now);

@@ -325,6 +325,8 @@ int health_apply_effective(const struct chlb_state *cur, struct chlb_state *next
 	 * Which ones: the effective form asked for (built again: failures are
 	 * rare, a copy of every commit's is not free) against what serves.
 	 */
+	if (r && D.rt->settle)
+		D.rt->settle(); /* before next changes (apply.h) */
 	if (r && !effective(next, &want, NULL, werr, sizeof(werr))) {
 		for (__u32 i = 0; i < want.nsvc; i++) {
 			const struct chlb_svc_cfg *w = &want.svc[i], *e;

@@ -659,6 +659,8 @@ int chlb_rt_apply(struct chlb_rt *rt, const struct chlb_state *cur, struct chlb_
 		if (rt->yield) /* a swap can take 10+ ms: let read-only requests through */
 			rt->yield();
 	}
+	if (bad && rt->settle)
+		rt->settle();
 	for (int i = 0; i < bad; i++) {
 		const struct chlb_svc_cfg *old = chlb_state_find(cur, &failed[i]);
 

@@ -133,6 +133,12 @@ struct chlb_rt {
 	void (*log)(int level, const char *fmt, ...); /* optional; LOG_* levels */
 	/* optional: called between services of an apply (chlbd answers read-only requests) */
 	void (*yield)(void);
+	/*
+	 * optional: called before a failed apply rewrites next (its services
+	 * put back to what serves): chlbd's state file thread reads next
+	 * meanwhile, and returns once it no longer does.
+	 */
+	void (*settle)(void);
 	/* address -> its backend slots, one per service (chained hash): no scans */
 	__s32 be_head[CHLB_BE_HASH];
 	__s32 be_next[CHLB_MAX_BACKENDS];
