@@ -4,6 +4,8 @@
 # "Ownership of the interface"):
 #  - a restart with another -m or -i moves the attachment as asked (ip link,
 #    tc filter, the pins), and `shutdown --detach` removes every attachment;
+#    chlbd loads the entry point its mode attaches, not the other (each is
+#    ~0.5 s of verifier at start), both when it bridges XDP modes through TC;
 #  - a second chlbd in the other mode on the same interface is refused, and
 #    the first keeps its traffic; a shared --state or socket is refused,
 #    naming the holder's pid; failed starts leave no pins;
@@ -53,6 +55,16 @@ has_tc() { tc_of "$1" | grep -q chlb_tc; }
 no_xdp() { ! ip -n "$D_NS" link show "$1" | grep -q 'prog/xdp'; }
 no_tc() { [ -z "$(tc -n "$D_NS" filter show dev "$1" ingress 2>/dev/null)" ]; }
 pins() { ls "$CHLBD_PIN" 2>/dev/null | tr '\n' ' '; }
+# loaded NAME: how many programs named NAME use this data plane's views map
+# (chlbd's own, and an old chlbd's still attached or pinned)
+loaded() {
+	local views
+	views=$(bpftool -j map show pinned "$CHLBD_PIN/views" | jq .id) || return 1
+	bpftool -j prog show | jq --arg n "$1" --argjson v "$views" \
+		'[.[] | select(.name == $n and ((.map_ids // []) | index($v) != null))] | length'
+}
+# entries X T: X programs chlb_xdp and T chlb_tc are loaded (loaded())
+entries() { [ "$(loaded chlb_xdp)" = "$1" ] && [ "$(loaded chlb_tc)" = "$2" ]; }
 no_pins() { [ -z "$(ls "$1" 2>/dev/null)" ]; }
 
 # ---- 5: a restart moves the attachment as asked; detach removes every one ----
@@ -63,6 +75,7 @@ test_restart_moves_mode_and_iface() {
 		ctl backend add $VIP 10.1.0.3 >/dev/null || return 1
 	before=$(probe which "$CHLBD_PIN" "$IF0" 10.0.0.10 80 50 5)
 	check "xdp-generic on v0: $(xdp_of v0)" has_xdp v0 generic || return 1
+	check "loaded chlb_xdp, not chlb_tc ($(loaded chlb_xdp), $(loaded chlb_tc))" entries 1 0 || return 1
 	chlbd_stop TERM
 	# -m tc: TC filter attached, the XDP link gone (record tc_N, no link_N)
 	chlbd_start tc || return 1
@@ -72,6 +85,7 @@ test_restart_moves_mode_and_iface() {
 	check "pins: tc_$IF0, no link_$IF0 ($(pins))" \
 		bash -c "[ -e $CHLBD_PIN/tc_$IF0 ] && [ ! -e $CHLBD_PIN/link_$IF0 ]" || return 1
 	check "state carried over" [ "$(ctl -j backend list $VIP | jq '.backends | length')" = 2 ] || return 1
+	check "loaded chlb_tc, not chlb_xdp (the old one gone)" lib_wait_for 5 entries 0 1 || return 1
 	chlbd_stop TERM
 	# back to XDP, native this time: TC goes
 	chlbd_start xdp || return 1
@@ -83,6 +97,7 @@ test_restart_moves_mode_and_iface() {
 	chlbd_start xdp-generic || return 1
 	check "generic XDP on v0: $(xdp_of v0)" has_xdp v0 generic || return 1
 	check "no TC left behind" no_tc v0 || return 1
+	check "loaded chlb_tc too: it bridged ($(loaded chlb_xdp), $(loaded chlb_tc))" entries 1 1 || return 1
 	check "same decisions after the moves" \
 		[ "$(probe which "$CHLBD_PIN" "$IF0" 10.0.0.10 80 50 5)" = "$before" ] || return 1
 	chlbd_stop TERM

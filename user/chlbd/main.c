@@ -150,6 +150,11 @@ static int open_dataplane(struct chlb_state *next)
 	dopts.pin_dir = D.pin_dir;
 	dopts.sync_ring_bytes = sync_configured() ? CHLB_DP_SYNC_RING_BYTES : 0;
 	dopts.verbose = D.verbose > 1;
+	/* the entry point the mode attaches; both while a link changes XDP mode (dp.h) */
+	dopts.entry = D.mode == CHLB_ATTACH_TC ? CHLB_DP_ENTRY_TC : CHLB_DP_ENTRY_XDP;
+	for (int i = 0; i < D.niface && dopts.entry == CHLB_DP_ENTRY_XDP; i++)
+		if (chlb_dp_xdp_bridges(D.pin_dir, D.ifindex[i], D.mode))
+			dopts.entry = CHLB_DP_ENTRY_ALL;
 	rc = chlb_dp_open(&dopts, &D.dp, err, sizeof(err));
 	if (rc) {
 		pr_err("data plane: %s", err);

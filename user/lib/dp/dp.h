@@ -38,6 +38,18 @@ enum chlb_attach_mode {
 	CHLB_ATTACH_TC,		 /* TC ingress (clsact + cls_bpf direct-action) */
 };
 
+/*
+ * Which of the pipeline's entry points chlb_dp_open() loads. Each is
+ * verified on its own, ~0.5 s here (more than half of a start): a chlbd
+ * loads the one its mode attaches. The TC egress probe steering program is
+ * loaded whatever this says (health checks attach it later).
+ */
+enum chlb_dp_entry {
+	CHLB_DP_ENTRY_ALL = 0, /* chlb_xdp and chlb_tc (tests, tools) */
+	CHLB_DP_ENTRY_XDP,     /* chlb_xdp alone: chlb_dp_prog_fd(CHLB_PROG_TC) < 0 */
+	CHLB_DP_ENTRY_TC,      /* chlb_tc alone */
+};
+
 #define CHLB_DP_DEFAULT_CONN_MAX    (1u << 20)
 #define CHLB_DP_DEFAULT_UDP_IDLE_MS 30000
 
@@ -69,7 +81,8 @@ struct chlb_dp_opts {
 	 * survive a restart or a program upgrade.
 	 */
 	const char *pin_dir;
-	bool verbose; /* libbpf debug output to stderr */
+	bool verbose;		  /* libbpf debug output to stderr */
+	enum chlb_dp_entry entry; /* the entry points to load; 0: all */
 };
 
 /*
@@ -137,6 +150,14 @@ int chlb_dp_attach(struct chlb_dp *dp, int ifindex, enum chlb_attach_mode mode, 
  * traffic (its XDP program or its TC filter, at chlb's handle, on ifindex),
  * or, in an XDP mode, when another XDP program is attached there.
  */
+/*
+ * Will attaching in an XDP `mode` bridge through TC? True when pin_dir's
+ * XDP link on ifindex runs in the other XDP mode: chlb_tc takes the
+ * packets while the link is replaced (dp_attach.c), so it must be loaded
+ * (CHLB_DP_ENTRY_ALL). Before anything is loaded, like the check below.
+ */
+bool chlb_dp_xdp_bridges(const char *pin_dir, int ifindex, enum chlb_attach_mode mode);
+
 int chlb_dp_check_iface(const char *pin_dir, int ifindex, enum chlb_attach_mode mode, char *err,
 			size_t errlen);
 

@@ -196,6 +196,26 @@ int chlb_dp_check_iface(const char *pin_dir, int ifindex, enum chlb_attach_mode 
 	return check_iface(&ow, ifindex, mode, err, errlen);
 }
 
+bool chlb_dp_xdp_bridges(const char *pin_dir, int ifindex, enum chlb_attach_mode mode)
+{
+	char path[PATH_MAX];
+	bool bridges = false;
+	__u32 prog;
+	int fd, lif;
+
+	if (mode == CHLB_ATTACH_TC || !pin_dir || !pin_dir[0] ||
+	    dp_rec_path(pin_dir, LINK_PREFIX, ifindex, "", path, sizeof(path)))
+		return false;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return false;
+	/* attach_xdp()'s test: a link that attach_xdp() would not update in place */
+	if (!link_info(fd, &prog, &lif))
+		bridges = lif && !(lif == ifindex && xdp_mode_of(ifindex, prog) == mode);
+	close(fd);
+	return bridges;
+}
+
 static void dp_owner(struct chlb_dp *dp, struct owner *ow)
 {
 	ow->pin_dir = dp->pin_dir;

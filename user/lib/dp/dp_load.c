@@ -362,6 +362,11 @@ int chlb_dp_open(const struct chlb_dp_opts *opts, struct chlb_dp **out, char *er
 		if (rc)
 			goto fail;
 	}
+	/* only the entry point attached: each one is ~0.5 s of verifier (dp.h) */
+	if (opts->entry == CHLB_DP_ENTRY_XDP)
+		bpf_program__set_autoload(dp->skel->progs.chlb_tc, false);
+	else if (opts->entry == CHLB_DP_ENTRY_TC)
+		bpf_program__set_autoload(dp->skel->progs.chlb_xdp, false);
 	rc = chlb_bpf__load(dp->skel);
 	if (rc) {
 		rc = chlb_syserr(err, errlen, rc,
