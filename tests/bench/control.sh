@@ -12,6 +12,9 @@
 #     table build; the table's write into its map + the view's publication);
 #     swap_*_stage_ms: the state file formatted, written and fsynced on chlbd's
 #     second thread meanwhile;
+#   swap_ring_s100_n80_ms: as swap_*, one backend of one of 100 ring services
+#     of 80 backends each (8,000 in all): what a change costs beyond its own
+#     table's build grows with every service's backends;
 #   burst_100_services_ms: one backend shared by 100 services (ring, 80 backends
 #     each) leaves in one `chlbctl batch`: request to reply, one swap per service;
 #   restart_ms: chlbd start (TERM'd before) -> answering its socket, adopting
@@ -84,6 +87,9 @@ sleep 0.5
 } >"$LIB_DIR/s100.conf"
 c apply -f "$LIB_DIR/s100.conf" || die "apply s100"
 sleep 0.5
+out=$("$BENCH" "$SOCK" "$PIN" 10.0.1.50:80/tcp "$(be 40)" 21) || die "$out"
+echo "  swap_ring_s100_n80_ms: $out"
+S100=$(awk '{ print $2 }' <<<"$out")
 # a burst: one backend shared by all 100 services leaves (one batch: one swap each)
 for s in $(seq 0 99); do echo "backend del 10.0.1.$s:80/tcp $(be 50)"; done >"$LIB_DIR/burst"
 swaps0=$(c -j service list | jq '[.services[].swaps] | add')
@@ -138,6 +144,7 @@ cat >"$OUT" <<EOF
   "durable_jump_n1000_ms": ${DUR[81]},
   "durable_maglev_n1000_m65537_ms": ${DUR[82]},
   "durable_ms": $DMAX,
+  "swap_ring_s100_n80_ms": $S100,
   "burst_100_services_ms": $((burst / 1000)).$(printf %03d $((burst % 1000))),
   "burst_100_services_swaps": $((swaps1 - swaps0)),
   "restart_ms": $((restart / 1000)).$(printf %03d $((restart % 1000))),

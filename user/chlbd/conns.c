@@ -302,7 +302,7 @@ int conns_pass_svc(const struct conns_pass *p, __u32 i)
 	const struct chlb_vip *v = &D.state.svc[i].vip;
 	const struct chlb_svc_cfg *s;
 
-	if (i < p->st.nsvc && !chlb_vip_cmp(&p->st.svc[i].vip, v))
+	if (i < p->st.nsvc && chlb_vip_eq(&p->st.svc[i].vip, v))
 		return (int)i;
 	s = chlb_state_find(&p->st, v);
 	return s ? (int)(s - p->st.svc) : -1;
@@ -317,13 +317,13 @@ const struct chlb_ct_be *conns_pass_be(const struct conns_pass *p, int ps, __u32
 	if (ps < 0)
 		return NULL;
 	was = &p->st.svc[ps];
-	if (j < was->nbe && !chlb_addr_cmp(&was->be[j].addr, &cur->be[j].addr))
+	if (j < was->nbe && chlb_addr_eq(&was->be[j].addr, &cur->be[j].addr))
 		return &p->t.svc[ps].be[j];
 	/* moved in the list: the pair its slot was when the pass started */
 	if (slot < 0 || slot >= CHLB_MAX_BACKENDS)
 		return NULL;
 	o = &p->t.by_slot[slot];
-	if (o->svc != ps || o->be < 0 || chlb_addr_cmp(&was->be[o->be].addr, &cur->be[j].addr))
+	if (o->svc != ps || o->be < 0 || !chlb_addr_eq(&was->be[o->be].addr, &cur->be[j].addr))
 		return NULL;
 	return &p->t.svc[ps].be[o->be];
 }

@@ -37,21 +37,26 @@ const char *health_state_name(__u8 st)
 struct hc *health_find(const struct chlb_vip *vip, const struct chlb_addr *a)
 {
 	for (struct hc *h = heads[hc_hash(vip, a)]; h; h = h->hnext)
-		if (!chlb_vip_cmp(&h->vip, vip) && !chlb_addr_cmp(&h->addr, a))
+		if (chlb_vip_eq(&h->vip, vip) && chlb_addr_eq(&h->addr, a))
 			return h;
 	return NULL;
 }
 
 struct hc_svc *health_svc(const struct chlb_vip *vip)
 {
+	/* after the last hit first: callers go through the services in order, each found at once */
+	static int next;
 	struct hc_svc *free_one = NULL;
 
-	for (int i = 0; i < CHLB_MAX_SERVICES; i++) {
-		if (svcs[i].used && !chlb_vip_cmp(&svcs[i].vip, vip))
+	for (int k = 0, i = next; k < CHLB_MAX_SERVICES;
+	     k++, i = i + 1 < CHLB_MAX_SERVICES ? i + 1 : 0)
+		if (svcs[i].used && chlb_vip_eq(&svcs[i].vip, vip)) {
+			next = i + 1 < CHLB_MAX_SERVICES ? i + 1 : 0;
 			return &svcs[i];
-		if (!svcs[i].used && !free_one)
+		}
+	for (int i = 0; i < CHLB_MAX_SERVICES && !free_one; i++)
+		if (!svcs[i].used)
 			free_one = &svcs[i];
-	}
 	if (free_one) {
 		memset(free_one, 0, sizeof(*free_one));
 		free_one->used = true;

@@ -109,16 +109,20 @@ void chlb_state_put_svc(struct chlb_state *st, const struct chlb_vip *vip,
 
 struct chlb_svc_cfg *chlb_state_find(const struct chlb_state *st, const struct chlb_vip *vip)
 {
-	for (__u32 i = 0; i < st->nsvc; i++)
-		if (!chlb_vip_cmp(&st->svc[i].vip, vip))
+	__u32 i = st->find_next < st->nsvc ? st->find_next : 0;
+
+	for (__u32 k = 0; k < st->nsvc; k++, i = i + 1 < st->nsvc ? i + 1 : 0)
+		if (chlb_vip_eq(&st->svc[i].vip, vip)) {
+			((struct chlb_state *)st)->find_next = i + 1; /* the cache (state.h) */
 			return &st->svc[i];
+		}
 	return NULL;
 }
 
 struct chlb_cfg_be *chlb_svc_find_be(const struct chlb_svc_cfg *svc, const struct chlb_addr *a)
 {
 	for (__u32 i = 0; i < svc->nbe; i++)
-		if (!chlb_addr_cmp(&svc->be[i].addr, a))
+		if (chlb_addr_eq(&svc->be[i].addr, a))
 			return &svc->be[i];
 	return NULL;
 }
@@ -323,7 +327,7 @@ static struct chlb_svc_cfg *ix_find_svc(const struct chlb_state *st, const struc
 	if (!ix)
 		return chlb_state_find(st, vip);
 	for (__s32 i = ix->h.head[hash_vip(vip) & ix->h.mask]; i >= 0; i = ix->h.next[i])
-		if (!chlb_vip_cmp(&st->svc[i].vip, vip))
+		if (chlb_vip_eq(&st->svc[i].vip, vip))
 			return &st->svc[i];
 	return NULL;
 }
@@ -334,7 +338,7 @@ static struct chlb_cfg_be *ix_find_be(const struct chlb_svc_cfg *s, const struct
 	if (!x)
 		return chlb_svc_find_be(s, a);
 	for (__s32 i = x->h.head[hash_addr(a) & x->h.mask]; i >= 0; i = x->h.next[i])
-		if (!chlb_addr_cmp(&s->be[i].addr, a))
+		if (chlb_addr_eq(&s->be[i].addr, a))
 			return &s->be[i];
 	return NULL;
 }
@@ -1100,7 +1104,7 @@ bool chlb_svc_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 		/* copies keep the order: compare in place first, search only on a mismatch */
 		const struct chlb_cfg_be *o = &b->be[i];
 
-		if (chlb_addr_cmp(&o->addr, &a->be[i].addr))
+		if (!chlb_addr_eq(&o->addr, &a->be[i].addr))
 			o = chlb_svc_find_be(b, &a->be[i].addr);
 		if (!o || o->weight != a->be[i].weight)
 			return false;
@@ -1131,7 +1135,7 @@ bool chlb_svc_health_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_c
 	for (__u32 i = 0; i < a->nbe; i++) {
 		const struct chlb_cfg_be *o = &b->be[i];
 
-		if (chlb_addr_cmp(&o->addr, &a->be[i].addr))
+		if (!chlb_addr_eq(&o->addr, &a->be[i].addr))
 			o = chlb_svc_find_be(b, &a->be[i].addr);
 		if (!o)
 			return false;

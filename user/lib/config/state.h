@@ -59,6 +59,14 @@ struct chlb_svc_cfg {
 struct chlb_state {
 	__u32 nsvc, cap;
 	struct chlb_svc_cfg *svc;
+	/*
+	 * Where chlb_state_find() starts: after its last hit. A lookup cache,
+	 * written even through a const state: lookups come in the order of
+	 * another state's services, mostly this one's, so each finds its
+	 * service at once (a change looked every service up in every other:
+	 * O(services^2) vip compares, ~1 ms at 250 services).
+	 */
+	__u32 find_next;
 };
 
 void chlb_state_init(struct chlb_state *st);

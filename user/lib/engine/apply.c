@@ -56,20 +56,23 @@ void chlb_rt_free(struct chlb_rt *rt)
 	free(rt);
 }
 
-struct chlb_rt_svc *chlb_rt_find(struct chlb_rt *rt, const struct chlb_vip *vip)
-{
-	for (int i = 0; i < CHLB_MAX_SERVICES; i++)
-		if (rt->svc[i].used && !rt->svc[i].retiring && !chlb_vip_cmp(&rt->svc[i].vip, vip))
-			return &rt->svc[i];
-	return NULL;
-}
-
 int chlb_rt_svc_id(const struct chlb_rt *rt, const struct chlb_vip *vip)
 {
-	for (int i = 0; i < CHLB_MAX_SERVICES; i++)
-		if (rt->svc[i].used && !rt->svc[i].retiring && !chlb_vip_cmp(&rt->svc[i].vip, vip))
+	int i = rt->find_next < CHLB_MAX_SERVICES ? (int)rt->find_next : 0;
+
+	for (int k = 0; k < CHLB_MAX_SERVICES; k++, i = i + 1 < CHLB_MAX_SERVICES ? i + 1 : 0)
+		if (rt->svc[i].used && !rt->svc[i].retiring && chlb_vip_eq(&rt->svc[i].vip, vip)) {
+			((struct chlb_rt *)rt)->find_next = (__u32)i + 1; /* the cache (apply.h) */
 			return i;
+		}
 	return -1;
+}
+
+struct chlb_rt_svc *chlb_rt_find(struct chlb_rt *rt, const struct chlb_vip *vip)
+{
+	int id = chlb_rt_svc_id(rt, vip);
+
+	return id < 0 ? NULL : &rt->svc[id];
 }
 
 /* Service id's backend slots, one per backend: taken from the free ones for new pairs. */
@@ -499,7 +502,7 @@ static int held_slot(const struct chlb_rt *rt, int svc, const struct chlb_addr *
 		return s;
 	for (s = 0; s < CHLB_MAX_BACKENDS; s++) /* rare: a restart from a chlbd before owners */
 		if (rt->be[s].state != CHLB_BE_EMPTY && rt->be[s].svc < 0 && !claimed[s] &&
-		    !chlb_addr_cmp(&rt->be[s].addr, a))
+		    chlb_addr_eq(&rt->be[s].addr, a))
 			return s;
 	return -1;
 }
@@ -513,7 +516,7 @@ static int held_slot(const struct chlb_rt *rt, int svc, const struct chlb_addr *
 static bool served_in_order(const struct chlb_svc_cfg *o, __u32 *k, const struct chlb_addr *a)
 {
 	for (__u32 skip = 0; skip < 2 && *k + skip < o->nbe; skip++)
-		if (!chlb_addr_cmp(&o->be[*k + skip].addr, a)) {
+		if (chlb_addr_eq(&o->be[*k + skip].addr, a)) {
 			*k += skip + 1;
 			return true;
 		}

@@ -142,7 +142,9 @@ struct chlb_rt {
 	/* address -> its backend slots, one per service (chained hash): no scans */
 	__s32 be_head[CHLB_BE_HASH];
 	__s32 be_next[CHLB_MAX_BACKENDS];
-	__u32 free_hint;    /* next slot to try for a new occupant */
+	__u32 free_hint; /* next slot to try for a new occupant */
+	/* where chlb_rt_svc_id() starts: after its last hit (lookups come in service order) */
+	__u32 find_next;
 	bool defer_adopted; /* apply: leave adopted views serving; verify them later */
 	__u64 nh_next;	    /* ns: next next-hop refresh round */
 	__u32 nh_cursor;    /* backend slot the next round starts at */

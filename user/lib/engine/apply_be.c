@@ -47,7 +47,7 @@ int chlb_be_find(const struct chlb_rt *rt, int svc, const struct chlb_addr *a)
 	for (__s32 s = rt->be_head[be_hash(a)]; s >= 0; s = rt->be_next[s]) {
 		const struct chlb_rt_be *b = &rt->be[s];
 
-		if (b->state == CHLB_BE_EMPTY || chlb_addr_cmp(&b->addr, a))
+		if (b->state == CHLB_BE_EMPTY || !chlb_addr_eq(&b->addr, a))
 			continue;
 		if (b->svc == svc)
 			return s;
@@ -100,7 +100,7 @@ static const struct chlb_rt_be *nh_sibling(const struct chlb_rt *rt, __u32 slot,
 		const struct chlb_rt_be *b = &rt->be[s];
 
 		if ((__u32)s != slot && b->state == CHLB_BE_LIVE && b->nh_ns &&
-		    now - b->nh_ns < NH_REFRESH_NS && !chlb_addr_cmp(&b->addr, a))
+		    now - b->nh_ns < NH_REFRESH_NS && chlb_addr_eq(&b->addr, a))
 			return b;
 	}
 	return NULL;
@@ -125,7 +125,7 @@ static void nh_route_note(struct chlb_rt *rt, const struct chlb_addr *a, int rc)
 	for (__s32 s = rt->be_head[be_hash(a)]; s >= 0; s = rt->be_next[s]) {
 		struct chlb_rt_be *b = &rt->be[s];
 
-		if (b->state != CHLB_BE_LIVE || chlb_addr_cmp(&b->addr, a))
+		if (b->state != CHLB_BE_LIVE || !chlb_addr_eq(&b->addr, a))
 			continue;
 		was |= b->no_route;
 		b->no_route = now;
@@ -279,7 +279,7 @@ void chlb_be_refresh_nexthops(struct chlb_rt *rt, __u64 now)
 			struct chlb_rt_be *b = &rt->be[s];
 			struct chlb_backend v;
 
-			if (b->state != CHLB_BE_LIVE || chlb_addr_cmp(&b->addr, a))
+			if (b->state != CHLB_BE_LIVE || !chlb_addr_eq(&b->addr, a))
 				continue;
 			b->nh_cycle = cycle;
 			b->nh_ns = now;
