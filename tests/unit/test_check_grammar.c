@@ -111,7 +111,7 @@ static void defaults(void **unused)
 	chlb_check_effective(s, &s->be[0], &k);
 	assert_int_equal(k.type, CHLB_CHECK_NONE);
 	assert_int_equal(k.timeout_ms, CHLB_CHECK_TIMEOUT_MS);
-	assert_int_equal(s->be[0].check.set, 0);
+	assert_int_equal(chlb_be_check(&s->be[0])->set, 0);
 	/* a service's struct that was zeroed still yields usable values */
 	{
 		struct chlb_svc_cfg z = { 0 };
@@ -174,7 +174,7 @@ static void backend_override_merges(void **unused)
 	must(&st, "backend add " VIP " " BE2);
 	b = be(&st, VIP, BE1);
 	assert_int_equal(b->weight, 50);
-	assert_int_equal(b->check.set, CHLB_CK_TYPE | CHLB_CK_PORT);
+	assert_int_equal(chlb_be_check(b)->set, CHLB_CK_TYPE | CHLB_CK_PORT);
 	chlb_check_effective(svc(&st, VIP), b, &k);
 	assert_int_equal(k.type, CHLB_CHECK_TCP);
 	assert_int_equal(k.port, 9000);
@@ -194,7 +194,7 @@ static void backend_override_merges(void **unused)
 	must(&st, "backend set " VIP " " BE1 " fall 9");
 	b = be(&st, VIP, BE1);
 	assert_int_equal(b->weight, 50);
-	assert_int_equal(b->check.set, CHLB_CK_TYPE | CHLB_CK_PORT | CHLB_CK_FALL);
+	assert_int_equal(chlb_be_check(b)->set, CHLB_CK_TYPE | CHLB_CK_PORT | CHLB_CK_FALL);
 	/* check none on a backend: this one is not checked, the others are */
 	must(&st, "backend set " VIP " " BE2 " check none");
 	chlb_check_effective(svc(&st, VIP), be(&st, VIP, BE2), &k);
@@ -204,7 +204,7 @@ static void backend_override_merges(void **unused)
 	/* and weight alone still works */
 	must(&st, "backend set " VIP " " BE2 " weight 7");
 	assert_int_equal(be(&st, VIP, BE2)->weight, 7);
-	assert_int_equal(be(&st, VIP, BE2)->check.set, CHLB_CK_TYPE);
+	assert_int_equal(chlb_be_check(be(&st, VIP, BE2))->set, CHLB_CK_TYPE);
 	chlb_state_free(&st);
 }
 

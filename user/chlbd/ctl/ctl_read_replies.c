@@ -63,7 +63,7 @@ static json_object *check_json(const struct chlb_svc_cfg *s)
 	add_int(o, "slow_start_s", s->health.slow_start_s);
 	add_int(o, "panic_pct", s->health.panic_pct);
 	for (__u32 i = 0; i < s->nbe; i++)
-		over += s->be[i].check.set != 0;
+		over += chlb_be_check(&s->be[i])->set != 0;
 	add_int(o, "backend_overrides", over); /* backends with check options of their own */
 	return o;
 }

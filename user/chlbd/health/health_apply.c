@@ -147,8 +147,7 @@ static int svc_replace(struct chlb_svc_cfg *dst, const struct chlb_svc_cfg *src)
 
 	if (chlb_state_copy(&one, &tmp))
 		return -ENOMEM;
-	free(dst->be);
-	chlb_jump_order_free(&dst->order);
+	chlb_svc_cfg_free(dst);
 	*dst = one.svc[0];
 	free(one.svc);
 	return 0;
@@ -238,7 +237,8 @@ static int effective(const struct chlb_state *desired, struct chlb_state *out, _
 				b->weight = h->eff_weight;
 				changed = true;
 			}
-			chlb_check_defaults(&b->check);
+			free(b->check); /* the engine reads no check */
+			b->check = NULL;
 		}
 		chlb_check_defaults(&s->check);
 		chlb_health_policy_defaults(&s->health);

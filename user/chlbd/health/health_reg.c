@@ -169,7 +169,7 @@ __u32 health_weight(const struct hc *h, __u32 cfg_weight, __u32 slow_start_s, __
 
 bool health_be_wanted(const struct chlb_svc_cfg *s, const struct chlb_cfg_be *b)
 {
-	__u8 type = b->check.set & CHLB_CK_TYPE ? b->check.type : s->check.type;
+	__u8 type = b->check && (b->check->set & CHLB_CK_TYPE) ? b->check->type : s->check.type;
 
 	return type != CHLB_CHECK_NONE || s->health.slow_start_s;
 }

@@ -90,8 +90,8 @@ void chlb_check_effective(const struct chlb_svc_cfg *s, const struct chlb_cfg_be
 		if (!out->path[0])
 			strcpy(out->path, "/");
 	}
-	if (b)
-		chlb_check_overlay(out, &b->check);
+	if (b && b->check)
+		chlb_check_overlay(out, b->check);
 }
 
 /* The grammar's names (grammar_table.c): "?" for a value without one. */

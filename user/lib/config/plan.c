@@ -279,7 +279,7 @@ static bool health_settings_change(const struct chlb_svc_cfg *o, const struct ch
 		const struct chlb_cfg_be *b = chlb_svc_find_be(n, &o->be[i].addr);
 		struct chlb_check x, y;
 
-		if (!b || (!o->be[i].check.set && !b->check.set))
+		if (!b || (!chlb_be_check(&o->be[i])->set && !chlb_be_check(b)->set))
 			continue; /* gone, or the service's check on both sides: compared above */
 		chlb_check_effective(o, &o->be[i], &x);
 		chlb_check_effective(n, b, &y);
@@ -431,7 +431,9 @@ static bool svc_health_same(const struct chlb_svc_cfg *o, const struct chlb_svc_
 /* The same override (the same fields given, the same values)? */
 static bool be_check_same(const struct chlb_cfg_be *a, const struct chlb_cfg_be *b)
 {
-	return a->check.set == b->check.set && chlb_check_equal(&a->check, &b->check);
+	const struct chlb_check *x = chlb_be_check(a), *y = chlb_be_check(b);
+
+	return x->set == y->set && chlb_check_equal(x, y);
 }
 
 /* The options that differ, "algo ring -> maglev, table 65537"; "" if none. */
@@ -539,7 +541,7 @@ static void diff_backends(struct diff *d, const char *vip, const struct chlb_svc
 
 			d->n.be_add++;
 			emit(d, u, "backend add %s %s weight %u%s", vip, n->name, n->weight,
-			     chlb_check_fmt(&n->check, false, ck, sizeof(ck)));
+			     chlb_check_fmt(chlb_be_check(n), false, ck, sizeof(ck)));
 		} else if (c->weight != n->weight) {
 			d->n.be_set++;
 			emit(d, u, "backend set %s %s weight %u -> %u", vip, n->name, c->weight,
@@ -549,7 +551,7 @@ static void diff_backends(struct diff *d, const char *vip, const struct chlb_svc
 			char ck[CHLB_CHECK_TEXT_MAX];
 
 			d->n.be_set += c->weight == n->weight;
-			chlb_check_fmt(&n->check, false, ck, sizeof(ck));
+			chlb_check_fmt(chlb_be_check(n), false, ck, sizeof(ck));
 			emit(d, u, "backend set %s %s check override:%s (no table change)", vip,
 			     n->name, *ck ? ck : " none (the service's check)");
 		}

@@ -17,9 +17,23 @@ void chlb_state_init(struct chlb_state *st)
 	memset(st, 0, sizeof(*st));
 }
 
-static void svc_free(struct chlb_svc_cfg *s)
+const struct chlb_check *chlb_be_check(const struct chlb_cfg_be *b)
 {
-	free(s->be);
+	static const struct chlb_check none;
+
+	return b->check ? b->check : &none;
+}
+
+static void be_free(struct chlb_cfg_be *be, __u32 n)
+{
+	for (__u32 i = 0; i < n; i++)
+		free(be[i].check);
+	free(be);
+}
+
+void chlb_svc_cfg_free(struct chlb_svc_cfg *s)
+{
+	be_free(s->be, s->nbe);
 	chlb_jump_order_free(&s->order);
 	memset(s, 0, sizeof(*s));
 }
@@ -27,7 +41,7 @@ static void svc_free(struct chlb_svc_cfg *s)
 void chlb_state_free(struct chlb_state *st)
 {
 	for (__u32 i = 0; i < st->nsvc; i++)
-		svc_free(&st->svc[i]);
+		chlb_svc_cfg_free(&st->svc[i]);
 	free(st->svc);
 	memset(st, 0, sizeof(*st));
 }
@@ -55,9 +69,20 @@ static int svc_copy(struct chlb_svc_cfg *d, const struct chlb_svc_cfg *s)
 		if (!d->be)
 			return -ENOMEM;
 		memcpy(d->be, s->be, s->nbe * sizeof(*d->be));
+		/* the few overrides: each copy owns its own */
+		for (__u32 i = 0; i < s->nbe; i++) {
+			if (!s->be[i].check)
+				continue;
+			d->be[i].check = malloc(sizeof(*d->be[i].check));
+			if (!d->be[i].check) {
+				be_free(d->be, i); /* the copies made so far */
+				return -ENOMEM;
+			}
+			*d->be[i].check = *s->be[i].check;
+		}
 	}
 	if (order_copy(&d->order, &s->order)) {
-		free(d->be);
+		be_free(d->be, d->nbe);
 		return -ENOMEM;
 	}
 	return 0;
@@ -90,7 +115,7 @@ void chlb_state_put_svc(struct chlb_state *st, const struct chlb_vip *vip,
 	void *p;
 
 	if (n) {
-		free(n->be);
+		be_free(n->be, n->nbe);
 		chlb_jump_order_free(&n->order);
 		*n = st->svc[--st->nsvc];
 	}
@@ -602,7 +627,8 @@ static int check_svc_health(const struct chlb_svc_cfg *s, const char *vip, char 
 	int rc = check_health(s, NULL, vip, err, errlen);
 
 	for (__u32 i = 0; !rc && i < s->nbe; i++)
-		if (s->be[i].check.set) /* others have the service's check, checked above */
+		if (chlb_be_check(&s->be[i])
+			->set) /* others have the service's check, checked above */
 			rc = check_health(s, &s->be[i], s->be[i].name, err, errlen);
 	return rc;
 }
@@ -638,7 +664,7 @@ static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const st
 	if (!rc)
 		rc = check_health(&s, NULL, vip, err, errlen);
 	if (rc) {
-		svc_free(&s);
+		chlb_svc_cfg_free(&s);
 		return rc;
 	}
 	if (st->nsvc == st->cap) {
@@ -646,7 +672,7 @@ static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const st
 		void *p = realloc(st->svc, cap * sizeof(*st->svc));
 
 		if (!p) {
-			svc_free(&s);
+			chlb_svc_cfg_free(&s);
 			return chlb_err(err, errlen, -ENOMEM, "out of memory");
 		}
 		st->svc = p;
@@ -657,7 +683,7 @@ static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const st
 		struct be_ix *p = realloc(ix->svc, cap * sizeof(*p));
 
 		if (!p) {
-			svc_free(&s);
+			chlb_svc_cfg_free(&s);
 			return chlb_err(err, errlen, -ENOMEM, "out of memory");
 		}
 		memset(p + ix->scap, 0, (cap - ix->scap) * sizeof(*p));
@@ -671,7 +697,7 @@ static int service_add(struct chlb_state *st, struct chlb_state_ix *ix, const st
 		if (be_ix_build(x, &st->svc[st->nsvc - 1]) ||
 		    ht_add(&ix->h, st->nsvc - 1, svc_hash_at, st->svc)) {
 			st->nsvc--;
-			svc_free(&st->svc[st->nsvc]);
+			chlb_svc_cfg_free(&st->svc[st->nsvc]);
 			return chlb_err(err, errlen, -ENOMEM, "out of memory");
 		}
 	}
@@ -699,13 +725,13 @@ static int service_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 	}
 	if (rc)
 		goto bad;
-	svc_free(s);
+	chlb_svc_cfg_free(s);
 	*s = n; /* same backends in the same order: the index still holds */
 	if (x)
 		x->vnodes = ring_vnodes(s);
 	return 0;
 bad:
-	svc_free(&n);
+	chlb_svc_cfg_free(&n);
 	return rc;
 }
 
@@ -739,6 +765,7 @@ static int ask_bucket(struct chlb_svc_cfg *s, struct chlb_cfg_be *b, const struc
 static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
 		       const char *tok, char *err, size_t errlen)
 {
+	struct chlb_check *own = NULL;
 	struct chlb_cfg_be *b;
 	__u64 vn;
 	int rc;
@@ -754,20 +781,28 @@ static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 		 ?: check_family(s, &c->backend, tok, err, errlen);
 	if (rc)
 		return rc;
+	/* only the fields given: an override, the backend's own */
+	if (c->check.set) {
+		own = calloc(1, sizeof(*own));
+		if (!own)
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		chlb_check_overlay(own, &c->check);
+	}
 	if (c->set & CHLB_OPT_CHECK_ALL) {
-		struct chlb_cfg_be tmp = { 0 };
+		struct chlb_cfg_be tmp = { .check = own };
 
-		chlb_check_overlay(&tmp.check, &c->check);
 		rc = check_health(s, &tmp, tok, err, errlen);
 		if (rc)
-			return rc;
+			goto fail;
 	}
 	if (s->nbe == s->cap) {
 		__u32 cap = s->cap ? s->cap * 2 : 8;
 		void *p = realloc(s->be, cap * sizeof(*s->be));
 
-		if (!p)
-			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		if (!p) {
+			rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
+			goto fail;
+		}
 		s->be = p;
 		s->cap = cap;
 	}
@@ -776,37 +811,52 @@ static int backend_add(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 	b->addr = c->backend;
 	chlb_fmt_addr(&c->backend, b->name, sizeof(b->name));
 	b->weight = (c->set & CHLB_OPT_WEIGHT) ? c->weight : CHLB_WEIGHT_DEFAULT;
-	chlb_check_overlay(&b->check, &c->check); /* only the fields given: an override */
 	if (c->set & (CHLB_OPT_BUCKET | CHLB_OPT_BUCKET_ONE)) {
 		rc = ask_bucket(s, b, c, err, errlen);
 		if (rc)
-			return rc;
+			goto fail;
 	}
 	s->nbe++;
 	/* said for the backend: check_svc_vn's "larger than the N backends of ADDR" read as nonsense */
 	if (chlb_algo_has_table(s->algo) && s->table_size <= s->nbe) {
 		s->nbe--;
-		return chlb_err(
-		    err, errlen, -EINVAL,
-		    "'%s': one backend too many for the service's table (table %u): it "
-		    "must be larger than the backend count (%u with this one); raise it "
-		    "first (service set VIP table N, a prime)",
-		    tok, s->table_size, s->nbe + 1);
+		rc = chlb_err(err, errlen, -EINVAL,
+			      "'%s': one backend too many for the service's table (table %u): it "
+			      "must be larger than the backend count (%u with this one); raise it "
+			      "first (service set VIP table N, a prime)",
+			      tok, s->table_size, s->nbe + 1);
+		goto fail;
 	}
 	vn = x ? x->vnodes + be_vnodes(s, b->weight) : ring_vnodes(s);
 	rc = check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen);
 	if (rc) {
 		s->nbe--;
-		return rc;
+		goto fail;
 	}
 	if (x) {
 		if (ht_add(&x->h, s->nbe - 1, be_hash_at, s->be)) {
 			s->nbe--;
-			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+			rc = chlb_err(err, errlen, -ENOMEM, "out of memory");
+			goto fail;
 		}
 		x->vnodes = vn;
 	}
+	b->check = own;
 	return 0;
+fail:
+	free(own);
+	return rc;
+}
+
+/* A refused `backend set`: b's overrides back to what they were (none: had false). */
+static void put_check(struct chlb_cfg_be *b, bool had, const struct chlb_check *old)
+{
+	if (had) {
+		*b->check = *old;
+	} else {
+		free(b->check);
+		b->check = NULL;
+	}
 }
 
 static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chlb_cmd *c,
@@ -814,18 +864,22 @@ static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 {
 	struct chlb_cfg_be *b = ix_find_be(s, x, &c->backend);
 	struct chlb_check old_check;
+	bool had_check;
 	__u32 old;
 	__u64 vn;
 	int rc;
 
 	if (!b)
 		return chlb_err(err, errlen, -ENOENT, "'%s': no such backend in the service", tok);
-	old_check = b->check; /* every failure below puts it back */
+	old_check = *chlb_be_check(b); /* every failure below puts it back */
+	had_check = b->check != NULL;
 	if (c->set & CHLB_OPT_CHECK_ALL) {
-		chlb_check_overlay(&b->check, &c->check);
+		if (!b->check && !(b->check = calloc(1, sizeof(*b->check))))
+			return chlb_err(err, errlen, -ENOMEM, "out of memory");
+		chlb_check_overlay(b->check, &c->check);
 		rc = check_health(s, b, tok, err, errlen);
 		if (rc) {
-			b->check = old_check;
+			put_check(b, had_check, &old_check);
 			return rc;
 		}
 	}
@@ -838,7 +892,7 @@ static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 			b->bucket_req = old_req;
 			s->order_pinned = old_pinned;
 			if (c->set & CHLB_OPT_CHECK_ALL)
-				b->check = old_check;
+				put_check(b, had_check, &old_check);
 			return rc;
 		}
 	}
@@ -850,8 +904,8 @@ static int backend_set(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 	rc = check_svc_vn(s, tok, s->algo == CHLB_ALGO_RING ? vn : 0, err, errlen);
 	if (rc) {
 		b->weight = old;
-		if (c->set & CHLB_OPT_CHECK_ALL)
-			b->check = old_check; /* a refused statement changes nothing */
+		if (c->set & CHLB_OPT_CHECK_ALL) /* a refused statement changes nothing */
+			put_check(b, had_check, &old_check);
 		return rc;
 	}
 	if (x)
@@ -873,6 +927,7 @@ static int backend_del(struct chlb_svc_cfg *s, struct be_ix *x, const struct chl
 		x->vnodes -= be_vnodes(s, b->weight);
 		ht_del_move(&x->h, i, hash_addr(&b->addr), last, hash_addr(&s->be[last].addr));
 	}
+	free(b->check);
 	*b = s->be[last];
 	s->nbe--;
 	return 0;
@@ -949,7 +1004,7 @@ int chlb_state_exec_ix(struct chlb_state *st, struct chlb_state_ix *ix, const st
 			ix->svc[i] = ix->svc[last];
 			memset(&ix->svc[last], 0, sizeof(ix->svc[last]));
 		}
-		svc_free(s);
+		chlb_svc_cfg_free(s);
 		*s = st->svc[last];
 		st->nsvc--;
 		return 0;
@@ -1139,7 +1194,7 @@ bool chlb_svc_health_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_c
 			o = chlb_svc_find_be(b, &a->be[i].addr);
 		if (!o)
 			return false;
-		if (!a->be[i].check.set && !o->check.set)
+		if (!chlb_be_check(&a->be[i])->set && !chlb_be_check(o)->set)
 			continue; /* both the service's check, compared above */
 		chlb_check_effective(a, &a->be[i], &x);
 		chlb_check_effective(b, o, &y);

@@ -25,10 +25,19 @@ struct chlb_cfg_be {
 	struct chlb_addr addr;
 	char name[CHLB_BE_NAME_LEN]; /* canonical address text: the builders' name */
 	__u32 weight;
-	struct chlb_check check; /* overrides of the service's check: only check.set's fields */
-	__u32 bucket_req;	 /* jump: `bucket N` of this transaction as N + 1, 0: none;
-				  * chlb_state_finalize() places it in the order */
+	__u32 bucket_req; /* jump: `bucket N` of this transaction as N + 1, 0: none;
+			   * chlb_state_finalize() places it in the order */
+	/*
+	 * Overrides of the service's check (only check->set's fields), owned;
+	 * NULL: none, as for most backends. Out of line: the check is ~280
+	 * bytes, and every change copies and walks every backend of every
+	 * service (chlb_be_check() reads it).
+	 */
+	struct chlb_check *check;
 };
+
+/* b's check overrides: b->check, or an empty set (set 0) when it has none. */
+const struct chlb_check *chlb_be_check(const struct chlb_cfg_be *b);
 
 struct chlb_svc_cfg {
 	struct chlb_vip vip;
@@ -71,6 +80,8 @@ struct chlb_state {
 
 void chlb_state_init(struct chlb_state *st);
 void chlb_state_free(struct chlb_state *st);
+/* A service's own memory (backends, their overrides, the jump order); s zeroed. */
+void chlb_svc_cfg_free(struct chlb_svc_cfg *s);
 int chlb_state_copy(struct chlb_state *dst, const struct chlb_state *src);
 /*
  * st's service vip becomes a copy of `from` (another state's), or leaves st

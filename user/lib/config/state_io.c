@@ -201,7 +201,7 @@ static void format_svc(struct sbuf *b, const struct chlb_svc_cfg *s)
 	for (__u32 i = 0; i < s->nbe; i++) {
 		sb_printf(b, "backend add %s %s weight %u", vip, be[i].name, be[i].weight);
 		format_buckets(b, ref, nref, be[i].name);
-		sb_printf(b, "%s\n", chlb_check_fmt(&be[i].check, false, ck, sizeof(ck)));
+		sb_printf(b, "%s\n", chlb_check_fmt(chlb_be_check(&be[i]), false, ck, sizeof(ck)));
 	}
 	free(ref);
 	free(be);
