@@ -115,8 +115,7 @@ void chlb_state_put_svc(struct chlb_state *st, const struct chlb_vip *vip,
 	void *p;
 
 	if (n) {
-		be_free(n->be, n->nbe);
-		chlb_jump_order_free(&n->order);
+		chlb_svc_cfg_free(n);
 		*n = st->svc[--st->nsvc];
 	}
 	if (!from || chlb_state_copy(&one, &tmp))
@@ -626,9 +625,9 @@ static int check_svc_health(const struct chlb_svc_cfg *s, const char *vip, char 
 {
 	int rc = check_health(s, NULL, vip, err, errlen);
 
+	/* backends with overrides: the others have the service's check, checked above */
 	for (__u32 i = 0; !rc && i < s->nbe; i++)
-		if (chlb_be_check(&s->be[i])
-			->set) /* others have the service's check, checked above */
+		if (chlb_be_check(&s->be[i])->set)
 			rc = check_health(s, &s->be[i], s->be[i].name, err, errlen);
 	return rc;
 }
