@@ -135,6 +135,7 @@ int chlbd_commit(struct chlb_state *next, char *err, size_t errlen)
 	r = serve(next, &old, perr, sizeof(perr)); /* old: what served, for a roll back */
 	D.rt->yield = NULL;
 	D.rt->settle = NULL;
+	staging = NULL;
 	t_served = chlb_now_ns();
 	rs = chlbd_persist_wait(&w, serr, sizeof(serr));
 	t_staged = chlb_now_ns();

@@ -47,7 +47,7 @@ bool chlbd_vip_servable(const struct chlb_svc_cfg *svc)
 static bool addr_in(const struct chlb_addr *a, const struct chlb_addr *set, int n)
 {
 	for (int i = 0; i < n; i++)
-		if (!chlb_addr_cmp(a, &set[i]))
+		if (chlb_addr_eq(a, &set[i]))
 			return true;
 	return false;
 }

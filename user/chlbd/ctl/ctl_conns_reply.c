@@ -113,7 +113,7 @@ static json_object *svc_json(const struct walk *w, __u32 i, const struct chlb_ad
 		const struct chlb_ct_be *tb = &ts->be[j];
 		json_object *e;
 
-		if (only && chlb_addr_cmp(only, &s->be[j].addr))
+		if (only && !chlb_addr_eq(only, &s->be[j].addr))
 			continue;
 		e = json_object_new_object();
 		json_object_object_add(e, "address", json_object_new_string(s->be[j].name));

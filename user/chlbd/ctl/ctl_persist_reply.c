@@ -51,7 +51,7 @@ static int walk_one(const struct chlb_persist_key *k, const struct chlb_conn *c,
 	w->entries++;
 	if (w->svc >= 0 && (int)k->svc_id != w->svc)
 		return 0;
-	if (w->backend.family && (!named || chlb_addr_cmp(&rb->addr, &w->backend)))
+	if (w->backend.family && (!named || !chlb_addr_eq(&rb->addr, &w->backend)))
 		return 0;
 	if (w->listed >= PERSIST_LIST_MAX) {
 		w->truncated = true;

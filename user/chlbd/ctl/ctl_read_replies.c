@@ -133,7 +133,7 @@ json_object *reply_services(const struct chlb_cmd *c)
 	json_object *o = json_object_new_object(), *arr = json_object_new_array();
 
 	for (__u32 i = 0; i < D.state.nsvc; i++) {
-		if (c->has_vip && chlb_vip_cmp(&c->vip, &D.state.svc[i].vip))
+		if (c->has_vip && !chlb_vip_eq(&c->vip, &D.state.svc[i].vip))
 			continue;
 		json_object_array_add(arr, svc_json(&D.state.svc[i]));
 	}
@@ -167,7 +167,7 @@ json_object *reply_backends(const struct chlb_cmd *c)
 		__u32 *bucket;
 		int id;
 
-		if (c->has_vip && chlb_vip_cmp(&c->vip, &s->vip))
+		if (c->has_vip && !chlb_vip_eq(&c->vip, &s->vip))
 			continue;
 		found = true;
 		id = chlb_rt_svc_id(D.rt, &s->vip);

@@ -68,9 +68,9 @@ const char *chlb_proto_name(__u8 proto);
 
 int chlb_addr_cmp(const struct chlb_addr *a, const struct chlb_addr *b);
 /*
- * Equality alone, inlined: the lookups by address and VIP (a change scans
- * every service for each service: 250 VIPs made chlb_vip_cmp()'s calls
- * half of a change's 6 ms).
+ * Equality alone, inlined, for every "same address / VIP?" test
+ * (chlb_*_cmp() are for ordering): a change looks services up many times
+ * (250 VIPs made chlb_vip_cmp()'s calls half of a change's 6 ms).
  */
 static inline bool chlb_addr_eq(const struct chlb_addr *a, const struct chlb_addr *b)
 {

@@ -464,7 +464,7 @@ static void svc_changes(const struct chlb_svc_cfg *o, const struct chlb_svc_cfg 
 		ADD("hash %s -> %s", chlb_hash_name(o->hash), chlb_hash_name(s->hash));
 	if (o->mtu != s->mtu)
 		ADD("mtu %u -> %u", o->mtu, s->mtu);
-	if (chlb_addr_cmp(&o->encap_src, &s->encap_src))
+	if (!chlb_addr_eq(&o->encap_src, &s->encap_src))
 		ADD("encap-src %s -> %s",
 		    o->encap_src.family ? chlb_fmt_addr(&o->encap_src, a, sizeof(a)) : "none",
 		    s->encap_src.family ? chlb_fmt_addr(&s->encap_src, b, sizeof(b)) : "none");

@@ -1134,7 +1134,7 @@ bool chlb_svc_allow_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cf
 		return false;
 	for (__u32 i = 0; i < a->nallow; i++)
 		if (a->allow[i].plen != b->allow[i].plen ||
-		    chlb_addr_cmp(&a->allow[i].addr, &b->allow[i].addr))
+		    !chlb_addr_eq(&a->allow[i].addr, &b->allow[i].addr))
 			return false;
 	return true;
 }
@@ -1142,7 +1142,7 @@ bool chlb_svc_allow_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cf
 bool chlb_svc_view_equal(const struct chlb_svc_cfg *a, const struct chlb_svc_cfg *b)
 {
 	return a->fwd == b->fwd && a->hash == b->hash && a->mtu == b->mtu &&
-	       !chlb_addr_cmp(&a->encap_src, &b->encap_src) && chlb_svc_allow_equal(a, b) &&
+	       chlb_addr_eq(&a->encap_src, &b->encap_src) && chlb_svc_allow_equal(a, b) &&
 	       a->persist_s == b->persist_s && a->persist_plen == b->persist_plen;
 }
 
